@@ -1,0 +1,248 @@
+//! Framing a backend's payload with the container header, and checking it on the way in.
+
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use halo2_proofs::plonk::ConstraintSystem;
+use halo2curves::bn256::Fr;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+use crate::circuit::{check_k, fingerprint_of};
+use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
+use crate::error::{Error, Result};
+use crate::header::{Fingerprint, Header, KeyKind, HEADER_LEN};
+use crate::options::LoadOptions;
+use crate::payload::PayloadReader;
+
+/// Writes header placeholder, payload, then seeks back to write the real header.
+pub(crate) fn write<K: KeyCodec + ?Sized>(
+    codec: &K,
+    key: KeyRef<'_>,
+    fingerprint: Fingerprint,
+    writer: &mut (impl Write + Seek),
+) -> Result<()> {
+    let start = writer.stream_position()?;
+    writer.write_all(&[0u8; HEADER_LEN])?;
+    let mut hashing = HashingWriter {
+        inner: &mut *writer,
+        hasher: Xxh3::new(),
+        written: 0,
+    };
+    codec.encode(key, &mut hashing)?;
+    let (payload_len, payload_checksum) = (hashing.written, hashing.hasher.digest());
+    let header = Header {
+        codec: codec.id(),
+        mode: codec.wire_mode(),
+        kind: key.kind(),
+        k: key.vk().get_domain().k(),
+        payload_len,
+        payload_checksum,
+        fingerprint,
+    };
+    writer.seek(SeekFrom::Start(start))?;
+    writer.write_all(&header.to_bytes())?;
+    writer.seek(SeekFrom::Start(start + HEADER_LEN as u64 + payload_len))?;
+    writer.flush()?;
+    Ok(())
+}
+
+/// Reads a container from a stream: checks the header, decodes the payload while hashing it,
+/// then compares the checksum before returning the key. `total_len` is the real length of the
+/// source (header included) when known (a file): the declared payload length is checked
+/// against it before anything is decoded, and no bytes may follow the container.
+pub(crate) fn read<K: KeyCodec + ?Sized>(
+    codec: &K,
+    kind: KeyKind,
+    cs: ConstraintSystem<Fr>,
+    reader: &mut impl Read,
+    total_len: Option<u64>,
+    options: &LoadOptions,
+) -> Result<Key> {
+    if total_len.is_some_and(|total| total < HEADER_LEN as u64) {
+        return Err(Error::Truncated {
+            context: "container header",
+        });
+    }
+    let mut header_bytes = [0u8; HEADER_LEN];
+    reader
+        .read_exact(&mut header_bytes)
+        .map_err(|err| Error::from_read(err, "container header"))?;
+    let header = Header::from_bytes(&header_bytes)?;
+    check_header(codec, kind, &header, &cs, options)?;
+    if let Some(total) = total_len {
+        check_length(&header, total - HEADER_LEN as u64)?;
+    }
+
+    let mut hashing = HashingReader {
+        inner: reader.take(header.payload_len),
+        hasher: Xxh3::new(),
+    };
+    let context = decode_context(codec, kind, header, cs, options);
+    let mut payload = PayloadReader::new(&mut hashing, header.payload_len, total_len.is_some());
+    let decoded = codec.decode(&mut payload, &context);
+    let left = payload.remaining();
+    if matches!(decoded, Err(Error::Io(_))) {
+        return decoded;
+    }
+    // Corruption explains most decode errors (and a leftover payload): when the checksum
+    // disagrees, report that. Drain what is left of the declared payload to find out.
+    let drained = io::copy(&mut hashing, &mut io::sink()).is_ok() && hashing.inner.limit() == 0;
+    if drained {
+        verify_checksum(&header, hashing.hasher.digest())?;
+    }
+    let key = decoded?;
+    if left > 0 {
+        return Err(Error::TrailingBytes { count: left });
+    }
+    Ok(key)
+}
+
+/// Reads a container held in memory: header and length checks, then the payload checksum,
+/// all before decoding; the slice must hold exactly one container.
+pub(crate) fn read_slice<K: KeyCodec + ?Sized>(
+    codec: &K,
+    kind: KeyKind,
+    cs: ConstraintSystem<Fr>,
+    bytes: &[u8],
+    options: &LoadOptions,
+) -> Result<Key> {
+    let (header_bytes, rest) = bytes
+        .split_first_chunk::<HEADER_LEN>()
+        .ok_or(Error::Truncated {
+            context: "container header",
+        })?;
+    let header = Header::from_bytes(header_bytes)?;
+    check_header(codec, kind, &header, &cs, options)?;
+    check_length(&header, rest.len() as u64)?;
+    verify_checksum(&header, xxh3_64(rest))?;
+    let context = decode_context(codec, kind, header, cs, options);
+    let mut source = rest;
+    let mut payload = PayloadReader::new(&mut source, header.payload_len, true);
+    let key = codec.decode(&mut payload, &context)?;
+    match payload.remaining() {
+        0 => Ok(key),
+        left => Err(Error::TrailingBytes { count: left }),
+    }
+}
+
+fn decode_context<K: KeyCodec + ?Sized>(
+    codec: &K,
+    kind: KeyKind,
+    header: Header,
+    cs: ConstraintSystem<Fr>,
+    options: &LoadOptions,
+) -> DecodeContext {
+    DecodeContext {
+        kind,
+        mode: header.mode,
+        k: Some(header.k),
+        validation: codec.effective_validation(options.validation),
+        limits: options.limits,
+        cs,
+    }
+}
+
+/// Compares the declared payload length with the bytes actually after the header.
+fn check_length(header: &Header, available: u64) -> Result<()> {
+    if available < header.payload_len {
+        return Err(Error::LengthMismatch {
+            declared: header.payload_len,
+            available,
+        });
+    }
+    if available > header.payload_len {
+        return Err(Error::TrailingBytes {
+            count: available - header.payload_len,
+        });
+    }
+    Ok(())
+}
+
+fn check_header<K: KeyCodec + ?Sized>(
+    codec: &K,
+    kind: KeyKind,
+    header: &Header,
+    cs: &ConstraintSystem<Fr>,
+    options: &LoadOptions,
+) -> Result<()> {
+    if header.codec != codec.id() {
+        return Err(Error::CodecMismatch {
+            expected: codec.id(),
+            found: header.codec,
+        });
+    }
+    if header.kind != kind {
+        return Err(Error::KindMismatch {
+            expected: kind,
+            found: header.kind,
+        });
+    }
+    if let Some(expected) = options.expected_k {
+        if header.k != expected {
+            return Err(Error::KMismatch {
+                expected,
+                found: header.k,
+            });
+        }
+    }
+    check_k(header.k, &options.limits)?;
+    let expected = fingerprint_of(cs);
+    if header.fingerprint != expected {
+        return Err(Error::CircuitMismatch {
+            expected,
+            found: header.fingerprint,
+        });
+    }
+    if header.payload_len > options.limits.max_payload_bytes {
+        return Err(Error::LimitExceeded {
+            what: "payload length",
+            requested: header.payload_len,
+            limit: options.limits.max_payload_bytes,
+        });
+    }
+    Ok(())
+}
+
+fn verify_checksum(header: &Header, found: u64) -> Result<()> {
+    if found != header.payload_checksum {
+        return Err(Error::PayloadChecksum {
+            expected: header.payload_checksum,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// Counts and hashes what passes through to the inner writer.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Xxh3,
+    written: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        let done = buf.get(..n).unwrap_or(buf);
+        self.hasher.update(done);
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Hashes what is read through it.
+struct HashingReader<R> {
+    inner: io::Take<R>,
+    hasher: Xxh3,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(buf.get(..n).unwrap_or(buf));
+        Ok(n)
+    }
+}

@@ -1,0 +1,227 @@
+//! The one error type of the workspace.
+
+use std::io;
+
+use crate::header::{CodecId, Fingerprint, KeyKind};
+
+/// `Result` with this workspace's [`enum@Error`] as the default error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while saving or loading a key.
+///
+/// Every decode path reports one of these; none panics on bad input. Variants name what was
+/// wrong so that a caller (or an operator reading a log) can tell a truncated download from a
+/// key for another circuit.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system reported an I/O failure (not an early end of data).
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+
+    /// The data ended before the structure it declares was complete.
+    #[error("truncated input: data ended while reading {context}")]
+    Truncated {
+        /// What was being read when the data ran out.
+        context: &'static str,
+    },
+
+    /// The first bytes are not a keycodec container.
+    #[error("not a keycodec container: bad magic bytes")]
+    BadMagic,
+
+    /// The container was written by a newer (or unknown) container version.
+    #[error("unsupported container version {found} (this build reads version {supported})")]
+    UnsupportedVersion {
+        /// Version found in the header.
+        found: u16,
+        /// Version this build reads.
+        supported: u16,
+    },
+
+    /// The header's own checksum does not match its bytes: the header is corrupt.
+    #[error("container header is corrupt (header checksum mismatch)")]
+    HeaderChecksum,
+
+    /// The payload's checksum does not match the one recorded in the header.
+    #[error("payload is corrupt: checksum {found:#018x} does not match recorded {expected:#018x}")]
+    PayloadChecksum {
+        /// Checksum recorded in the header.
+        expected: u64,
+        /// Checksum of the bytes actually read.
+        found: u64,
+    },
+
+    /// A reserved header field that must be zero is not.
+    #[error("container header has non-zero reserved field `{field}`")]
+    ReservedField {
+        /// The reserved field's name.
+        field: &'static str,
+    },
+
+    /// The file was written by another backend than the one loading it.
+    #[error("file was written by codec {found} but is being loaded with codec {expected}")]
+    CodecMismatch {
+        /// The codec doing the load.
+        expected: CodecId,
+        /// The codec named in the header (`Unknown(n)` for an id this build does not know).
+        found: CodecId,
+    },
+
+    /// The header names a codec mode (wire layout) that the codec does not know.
+    #[error("codec {codec} has no wire mode {mode}")]
+    UnsupportedMode {
+        /// The codec doing the load.
+        codec: CodecId,
+        /// The mode byte found in the header.
+        mode: u8,
+    },
+
+    /// A proving key was asked for and the file holds a verifying key, or the reverse.
+    #[error("file holds a {found} but a {expected} was requested")]
+    KindMismatch {
+        /// The kind requested.
+        expected: KeyKind,
+        /// The kind found in the header.
+        found: KeyKind,
+    },
+
+    /// The key is for another curve than BN254.
+    #[error("file is for curve id {found}; this build supports only BN254 (id 1)")]
+    CurveMismatch {
+        /// Curve id found in the header.
+        found: u8,
+    },
+
+    /// The key's circuit size `k` is not the one the caller expected.
+    #[error("file holds a key for k = {found}, expected k = {expected}")]
+    KMismatch {
+        /// The `k` the caller expected.
+        expected: u32,
+        /// The `k` found in the file.
+        found: u32,
+    },
+
+    /// The key's circuit size `k` is impossible for this field, or above the configured limit.
+    #[error("k = {k} is out of range (must be between 1 and {max})")]
+    KOutOfRange {
+        /// The `k` found in the file.
+        k: u32,
+        /// The largest `k` accepted.
+        max: u32,
+    },
+
+    /// The file was written for another circuit (its constraint system differs).
+    #[error("file is for another circuit: fingerprint {found} does not match expected {expected}")]
+    CircuitMismatch {
+        /// Fingerprint of the circuit type the caller is loading with.
+        expected: Fingerprint,
+        /// Fingerprint recorded in the file.
+        found: Fingerprint,
+    },
+
+    /// The header's declared payload length does not match the bytes actually present.
+    #[error("header declares a {declared}-byte payload but {available} bytes follow the header")]
+    LengthMismatch {
+        /// Payload length declared in the header.
+        declared: u64,
+        /// Bytes actually present after the header.
+        available: u64,
+    },
+
+    /// Bytes remain after a complete key was decoded.
+    #[error("{count} unexpected trailing bytes after the key")]
+    TrailingBytes {
+        /// How many bytes were left over (at least this many, for streams).
+        count: u64,
+    },
+
+    /// A declared size is larger than the configured limit or than the data can hold.
+    #[error("{what}: {requested} exceeds the limit of {limit}")]
+    LimitExceeded {
+        /// What was being sized.
+        what: &'static str,
+        /// The size requested by the data.
+        requested: u64,
+        /// The limit it broke.
+        limit: u64,
+    },
+
+    /// A field element is not a canonical encoding (not below the modulus).
+    #[error("invalid field element in {context}: not below the field modulus")]
+    InvalidFieldElement {
+        /// Where the element was found.
+        context: &'static str,
+    },
+
+    /// A curve point is not on the curve, or its encoding is malformed.
+    #[error("invalid curve point in {context}: not on the curve or malformed")]
+    InvalidPoint {
+        /// Where the point was found.
+        context: &'static str,
+    },
+
+    /// The key's structure does not fit the circuit (column counts, polynomial lengths...).
+    #[error("structure mismatch in {what}: expected {expected}, found {found}")]
+    Structure {
+        /// The quantity that disagrees.
+        what: &'static str,
+        /// The value the circuit implies.
+        expected: u64,
+        /// The value found in the data.
+        found: u64,
+    },
+
+    /// The payload is malformed in a way specific to one backend's format.
+    #[error("malformed payload: {0}")]
+    Malformed(String),
+
+    /// A backend-specific failure, kept as the source.
+    #[error("{codec} backend error")]
+    Backend {
+        /// The backend that failed.
+        codec: CodecId,
+        /// The backend's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// A backend name was not recognised.
+    #[error("unknown backend `{name}` (known: {known})")]
+    UnknownBackend {
+        /// The name given.
+        name: String,
+        /// The names this build knows, comma-separated.
+        known: &'static str,
+    },
+
+    /// A backend exists but was compiled out of this build.
+    #[error("backend `{backend}` is not compiled in: enable the Cargo feature `{feature}`")]
+    BackendNotCompiled {
+        /// The backend's name.
+        backend: &'static str,
+        /// The Cargo feature that enables it.
+        feature: &'static str,
+    },
+
+    /// A human-readable size (such as `"8KiB"`) could not be parsed.
+    #[error("invalid size `{input}`: {reason}")]
+    InvalidSize {
+        /// The text given.
+        input: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+}
+
+impl Error {
+    /// Maps an I/O error raised while reading `context`, turning an early end of data into
+    /// [`Error::Truncated`].
+    pub fn from_read(err: io::Error, context: &'static str) -> Self {
+        if err.kind() == io::ErrorKind::UnexpectedEof {
+            Error::Truncated { context }
+        } else {
+            Error::Io(err)
+        }
+    }
+}

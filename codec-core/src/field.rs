@@ -1,0 +1,278 @@
+//! Byte encodings of BN254 field elements and G1 points, checked or trusted, one at a time
+//! and in bulk.
+//!
+//! Two encodings exist in halo2's world and both are here:
+//! - *raw* (`SerdeFormat::RawBytes`): the element's internal Montgomery limbs, little-endian,
+//!   copied without conversion; points as raw `x || y`.
+//! - *canonical* (`SerdeFormat::Processed`): `PrimeField::to_repr` (little-endian, reduced),
+//!   points compressed to 32 bytes.
+//!
+//! None of these functions relies on the in-memory layout of `Fr`: elements are converted
+//! through halo2curves' own `SerdeObject` and `PrimeField` APIs.
+
+use std::io::{self, Write};
+
+use halo2_proofs::halo2curves::ff::PrimeField;
+use halo2_proofs::halo2curves::group::GroupEncoding;
+use halo2curves::bn256::{Fr, G1Affine};
+use halo2curves::serde::SerdeObject;
+
+use crate::error::{Error, Result};
+use crate::options::Validation;
+use crate::payload::PayloadReader;
+
+/// Bytes of one encoded scalar field element (either encoding).
+pub const FR_BYTES: usize = 32;
+/// Bytes of one raw (uncompressed, Montgomery) G1 point.
+pub const G1_RAW_BYTES: usize = 64;
+/// Bytes of one compressed G1 point.
+pub const G1_COMPRESSED_BYTES: usize = 32;
+
+/// Elements converted per bulk step: 256 KiB of encoded data, which stays in L2.
+const CHUNK_ELEMENTS: usize = 8192;
+
+/// How field elements and points are laid out in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldEncoding {
+    /// Montgomery limbs as stored in memory; points uncompressed. halo2's `RawBytes`.
+    Raw,
+    /// Reduced little-endian representation; points compressed. halo2's `Processed`.
+    Canonical,
+}
+
+impl FieldEncoding {
+    /// Bytes of one encoded point.
+    pub fn point_bytes(self) -> usize {
+        match self {
+            FieldEncoding::Raw => G1_RAW_BYTES,
+            FieldEncoding::Canonical => G1_COMPRESSED_BYTES,
+        }
+    }
+}
+
+/// Encodes a scalar.
+pub fn encode_fr(value: &Fr, encoding: FieldEncoding) -> [u8; FR_BYTES] {
+    match encoding {
+        FieldEncoding::Raw => {
+            let mut out = [0u8; FR_BYTES];
+            let mut cursor: &mut [u8] = &mut out;
+            // Writing 32 bytes into a 32-byte slice cannot fail; the round-trip tests check
+            // the result.
+            let _ = value.write_raw(&mut cursor);
+            out
+        }
+        FieldEncoding::Canonical => value.to_repr(),
+    }
+}
+
+/// Decodes a scalar. Canonical decoding is always checked (it must reduce the value);
+/// raw decoding is checked unless `validation` is [`Validation::Trusted`].
+///
+/// # Errors
+///
+/// [`Error::InvalidFieldElement`] when a checked value is not below the modulus.
+pub fn decode_fr(
+    bytes: &[u8; FR_BYTES],
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+) -> Result<Fr> {
+    let decoded = match (encoding, validation) {
+        (FieldEncoding::Raw, Validation::Checked) => Fr::from_raw_bytes(bytes),
+        (FieldEncoding::Raw, Validation::Trusted) => Some(Fr::from_raw_bytes_unchecked(bytes)),
+        (FieldEncoding::Canonical, _) => Option::from(Fr::from_repr(*bytes)),
+    };
+    decoded.ok_or(Error::InvalidFieldElement { context })
+}
+
+/// Encodes a point: 64 raw bytes, or 32 compressed.
+pub fn encode_g1(point: &G1Affine, encoding: FieldEncoding) -> Vec<u8> {
+    match encoding {
+        FieldEncoding::Raw => {
+            let mut out = Vec::with_capacity(G1_RAW_BYTES);
+            // Writing into a Vec cannot fail.
+            let _ = point.write_raw(&mut out);
+            out
+        }
+        FieldEncoding::Canonical => point.to_bytes().as_ref().to_vec(),
+    }
+}
+
+/// Decodes a point from exactly [`FieldEncoding::point_bytes`] bytes. Compressed points are
+/// always checked (decompression needs a valid x); raw points are checked for canonical
+/// coordinates and being on the curve unless `validation` is [`Validation::Trusted`].
+///
+/// # Errors
+///
+/// [`Error::InvalidPoint`] when the point is malformed or off the curve.
+pub fn decode_g1(
+    bytes: &[u8],
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+) -> Result<G1Affine> {
+    if bytes.len() != encoding.point_bytes() {
+        return Err(Error::InvalidPoint { context });
+    }
+    let decoded = match (encoding, validation) {
+        // `from_raw_bytes` checks both coordinates are below the modulus and that the point
+        // is on the curve (the identity is encoded as (0, 0)).
+        (FieldEncoding::Raw, Validation::Checked) => G1Affine::from_raw_bytes(bytes),
+        (FieldEncoding::Raw, Validation::Trusted) => {
+            Some(G1Affine::from_raw_bytes_unchecked(bytes))
+        }
+        (FieldEncoding::Canonical, _) => {
+            let mut compressed = <G1Affine as GroupEncoding>::Repr::default();
+            compressed.as_mut().copy_from_slice(bytes);
+            Option::from(G1Affine::from_bytes(&compressed))
+        }
+    };
+    decoded.ok_or(Error::InvalidPoint { context })
+}
+
+/// Reads one point from the payload.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] or [`Error::InvalidPoint`].
+pub fn read_g1(
+    reader: &mut PayloadReader<'_>,
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+) -> Result<G1Affine> {
+    let mut buf = [0u8; G1_RAW_BYTES];
+    let bytes = buf
+        .get_mut(..encoding.point_bytes())
+        .ok_or(Error::InvalidPoint { context })?;
+    reader.read_exact(bytes, context)?;
+    decode_g1(bytes, encoding, validation, context)
+}
+
+/// Reads `count` field elements, after checking the payload can hold them.
+///
+/// Data is read in 256 KiB steps straight from the payload reader (which bypasses a smaller
+/// `BufReader` for reads this large) and converted step by step.
+///
+/// # Errors
+///
+/// [`Error::LimitExceeded`] if the payload cannot hold `count` elements, [`Error::Truncated`],
+/// or [`Error::InvalidFieldElement`].
+pub fn read_fr_vec(
+    reader: &mut PayloadReader<'_>,
+    count: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+) -> Result<Vec<Fr>> {
+    reader.ensure_available(count as u128 * FR_BYTES as u128, context)?;
+    let mut values = Vec::with_capacity(reader.prealloc(count));
+    let mut staging = vec![0u8; count.min(CHUNK_ELEMENTS) * FR_BYTES];
+    let mut left = count;
+    while left > 0 {
+        let step = left.min(CHUNK_ELEMENTS);
+        let bytes = staging
+            .get_mut(..step * FR_BYTES)
+            .ok_or(Error::Truncated { context })?;
+        reader.read_exact(bytes, context)?;
+        for chunk in bytes.chunks_exact(FR_BYTES) {
+            let array: &[u8; FR_BYTES] = chunk
+                .try_into()
+                .map_err(|_| Error::InvalidFieldElement { context })?;
+            values.push(decode_fr(array, encoding, validation, context)?);
+        }
+        left -= step;
+    }
+    Ok(values)
+}
+
+/// Writes field elements in `encoding`, staging them in 256 KiB blocks so that the writer
+/// sees few, large writes.
+///
+/// # Errors
+///
+/// The writer's I/O errors.
+pub fn write_fr_slice(
+    out: &mut dyn Write,
+    values: &[Fr],
+    encoding: FieldEncoding,
+) -> io::Result<()> {
+    let mut staging = Vec::with_capacity(values.len().min(CHUNK_ELEMENTS) * FR_BYTES);
+    for block in values.chunks(CHUNK_ELEMENTS) {
+        staging.clear();
+        for value in block {
+            staging.extend_from_slice(&encode_fr(value, encoding));
+        }
+        out.write_all(&staging)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use halo2_proofs::halo2curves::ff::Field;
+    use halo2_proofs::halo2curves::group::{prime::PrimeCurveAffine, Curve};
+    use halo2curves::bn256::G1;
+
+    #[test]
+    fn scalars_round_trip_in_both_encodings() {
+        let values = [Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(123_456_789u64)];
+        for encoding in [FieldEncoding::Raw, FieldEncoding::Canonical] {
+            for value in values {
+                let bytes = encode_fr(&value, encoding);
+                let back = decode_fr(&bytes, encoding, Validation::Checked, "test");
+                assert_eq!(back.ok(), Some(value));
+            }
+        }
+    }
+
+    #[test]
+    fn raw_encoding_matches_halo2curves() {
+        let value = Fr::from(987_654_321u64);
+        assert_eq!(
+            encode_fr(&value, FieldEncoding::Raw).to_vec(),
+            value.to_raw_bytes()
+        );
+    }
+
+    #[test]
+    fn out_of_range_scalars_are_rejected_when_checked() {
+        // The all-ones pattern is above the modulus in every encoding.
+        let bytes = [0xffu8; FR_BYTES];
+        for encoding in [FieldEncoding::Raw, FieldEncoding::Canonical] {
+            assert!(matches!(
+                decode_fr(&bytes, encoding, Validation::Checked, "test"),
+                Err(Error::InvalidFieldElement { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn points_round_trip_and_identity_is_accepted() {
+        let generator = G1Affine::generator();
+        let other = (G1::generator() * Fr::from(7u64)).to_affine();
+        for encoding in [FieldEncoding::Raw, FieldEncoding::Canonical] {
+            for point in [generator, other, G1Affine::identity()] {
+                let bytes = encode_g1(&point, encoding);
+                let back = decode_g1(&bytes, encoding, Validation::Checked, "test");
+                assert_eq!(back.ok(), Some(point));
+            }
+        }
+    }
+
+    #[test]
+    fn off_curve_points_are_rejected() {
+        let mut bytes = encode_g1(&G1Affine::generator(), FieldEncoding::Raw);
+        // Use x = 0, y = 1 (Montgomery form of 1 is not the byte 1, but any small value
+        // other than a curve point will do): (0, y) is on the curve only for y^2 = 3.
+        bytes.iter_mut().for_each(|byte| *byte = 0);
+        if let Some(byte) = bytes.get_mut(32) {
+            *byte = 1;
+        }
+        assert!(matches!(
+            decode_g1(&bytes, FieldEncoding::Raw, Validation::Checked, "test"),
+            Err(Error::InvalidPoint { .. })
+        ));
+    }
+}

@@ -1,0 +1,157 @@
+//! A reader bounded by the payload length the header declares.
+//!
+//! Decoders read through [`PayloadReader`], never from the raw source: a read past the
+//! declared length is [`Error::Truncated`], and [`PayloadReader::ensure_available`] lets a
+//! decoder check a declared count against the bytes left *before* it allocates.
+
+use std::io::Read;
+
+use crate::error::{Error, Result};
+
+/// Elements pre-allocated at once when the payload length is only declared, not verified
+/// against a real file length (32 MiB of field elements).
+const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 20;
+
+/// Reads a payload of known declared length.
+pub struct PayloadReader<'a> {
+    inner: &'a mut dyn Read,
+    remaining: u64,
+    length_verified: bool,
+}
+
+impl std::fmt::Debug for PayloadReader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PayloadReader")
+            .field("remaining", &self.remaining)
+            .field("length_verified", &self.length_verified)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> PayloadReader<'a> {
+    /// A reader over `inner` that will yield at most `len` bytes. `length_verified` says
+    /// whether `len` was checked against the real size of the source (a file's or a slice's
+    /// length); if not, allocations are grown as data arrives instead of made up front.
+    pub fn new(inner: &'a mut dyn Read, len: u64, length_verified: bool) -> Self {
+        PayloadReader {
+            inner,
+            remaining: len,
+            length_verified,
+        }
+    }
+
+    /// Bytes of the payload not yet read.
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Fails unless at least `bytes` bytes remain: call it with a declared count's byte size
+    /// before allocating for it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LimitExceeded`] naming `what`.
+    pub fn ensure_available(&self, bytes: u128, what: &'static str) -> Result<()> {
+        if bytes > u128::from(self.remaining) {
+            return Err(Error::LimitExceeded {
+                what,
+                requested: u64::try_from(bytes).unwrap_or(u64::MAX),
+                limit: self.remaining,
+            });
+        }
+        Ok(())
+    }
+
+    /// How many of `count` elements to reserve up front: all of them when the payload length
+    /// is verified (the caller has already checked `count` with
+    /// [`PayloadReader::ensure_available`]), a bounded number otherwise.
+    pub fn prealloc(&self, count: usize) -> usize {
+        if self.length_verified {
+            count
+        } else {
+            count.min(UNVERIFIED_PREALLOC_ELEMENTS)
+        }
+    }
+
+    /// Fills `buf` from the payload.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if the payload (or the source) ends first, [`Error::Io`] on
+    /// other I/O failures.
+    pub fn read_exact(&mut self, buf: &mut [u8], context: &'static str) -> Result<()> {
+        let len = buf.len() as u64;
+        if len > self.remaining {
+            return Err(Error::Truncated { context });
+        }
+        self.inner
+            .read_exact(buf)
+            .map_err(|err| Error::from_read(err, context))?;
+        self.remaining -= len;
+        Ok(())
+    }
+
+    /// Reads a fixed-size array.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`].
+    pub fn read_array<const N: usize>(&mut self, context: &'static str) -> Result<[u8; N]> {
+        let mut buf = [0u8; N];
+        self.read_exact(&mut buf, context)?;
+        Ok(buf)
+    }
+
+    /// Reads one byte.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`].
+    pub fn read_u8(&mut self, context: &'static str) -> Result<u8> {
+        let [byte] = self.read_array::<1>(context)?;
+        Ok(byte)
+    }
+
+    /// Reads a little-endian `u32`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`].
+    pub fn read_u32_le(&mut self, context: &'static str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.read_array(context)?))
+    }
+
+    /// Reads a big-endian `u32`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`].
+    pub fn read_u32_be(&mut self, context: &'static str) -> Result<u32> {
+        Ok(u32::from_be_bytes(self.read_array(context)?))
+    }
+
+    /// Reads the rest of the payload into a vector (for formats that need the whole payload
+    /// in memory). Memory grows with the bytes actually read when the length is unverified.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`].
+    pub fn read_to_end(&mut self, context: &'static str) -> Result<Vec<u8>> {
+        let total = usize::try_from(self.remaining).map_err(|_| Error::LimitExceeded {
+            what: "payload length for this platform",
+            requested: self.remaining,
+            limit: usize::MAX as u64,
+        })?;
+        let mut out = Vec::with_capacity(self.prealloc(total));
+        let mut chunk = vec![0u8; total.min(1 << 20)];
+        while self.remaining > 0 {
+            let step = chunk
+                .len()
+                .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+            let dst = chunk.get_mut(..step).unwrap_or_default();
+            self.read_exact(dst, context)?;
+            out.extend_from_slice(dst);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,502 @@
+//! The conformance kit: every backend must pass every case here.
+//!
+//! A backend's test file runs them all with one line, `codec_core::conformance_tests!(codec);`,
+//! which expands to one `#[test]` per case so that a failure names its case.
+
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
+use halo2curves::bn256::{Fr, G1Affine};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
+use super::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
+use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
+use crate::error::{Error, Result};
+use crate::header::{CodecId, Header, HEADER_LEN};
+use crate::options::{LoadOptions, SaveOptions, Validation};
+use crate::payload::PayloadReader;
+
+type Pk = ProvingKey<G1Affine>;
+type Vk = VerifyingKey<G1Affine>;
+
+/// Runs every case against `codec`, one `#[test]` each.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($codec:expr) => {
+        $crate::conformance_tests!(@cases $codec;
+            round_trip_real_keys,
+            round_trip_through_files,
+            trusted_mode_round_trips,
+            every_truncation_is_an_error,
+            every_bit_flip_is_detected,
+            forged_corruption_never_panics,
+            wrong_circuit_is_refused,
+            wrong_codec_is_refused,
+            wrong_kind_is_refused,
+            wrong_k_is_refused,
+            trailing_bytes_are_refused,
+            empty_and_short_inputs_are_truncated,
+            huge_declared_payload_is_refused,
+            failed_save_keeps_previous_file
+        );
+    };
+    (@cases $codec:expr; $($case:ident),*) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::testing::conformance::$case(&$codec);
+            }
+        )*
+    };
+}
+
+fn check_fixture<K: KeyCodec, C: Circuit<Fr, Params = ()>>(
+    codec: &K,
+    fixture: &Fixture<C>,
+    options: &LoadOptions,
+) {
+    let bytes = codec.to_vec::<C, _>(&fixture.pk, ()).expect("encode pk");
+    let loaded: Pk = codec
+        .read_slice::<C, _>(&bytes, (), options)
+        .expect("decode pk");
+    assert_eq!(
+        pk_bytes(&loaded),
+        pk_bytes(&fixture.pk),
+        "pk differs after round trip"
+    );
+    assert_eq!(
+        vk_bytes(loaded.get_vk()),
+        vk_bytes(fixture.vk()),
+        "embedded vk differs"
+    );
+
+    let vk_file = codec.to_vec::<C, _>(fixture.vk(), ()).expect("encode vk");
+    let loaded_vk: Vk = codec
+        .read_slice::<C, _>(&vk_file, (), options)
+        .expect("decode vk");
+    assert_eq!(
+        vk_bytes(&loaded_vk),
+        vk_bytes(fixture.vk()),
+        "vk differs after round trip"
+    );
+
+    let streamed: Pk = codec
+        .read::<C, _>(&mut bytes.as_slice(), (), options)
+        .expect("read pk");
+    assert_eq!(
+        pk_bytes(&streamed),
+        pk_bytes(&fixture.pk),
+        "streamed pk differs"
+    );
+
+    prove_and_verify(
+        &fixture.params,
+        &loaded,
+        &loaded_vk,
+        &fixture.circuit,
+        &fixture.instances,
+    )
+    .expect("a proof made with the loaded pk verifies against the loaded vk");
+}
+
+/// Real keys of both test circuits round-trip exactly (halo2 `RawBytes` equality, transcript
+/// representation included), and a proof made with the loaded proving key verifies against
+/// the loaded verifying key.
+pub fn round_trip_real_keys<K: KeyCodec>(codec: &K) {
+    check_fixture(codec, standard_plonk(), &LoadOptions::default());
+    check_fixture(codec, lookup(), &LoadOptions::default());
+}
+
+/// `save` then `load` through the file system, including saving over an existing file.
+pub fn round_trip_through_files<K: KeyCodec>(codec: &K) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("key.pk");
+    let fixture = lookup();
+    let plonk = standard_plonk();
+    // First a different key, then the real one over it: the second save replaces the first.
+    codec
+        .save::<StandardPlonk, _>(&path, &plonk.pk, (), &SaveOptions::default())
+        .expect("save");
+    codec
+        .save::<LookupCircuit, _>(&path, &fixture.pk, (), &SaveOptions::default())
+        .expect("save over");
+    let loaded: Pk = codec
+        .load::<LookupCircuit, _>(&path, (), &LoadOptions::default())
+        .expect("load");
+    assert_eq!(pk_bytes(&loaded), pk_bytes(&fixture.pk));
+    assert_eq!(leftover_temp_files(dir.path()), 0);
+}
+
+/// Loading with [`Validation::Trusted`] yields the same key.
+pub fn trusted_mode_round_trips<K: KeyCodec>(codec: &K) {
+    let options = LoadOptions {
+        validation: Validation::Trusted,
+        ..LoadOptions::default()
+    };
+    check_fixture(codec, standard_plonk(), &options);
+}
+
+/// Every prefix of a small proving-key file is an error: [`Error::Truncated`] from a stream,
+/// and `Truncated` or [`Error::LengthMismatch`] from a slice (whose real length is known).
+pub fn every_truncation_is_an_error<K: KeyCodec>(codec: &K) {
+    let file = small_pk_file(codec);
+    let options = LoadOptions::default();
+    for end in 0..file.len() {
+        let prefix = &file[..end];
+        let streamed = codec.read::<StandardPlonk, Pk>(&mut &prefix[..], (), &options);
+        assert!(
+            matches!(streamed, Err(Error::Truncated { .. })),
+            "stream prefix of {end} bytes: {:?}",
+            streamed.err()
+        );
+        let sliced = codec.read_slice::<StandardPlonk, Pk>(prefix, (), &options);
+        assert!(
+            matches!(
+                sliced,
+                Err(Error::Truncated { .. } | Error::LengthMismatch { .. })
+            ),
+            "slice prefix of {end} bytes: {:?}",
+            sliced.err()
+        );
+    }
+}
+
+/// Every single-bit flip of a small proving-key file is reported as corruption (header or
+/// payload checksum, magic, version): none loads.
+pub fn every_bit_flip_is_detected<K: KeyCodec>(codec: &K) {
+    let file = small_pk_file(codec);
+    let options = LoadOptions::default();
+    for bit in 0..file.len() * 8 {
+        let mut flipped = file.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let result = codec.read_slice::<StandardPlonk, Pk>(&flipped, (), &options);
+        assert!(
+            matches!(
+                result,
+                Err(Error::HeaderChecksum
+                    | Error::PayloadChecksum { .. }
+                    | Error::BadMagic
+                    | Error::UnsupportedVersion { .. })
+            ),
+            "bit {bit}: {:?}",
+            result.err()
+        );
+    }
+}
+
+/// Corruption behind a *valid* checksum (a forger's file) never panics the decoder. Flips one
+/// bit in each of a spread of payload bytes and in every byte of the first 1 KiB, then fixes
+/// the checksum; each load must return (an error, or a key of the right shape).
+pub fn forged_corruption_never_panics<K: KeyCodec>(codec: &K) {
+    let file = small_pk_file(codec);
+    let payload_len = file.len() - HEADER_LEN;
+    let step = (payload_len / 512).max(1);
+    let positions = (0..payload_len.min(1024)).chain((1024..payload_len).step_by(step));
+    for validation in [Validation::Checked, Validation::Trusted] {
+        let options = LoadOptions {
+            validation,
+            ..LoadOptions::default()
+        };
+        for (n, offset) in positions.clone().enumerate() {
+            let mut forged = file.clone();
+            forged[HEADER_LEN + offset] ^= 1 << (n % 8);
+            refresh_checksums(&mut forged);
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                codec.read_slice::<StandardPlonk, Pk>(&forged, (), &options)
+            }));
+            match result {
+                Err(_) => panic!("decoder panicked on payload byte {offset} ({validation:?})"),
+                Ok(Ok(pk)) => assert_eq!(pk.get_vk().get_domain().k(), STANDARD_PLONK_K),
+                Ok(Err(_)) => {}
+            }
+        }
+    }
+}
+
+/// A key saved for one circuit does not load as another: [`Error::CircuitMismatch`].
+pub fn wrong_circuit_is_refused<K: KeyCodec>(codec: &K) {
+    let file = small_pk_file(codec);
+    let result = codec.read_slice::<LookupCircuit, Pk>(&file, (), &LoadOptions::default());
+    assert!(
+        matches!(result, Err(Error::CircuitMismatch { .. })),
+        "{:?}",
+        result.err()
+    );
+}
+
+/// A file naming another codec is refused with [`Error::CodecMismatch`] naming both.
+pub fn wrong_codec_is_refused<K: KeyCodec>(codec: &K) {
+    let mut file = small_pk_file(codec);
+    let other = CodecId::from_byte(codec.id().to_byte().wrapping_add(1));
+    rewrite_header(&mut file, |header| header.codec = other);
+    let result = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
+    match result {
+        Err(Error::CodecMismatch { expected, found }) => {
+            assert_eq!(expected, codec.id());
+            assert_eq!(found, other);
+        }
+        other => panic!("expected CodecMismatch, got {:?}", other.err()),
+    }
+}
+
+/// A proving-key file does not load as a verifying key, nor the reverse.
+pub fn wrong_kind_is_refused<K: KeyCodec>(codec: &K) {
+    let fixture = standard_plonk();
+    let options = LoadOptions::default();
+    let pk_file = codec
+        .to_vec::<StandardPlonk, _>(&fixture.pk, ())
+        .expect("encode");
+    let vk_file = codec
+        .to_vec::<StandardPlonk, _>(fixture.vk(), ())
+        .expect("encode");
+    let as_vk = codec.read_slice::<StandardPlonk, Vk>(&pk_file, (), &options);
+    assert!(
+        matches!(as_vk, Err(Error::KindMismatch { .. })),
+        "{:?}",
+        as_vk.err()
+    );
+    let as_pk = codec.read_slice::<StandardPlonk, Pk>(&vk_file, (), &options);
+    assert!(
+        matches!(as_pk, Err(Error::KindMismatch { .. })),
+        "{:?}",
+        as_pk.err()
+    );
+}
+
+/// A caller expecting another `k` gets [`Error::KMismatch`]; a forged impossible `k` gets
+/// [`Error::KOutOfRange`].
+pub fn wrong_k_is_refused<K: KeyCodec>(codec: &K) {
+    let mut file = small_pk_file(codec);
+    let options = LoadOptions {
+        expected_k: Some(STANDARD_PLONK_K + 1),
+        ..LoadOptions::default()
+    };
+    let result = codec.read_slice::<StandardPlonk, Pk>(&file, (), &options);
+    assert!(
+        matches!(result, Err(Error::KMismatch { expected, found }) if expected == STANDARD_PLONK_K + 1 && found == STANDARD_PLONK_K),
+        "{:?}",
+        result.err()
+    );
+    for k in [0, 29, 64, u32::MAX] {
+        rewrite_header(&mut file, |header| header.k = k);
+        let result = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
+        assert!(
+            matches!(result, Err(Error::KOutOfRange { .. })),
+            "k={k}: {:?}",
+            result.err()
+        );
+    }
+}
+
+/// Bytes after a complete container are refused (slice and file).
+pub fn trailing_bytes_are_refused<K: KeyCodec>(codec: &K) {
+    let mut file = small_pk_file(codec);
+    file.push(0);
+    let result = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
+    assert!(
+        matches!(result, Err(Error::TrailingBytes { count: 1 })),
+        "{:?}",
+        result.err()
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trailing.pk");
+    std::fs::write(&path, &file).expect("write");
+    let result = codec.load::<StandardPlonk, Pk>(&path, (), &LoadOptions::default());
+    assert!(
+        matches!(result, Err(Error::TrailingBytes { count: 1 })),
+        "{:?}",
+        result.err()
+    );
+}
+
+/// An empty input, or one shorter than the header, is [`Error::Truncated`]; a header with
+/// wrong magic is [`Error::BadMagic`].
+pub fn empty_and_short_inputs_are_truncated<K: KeyCodec>(codec: &K) {
+    let options = LoadOptions::default();
+    for input in [&[][..], &[0x89u8; 10][..], &[0u8; HEADER_LEN - 1][..]] {
+        let result = codec.read_slice::<StandardPlonk, Pk>(input, (), &options);
+        assert!(
+            matches!(result, Err(Error::Truncated { .. })),
+            "{:?}",
+            result.err()
+        );
+    }
+    let mut file = small_pk_file(codec);
+    file[0] = b'P';
+    let result = codec.read_slice::<StandardPlonk, Pk>(&file, (), &options);
+    assert!(matches!(result, Err(Error::BadMagic)), "{:?}", result.err());
+}
+
+/// A header declaring a payload of `u64::MAX` (or just above the limit) is refused before
+/// anything is allocated, from a slice and from a stream.
+pub fn huge_declared_payload_is_refused<K: KeyCodec>(codec: &K) {
+    let mut file = small_pk_file(codec);
+    let options = LoadOptions::default();
+    rewrite_header(&mut file, |header| header.payload_len = u64::MAX);
+    let sliced = codec.read_slice::<StandardPlonk, Pk>(&file, (), &options);
+    assert!(
+        matches!(sliced, Err(Error::LimitExceeded { .. })),
+        "{:?}",
+        sliced.err()
+    );
+    let limit = options.limits.max_payload_bytes;
+    rewrite_header(&mut file, |header| header.payload_len = limit + 1);
+    let streamed = codec.read::<StandardPlonk, Pk>(&mut file.as_slice(), (), &options);
+    assert!(
+        matches!(streamed, Err(Error::LimitExceeded { .. })),
+        "{:?}",
+        streamed.err()
+    );
+    // Within the limit but beyond the real data: a slice knows, a stream runs dry.
+    rewrite_header(&mut file, |header| header.payload_len = limit);
+    let sliced = codec.read_slice::<StandardPlonk, Pk>(&file, (), &options);
+    assert!(
+        matches!(sliced, Err(Error::LengthMismatch { .. })),
+        "{:?}",
+        sliced.err()
+    );
+    let streamed = codec.read::<StandardPlonk, Pk>(&mut file.as_slice(), (), &options);
+    assert!(
+        streamed.is_err(),
+        "a stream shorter than its declared payload must fail"
+    );
+}
+
+/// A save that fails midway (an I/O error, or a panic inside the encoder) leaves the previous
+/// file intact and no temporary file behind.
+pub fn failed_save_keeps_previous_file<K: KeyCodec>(codec: &K) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("key.pk");
+    let fixture = standard_plonk();
+    codec
+        .save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
+        .expect("save");
+    let before = std::fs::read(&path).expect("read");
+
+    for failure in [Failure::IoError, Failure::Panic] {
+        let failing = FailingCodec {
+            inner: codec,
+            fail_after: before.len() / 2,
+            failure,
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            failing.save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
+        }));
+        match (failure, result) {
+            (Failure::IoError, Ok(Err(Error::Io(_)))) | (Failure::Panic, Err(_)) => {}
+            (_, other) => panic!(
+                "{failure:?}: unexpected outcome {:?}",
+                other.map(|r| r.err())
+            ),
+        }
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            before,
+            "{failure:?} changed the file"
+        );
+        assert_eq!(
+            leftover_temp_files(dir.path()),
+            0,
+            "{failure:?} left a temp file"
+        );
+    }
+    // A save into a folder that does not exist fails cleanly.
+    let missing = dir.path().join("missing").join("key.pk");
+    let result = codec.save::<StandardPlonk, _>(&missing, &fixture.pk, (), &SaveOptions::default());
+    assert!(matches!(result, Err(Error::Io(_))));
+}
+
+/// A small proving-key container from `codec` (StandardPlonk at k = 4).
+pub fn small_pk_file<K: KeyCodec>(codec: &K) -> Vec<u8> {
+    codec
+        .to_vec::<StandardPlonk, _>(&standard_plonk().pk, ())
+        .expect("encode")
+}
+
+/// Recomputes the payload checksum and header checksum after a payload edit (as a forger
+/// would).
+pub fn refresh_checksums(file: &mut [u8]) {
+    let checksum = xxh3_64(&file[HEADER_LEN..]);
+    rewrite_header(file, |header| header.payload_checksum = checksum);
+}
+
+/// Edits header fields and rewrites the header with a valid header checksum.
+pub fn rewrite_header(file: &mut [u8], edit: impl FnOnce(&mut Header)) {
+    let bytes: [u8; HEADER_LEN] = file[..HEADER_LEN].try_into().expect("header");
+    let mut header = Header::from_bytes(&bytes).expect("valid header");
+    edit(&mut header);
+    file[..HEADER_LEN].copy_from_slice(&header.to_bytes());
+}
+
+/// Files in `dir` that look like keycodec temporaries.
+pub fn leftover_temp_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("read_dir")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".tmp"))
+        .count()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    IoError,
+    Panic,
+}
+
+/// Wraps a codec so that encoding fails after `fail_after` payload bytes.
+struct FailingCodec<'a, K> {
+    inner: &'a K,
+    fail_after: usize,
+    failure: Failure,
+}
+
+impl<K: KeyCodec> KeyCodec for FailingCodec<'_, K> {
+    fn id(&self) -> CodecId {
+        self.inner.id()
+    }
+
+    fn wire_mode(&self) -> u8 {
+        self.inner.wire_mode()
+    }
+
+    fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
+        let mut limited = FailingWriter {
+            inner: out,
+            left: self.fail_after,
+            failure: self.failure,
+        };
+        self.inner.encode(key, &mut limited)
+    }
+
+    fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
+        self.inner.decode(input, context)
+    }
+}
+
+struct FailingWriter<'a> {
+    inner: &'a mut dyn Write,
+    left: usize,
+    failure: Failure,
+}
+
+impl Write for FailingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.left {
+            match self.failure {
+                Failure::IoError => return Err(std::io::Error::other("injected write failure")),
+                Failure::Panic => panic!("injected panic inside the encoder"),
+            }
+        }
+        self.left -= buf.len();
+        self.inner.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}

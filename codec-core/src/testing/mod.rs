@@ -1,0 +1,149 @@
+//! Test support shared by every backend: circuits, cached key fixtures, proof checks, and
+//! the conformance kit ([`conformance`], run in one line with [`crate::conformance_tests!`]).
+//!
+//! This module exists to assert: it panics on failure, as test code does.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+pub mod circuits;
+pub mod conformance;
+
+use std::sync::OnceLock;
+
+use halo2_proofs::plonk::{
+    create_proof, keygen_pk, keygen_vk_custom, verify_proof, Circuit, ProvingKey, VerifyingKey,
+};
+use halo2_proofs::poly::commitment::ParamsProver;
+use halo2_proofs::poly::kzg::commitment::{KZGCommitmentScheme, ParamsKZG};
+use halo2_proofs::poly::kzg::multiopen::{ProverGWC, VerifierGWC};
+use halo2_proofs::poly::kzg::strategy::SingleStrategy;
+use halo2_proofs::transcript::{
+    Blake2bRead, Blake2bWrite, Challenge255, TranscriptReadBuffer, TranscriptWriterBuffer,
+};
+use halo2_proofs::SerdeFormat;
+use halo2curves::bn256::{Bn256, Fr, G1Affine};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+pub use circuits::{LookupCircuit, StandardPlonk};
+
+/// `k` of the small `StandardPlonk` fixture (the smallest it fits in).
+pub const STANDARD_PLONK_K: u32 = 4;
+/// `k` of the small lookup fixture (its 16-row table plus blinding rows need 2^6).
+pub const LOOKUP_K: u32 = 6;
+
+/// A circuit instance with its parameters and keys.
+pub struct Fixture<C> {
+    /// The circuit, with the witness its proofs use.
+    pub circuit: C,
+    /// KZG parameters for `k`.
+    pub params: ParamsKZG<Bn256>,
+    /// The proving key (its verifying key inside).
+    pub pk: ProvingKey<G1Affine>,
+    /// Public inputs for a proof.
+    pub instances: Vec<Vec<Fr>>,
+}
+
+impl<C> Fixture<C> {
+    /// The fixture's verifying key.
+    pub fn vk(&self) -> &VerifyingKey<G1Affine> {
+        self.pk.get_vk()
+    }
+}
+
+/// Generates a fixture: deterministic KZG setup, then halo2's own keygen.
+pub fn generate<C: Circuit<Fr>>(
+    k: u32,
+    circuit: C,
+    instances: Vec<Vec<Fr>>,
+    compress_selectors: bool,
+) -> Fixture<C> {
+    let params = ParamsKZG::<Bn256>::setup(k, StdRng::seed_from_u64(u64::from(k)));
+    let vk = keygen_vk_custom(&params, &circuit, compress_selectors).expect("keygen_vk");
+    let pk = keygen_pk(&params, vk, &circuit).expect("keygen_pk");
+    Fixture {
+        circuit,
+        params,
+        pk,
+        instances,
+    }
+}
+
+/// The seed's `StandardPlonk` at [`STANDARD_PLONK_K`], generated once per process.
+pub fn standard_plonk() -> &'static Fixture<StandardPlonk> {
+    static FIXTURE: OnceLock<Fixture<StandardPlonk>> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let circuit = StandardPlonk(Fr::from(42u64));
+        let instances = circuit.instances();
+        generate(STANDARD_PLONK_K, circuit, instances, false)
+    })
+}
+
+/// [`LookupCircuit`] at [`LOOKUP_K`] with selector compression, generated once per process.
+pub fn lookup() -> &'static Fixture<LookupCircuit> {
+    static FIXTURE: OnceLock<Fixture<LookupCircuit>> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let circuit = LookupCircuit(2);
+        let instances = circuit.instances();
+        generate(LOOKUP_K, circuit, instances, true)
+    })
+}
+
+/// halo2's own `RawBytes` serialization of a proving key: the reference for key equality
+/// (it covers every polynomial and the verifying key).
+pub fn pk_bytes(pk: &ProvingKey<G1Affine>) -> Vec<u8> {
+    pk.to_bytes(SerdeFormat::RawBytes)
+}
+
+/// halo2's own `RawBytes` serialization of a verifying key, plus its transcript
+/// representation (which hashes the pinned constraint system).
+pub fn vk_bytes(vk: &VerifyingKey<G1Affine>) -> Vec<u8> {
+    let mut bytes = vk.to_bytes(SerdeFormat::RawBytes);
+    bytes.extend_from_slice(&encode_transcript_repr(vk));
+    bytes
+}
+
+fn encode_transcript_repr(vk: &VerifyingKey<G1Affine>) -> [u8; 32] {
+    use halo2_proofs::halo2curves::ff::PrimeField;
+    vk.transcript_repr().to_repr()
+}
+
+/// Makes a proof with `pk` and checks it against `vk`.
+pub fn prove_and_verify<C: Circuit<Fr>>(
+    params: &ParamsKZG<Bn256>,
+    pk: &ProvingKey<G1Affine>,
+    vk: &VerifyingKey<G1Affine>,
+    circuit: &C,
+    instances: &[Vec<Fr>],
+) -> Result<(), String> {
+    let instance_refs: Vec<&[Fr]> = instances.iter().map(Vec::as_slice).collect();
+    let all_instances = [instance_refs.as_slice()];
+    let mut transcript = Blake2bWrite::<_, G1Affine, Challenge255<_>>::init(vec![]);
+    create_proof::<KZGCommitmentScheme<Bn256>, ProverGWC<'_, Bn256>, _, _, _, _>(
+        params,
+        pk,
+        std::slice::from_ref(circuit),
+        &all_instances,
+        StdRng::seed_from_u64(7),
+        &mut transcript,
+    )
+    .map_err(|err| format!("create_proof: {err:?}"))?;
+    let proof = transcript.finalize();
+    let verifier_params = params.verifier_params();
+    let strategy = SingleStrategy::new(verifier_params);
+    let mut transcript = Blake2bRead::<_, G1Affine, Challenge255<_>>::init(&proof[..]);
+    verify_proof::<KZGCommitmentScheme<Bn256>, VerifierGWC<'_, Bn256>, _, _, _>(
+        verifier_params,
+        vk,
+        strategy,
+        &all_instances,
+        &mut transcript,
+    )
+    .map(|_| ())
+    .map_err(|err| format!("verify_proof: {err:?}"))
+}

@@ -1,0 +1,198 @@
+//! Reads halo2's key layout with every count, length and value checked.
+
+use codec_core::circuit::{
+    assemble_pk, assemble_vk, check_k, expect_count, permutation_columns, rows,
+    stored_selector_count, unpack_bits, PkParts, PkShape, VkParts,
+};
+use codec_core::field::{read_fr_vec, read_g1, FieldEncoding, FR_BYTES};
+use codec_core::halo2_proofs::plonk::VerifyingKey;
+use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use codec_core::{DecodeContext, Error, Key, KeyKind, PayloadReader, Result, Validation};
+
+use crate::encode::VK_VERSION;
+
+pub(crate) fn read_key(
+    input: &mut PayloadReader<'_>,
+    context: &DecodeContext,
+    encoding: FieldEncoding,
+) -> Result<Key> {
+    let vk = read_vk(input, context, encoding)?;
+    match context.kind {
+        KeyKind::Verifying => Ok(Key::Verifying(vk)),
+        KeyKind::Proving => {
+            let parts = read_pk_polys(input, &PkShape::of(&vk), encoding, context.validation)?;
+            assemble_pk(vk, parts).map(Key::Proving)
+        }
+    }
+}
+
+fn read_vk(
+    input: &mut PayloadReader<'_>,
+    context: &DecodeContext,
+    encoding: FieldEncoding,
+) -> Result<VerifyingKey<G1Affine>> {
+    let version = input.read_u8("verifying key version")?;
+    if version != VK_VERSION {
+        return Err(Error::Malformed(format!(
+            "halo2 verifying key version byte {version:#04x}, expected {VK_VERSION:#04x}"
+        )));
+    }
+    let k = input.read_u32_le("verifying key k")?;
+    if let Some(header_k) = context.k {
+        if k != header_k {
+            return Err(Error::Structure {
+                what: "k in the payload against the header",
+                expected: u64::from(header_k),
+                found: u64::from(k),
+            });
+        }
+    }
+    check_k(k, &context.limits)?;
+    let compress_selectors = match input.read_u8("compress_selectors flag")? {
+        0 => false,
+        1 => true,
+        other => {
+            return Err(Error::Malformed(format!(
+                "compress_selectors flag is {other}, expected 0 or 1"
+            )))
+        }
+    };
+    let point_bytes = encoding.point_bytes() as u128;
+    let num_fixed = input.read_u32_le("fixed commitment count")? as usize;
+    input.ensure_available(num_fixed as u128 * point_bytes, "fixed commitments")?;
+    let fixed_commitments = read_points(
+        input,
+        num_fixed,
+        encoding,
+        context.validation,
+        "fixed commitment",
+    )?;
+    let num_permutation = permutation_columns(&context.cs);
+    let permutation_commitments = read_points(
+        input,
+        num_permutation,
+        encoding,
+        context.validation,
+        "permutation commitment",
+    )?;
+
+    let n = rows(k);
+    let num_selectors = stored_selector_count(&context.cs, compress_selectors);
+    let per_selector = n.div_ceil(8);
+    input.ensure_available(num_selectors as u128 * per_selector as u128, "selectors")?;
+    let mut packed = vec![0u8; per_selector];
+    let mut selectors = Vec::with_capacity(num_selectors);
+    for _ in 0..num_selectors {
+        input.read_exact(&mut packed, "selectors")?;
+        selectors.push(unpack_bits(&packed, n));
+    }
+    assemble_vk(
+        context.cs.clone(),
+        VkParts {
+            k,
+            compress_selectors,
+            fixed_commitments,
+            permutation_commitments,
+            selectors,
+        },
+        &context.limits,
+    )
+}
+
+fn read_points(
+    input: &mut PayloadReader<'_>,
+    count: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+) -> Result<Vec<G1Affine>> {
+    input.ensure_available(count as u128 * encoding.point_bytes() as u128, context)?;
+    (0..count)
+        .map(|_| read_g1(input, encoding, validation, context))
+        .collect()
+}
+
+fn read_pk_polys(
+    input: &mut PayloadReader<'_>,
+    shape: &PkShape,
+    encoding: FieldEncoding,
+    validation: Validation,
+) -> Result<PkParts> {
+    // Every polynomial is 2^k elements: the whole key's size is known before the first one.
+    input.ensure_available(
+        shape.total_elements() * FR_BYTES as u128,
+        "proving key polynomials",
+    )?;
+    let mut poly = |what: &'static str| read_poly(input, shape.rows, encoding, validation, what);
+    let l0 = poly("l0")?;
+    let l_last = poly("l_last")?;
+    let l_active_row = poly("l_active_row")?;
+    let fixed_values = read_poly_list(
+        input,
+        shape.fixed_columns,
+        shape.rows,
+        encoding,
+        validation,
+        "fixed_values",
+    )?;
+    let fixed_polys = read_poly_list(
+        input,
+        shape.fixed_columns,
+        shape.rows,
+        encoding,
+        validation,
+        "fixed_polys",
+    )?;
+    let permutation_values = read_poly_list(
+        input,
+        shape.permutation_columns,
+        shape.rows,
+        encoding,
+        validation,
+        "permutation values",
+    )?;
+    let permutation_polys = read_poly_list(
+        input,
+        shape.permutation_columns,
+        shape.rows,
+        encoding,
+        validation,
+        "permutation polys",
+    )?;
+    Ok(PkParts {
+        l0,
+        l_last,
+        l_active_row,
+        fixed_values,
+        fixed_polys,
+        permutation_values,
+        permutation_polys,
+    })
+}
+
+fn read_poly_list(
+    input: &mut PayloadReader<'_>,
+    expected_count: usize,
+    rows: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    what: &'static str,
+) -> Result<Vec<Vec<Fr>>> {
+    let count = input.read_u32_be(what)? as usize;
+    expect_count(what, expected_count, count)?;
+    (0..count)
+        .map(|_| read_poly(input, rows, encoding, validation, what))
+        .collect()
+}
+
+fn read_poly(
+    input: &mut PayloadReader<'_>,
+    rows: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    what: &'static str,
+) -> Result<Vec<Fr>> {
+    let len = input.read_u32_be(what)? as usize;
+    expect_count("polynomial length (2^k)", rows, len)?;
+    read_fr_vec(input, len, encoding, validation, what)
+}

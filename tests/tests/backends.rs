@@ -1,0 +1,120 @@
+//! Every compiled backend, chosen by name at run time, on real keys of both test circuits.
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
+use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use codec_core::testing::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
+use codec_core::testing::{LookupCircuit, StandardPlonk};
+use keycodec::{load_any, Backend, Error, LoadOptions, SaveOptions};
+
+fn file_round_trip<C: Circuit<Fr, Params = ()>>(backend: Backend, fixture: &Fixture<C>) {
+    let dir = tempfile::tempdir().unwrap();
+    let pk_path = dir.path().join(format!("{backend}.pk"));
+    let vk_path = dir.path().join(format!("{backend}.vk"));
+    backend
+        .save::<C, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
+        .unwrap();
+    backend
+        .save::<C, _>(&vk_path, fixture.vk(), (), &SaveOptions::default())
+        .unwrap();
+    assert_eq!(Backend::of_file(&pk_path).unwrap(), backend);
+
+    let pk: ProvingKey<G1Affine> = backend
+        .load::<C, _>(&pk_path, (), &LoadOptions::default())
+        .unwrap();
+    let vk: VerifyingKey<G1Affine> =
+        load_any::<C, _>(&vk_path, (), &LoadOptions::default()).unwrap();
+    assert_eq!(
+        pk_bytes(&pk),
+        pk_bytes(&fixture.pk),
+        "{backend}: pk differs"
+    );
+    assert_eq!(
+        vk_bytes(&vk),
+        vk_bytes(fixture.vk()),
+        "{backend}: vk differs"
+    );
+    prove_and_verify(
+        &fixture.params,
+        &pk,
+        &vk,
+        &fixture.circuit,
+        &fixture.instances,
+    )
+    .unwrap_or_else(|err| panic!("{backend}: {err}"));
+}
+
+#[test]
+fn every_backend_round_trips_standard_plonk() {
+    for backend in Backend::compiled() {
+        file_round_trip(backend, standard_plonk());
+    }
+}
+
+#[test]
+fn every_backend_round_trips_the_lookup_circuit() {
+    for backend in Backend::compiled() {
+        file_round_trip(backend, lookup());
+    }
+}
+
+/// Every backend's files are refused by every other backend, with the codec named.
+#[test]
+fn a_file_from_one_backend_is_refused_by_another() {
+    let pk = &standard_plonk().pk;
+    for writer in Backend::compiled() {
+        let bytes = writer.to_vec::<StandardPlonk, _>(pk, ()).unwrap();
+        for reader in Backend::compiled().filter(|reader| *reader != writer) {
+            let result = reader.read_slice::<StandardPlonk, ProvingKey<G1Affine>>(
+                &bytes,
+                (),
+                &LoadOptions::default(),
+            );
+            assert!(
+                matches!(result, Err(Error::CodecMismatch { expected, found }) if expected == reader.codec_id() && found == writer.codec_id()),
+                "{writer} -> {reader}: {:?}",
+                result.err()
+            );
+        }
+    }
+}
+
+/// The same key saved by every backend loads to identical keys.
+#[test]
+fn all_backends_load_identical_keys() {
+    let pk = &lookup().pk;
+    let loaded: Vec<Vec<u8>> = Backend::compiled()
+        .map(|backend| {
+            let bytes = backend.to_vec::<LookupCircuit, _>(pk, ()).unwrap();
+            let back: ProvingKey<G1Affine> = backend
+                .read_slice::<LookupCircuit, _>(&bytes, (), &LoadOptions::default())
+                .unwrap();
+            pk_bytes(&back)
+        })
+        .collect();
+    assert!(!loaded.is_empty());
+    for bytes in &loaded {
+        assert_eq!(bytes, &pk_bytes(pk));
+    }
+}
+
+/// `Backend::of_file` names what it cannot read.
+#[test]
+fn of_file_rejects_non_containers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("not-a-key");
+    std::fs::write(&path, b"hello").unwrap();
+    assert!(matches!(
+        Backend::of_file(&path),
+        Err(Error::Truncated { .. })
+    ));
+    std::fs::write(&path, [0u8; 100]).unwrap();
+    assert!(matches!(Backend::of_file(&path), Err(Error::BadMagic)));
+}

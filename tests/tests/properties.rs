@@ -1,0 +1,117 @@
+//! Property tests: random polynomials and random keys round-trip exactly through every
+//! backend and both field encodings; random bytes never panic a decoder.
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use codec_core::field::{read_fr_vec, write_fr_slice, FieldEncoding};
+use codec_core::halo2_proofs::plonk::ProvingKey;
+use codec_core::halo2curves::bn256::G1Affine;
+use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
+use codec_core::testing::{pk_bytes, standard_plonk, StandardPlonk};
+use codec_core::{PayloadReader, Validation};
+use keycodec::{Backend, LoadOptions};
+use keycodec_tests::{fr, fr_vec, with_values};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any vector of field elements (empty, one element, 0, 1, p - 1, random lengths)
+    /// survives both encodings, checked and trusted, through a length-bounded reader.
+    #[test]
+    fn field_vectors_round_trip(values in fr_vec(300)) {
+        for encoding in [FieldEncoding::Raw, FieldEncoding::Canonical] {
+            let mut bytes = Vec::new();
+            write_fr_slice(&mut bytes, &values, encoding).unwrap();
+            prop_assert_eq!(bytes.len(), values.len() * 32);
+            for validation in [Validation::Checked, Validation::Trusted] {
+                let mut source = bytes.as_slice();
+                let mut reader = PayloadReader::new(&mut source, bytes.len() as u64, true);
+                let back = read_fr_vec(&mut reader, values.len(), encoding, validation, "test").unwrap();
+                prop_assert_eq!(&back, &values);
+                prop_assert_eq!(reader.remaining(), 0);
+            }
+        }
+    }
+
+    /// Asking for more elements than the payload holds is an error, whatever the count.
+    #[test]
+    fn field_vectors_never_read_past_the_payload(values in fr_vec(40), extra in 1usize..1 << 40) {
+        let mut bytes = Vec::new();
+        write_fr_slice(&mut bytes, &values, FieldEncoding::Raw).unwrap();
+        let mut source = bytes.as_slice();
+        let mut reader = PayloadReader::new(&mut source, bytes.len() as u64, true);
+        let result = read_fr_vec(&mut reader, values.len() + extra, FieldEncoding::Raw, Validation::Checked, "test");
+        prop_assert!(result.is_err());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// A key with random polynomial values round-trips exactly through every backend.
+    #[test]
+    fn random_keys_round_trip(values in proptest::collection::vec(fr(), 1..64)) {
+        let pk = with_values(&standard_plonk().pk, &values);
+        for backend in Backend::compiled() {
+            let bytes = backend.to_vec::<StandardPlonk, _>(&pk, ()).unwrap();
+            let back: ProvingKey<G1Affine> = backend
+                .read_slice::<StandardPlonk, _>(&bytes, (), &LoadOptions::default())
+                .unwrap();
+            prop_assert_eq!(pk_bytes(&back), pk_bytes(&pk));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Random payload edits behind a valid checksum (a forger's file) never panic a decoder,
+    /// checked or trusted, from a slice or a stream.
+    #[test]
+    fn forged_payloads_never_panic(edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+        for backend in Backend::compiled() {
+            let codec_file = backend.to_vec::<StandardPlonk, _>(&standard_plonk().pk, ()).unwrap();
+            let mut file = codec_file.clone();
+            let payload = file.len() - codec_core::header::HEADER_LEN;
+            for (index, byte) in &edits {
+                file[codec_core::header::HEADER_LEN + index.index(payload)] = *byte;
+            }
+            refresh_checksums(&mut file);
+            for validation in [Validation::Checked, Validation::Trusted] {
+                let options = LoadOptions { validation, ..LoadOptions::default() };
+                let _ = backend.read_slice::<StandardPlonk, ProvingKey<G1Affine>>(&file, (), &options);
+            }
+        }
+    }
+
+    /// Arbitrary bytes are never a key.
+    #[test]
+    fn arbitrary_bytes_are_refused(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        for backend in Backend::compiled() {
+            let result = backend.read_slice::<StandardPlonk, ProvingKey<G1Affine>>(&bytes, (), &LoadOptions::default());
+            prop_assert!(result.is_err());
+        }
+    }
+}
+
+/// The small file the forged-payload property starts from is a valid key.
+#[test]
+fn forged_payload_baseline_is_valid() {
+    let codec = keycodec::RawBytesCodec::default();
+    let file = small_pk_file(&codec);
+    let pk: ProvingKey<G1Affine> = codec_core::KeyCodec::read_slice::<StandardPlonk, _>(
+        &codec,
+        &file,
+        (),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(pk_bytes(&pk), pk_bytes(&standard_plonk().pk));
+}
