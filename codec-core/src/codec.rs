@@ -14,6 +14,15 @@ use crate::header::{CodecId, KeyKind};
 use crate::options::{LoadOptions, SaveOptions, Validation};
 use crate::payload::PayloadReader;
 
+/// How a codec wants files read by [`KeyCodec::load`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoadMode {
+    /// Stream the file through a `BufReader` of [`crate::BufferConfig::read_capacity`].
+    Buffered,
+    /// Memory-map the file and decode it as a slice (checksum verified before decoding).
+    Mapped,
+}
+
 /// A borrowed key to encode.
 #[derive(Clone, Copy, Debug)]
 pub enum KeyRef<'a> {
@@ -171,6 +180,13 @@ pub trait KeyCodec {
     /// Any decode error; never panics on bad input.
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key>;
 
+    /// How [`KeyCodec::load`] reads a file. The default streams it through a `BufReader` of
+    /// the configured capacity; a codec that decodes from borrowed bytes (rkyv) asks for a
+    /// memory map instead, which also lets the checksum be verified before decoding.
+    fn load_mode(&self) -> LoadMode {
+        LoadMode::Buffered
+    }
+
     /// The validation this codec applies given the caller's choice (a backend whose mode is
     /// itself "unchecked" returns [`Validation::Trusted`]).
     fn effective_validation(&self, requested: Validation) -> Validation {
@@ -293,7 +309,16 @@ pub trait KeyCodec {
         K: HaloKey,
     {
         let cs = circuit::configure::<C>(circuit_params);
-        let (mut reader, len) = file::open_buffered(path, options.buffers.read_capacity)?;
-        container::read(self, K::KIND, cs, &mut reader, Some(len), options).and_then(K::from_key)
+        let key = match self.load_mode() {
+            LoadMode::Buffered => {
+                let (mut reader, len) = file::open_buffered(path, options.buffers.read_capacity)?;
+                container::read(self, K::KIND, cs, &mut reader, Some(len), options)
+            }
+            LoadMode::Mapped => {
+                let map = file::map(path)?;
+                container::read_slice(self, K::KIND, cs, &map, options)
+            }
+        };
+        key.and_then(K::from_key)
     }
 }

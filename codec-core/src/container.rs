@@ -115,8 +115,7 @@ pub(crate) fn read_slice<K: KeyCodec + ?Sized>(
     check_length(&header, rest.len() as u64)?;
     verify_checksum(&header, xxh3_64(rest))?;
     let context = decode_context(codec, kind, header, cs, options);
-    let mut source = rest;
-    let mut payload = PayloadReader::new(&mut source, header.payload_len, true);
+    let mut payload = PayloadReader::from_slice(rest);
     let key = codec.decode(&mut payload, &context)?;
     match payload.remaining() {
         0 => Ok(key),

@@ -4,6 +4,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 
+use memmap2::Mmap;
+
 use crate::error::{Error, Result};
 use crate::options::Size;
 
@@ -74,4 +76,72 @@ pub fn open_buffered(path: &Path, capacity: Size) -> Result<(BufReader<File>, u6
     let file = File::open(path)?;
     let len = file.metadata()?.len();
     Ok((BufReader::with_capacity(capacity.as_usize(), file), len))
+}
+
+/// Memory-maps `path` read-only.
+///
+/// A mapping is only sound while nobody modifies the file in place. keycodec's own saves
+/// never do: [`save_atomic`] writes a new file and renames it over the old one, so a reader's
+/// mapping keeps the old, complete content (see the test
+/// `saving_over_a_mapped_file_leaves_the_mapping_intact`). Another program truncating or
+/// rewriting a key file in place while it is being loaded is outside what any memory-mapping
+/// loader can defend against (it can fault the process); load such files with a buffered
+/// codec instead.
+///
+/// # Errors
+///
+/// I/O errors from opening or mapping the file.
+pub fn map(path: &Path) -> Result<Mmap> {
+    let file = File::open(path)?;
+    // SAFETY: `Mmap::map` is unsafe because the mapped bytes could change underneath the
+    // returned `&[u8]` if the file were modified while mapped. Files are only ever replaced
+    // by rename in this workspace (never written in place), which leaves an existing mapping
+    // untouched; the test below checks exactly that. The mapping is read-only and owned by
+    // the returned value, so it outlives every borrow of its bytes.
+    let map = unsafe { Mmap::map(&file)? };
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn save_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+        save_atomic(path, Size::kib(8), |writer| Ok(writer.write_all(bytes)?))
+    }
+
+    #[test]
+    fn saving_over_a_mapped_file_leaves_the_mapping_intact() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("key");
+        let old = vec![0xaa_u8; 1 << 16];
+        save_bytes(&path, &old)?;
+        let mapped = map(&path)?;
+        save_bytes(&path, &[0x55_u8; 1 << 10])?;
+        assert_eq!(
+            &mapped[..],
+            &old[..],
+            "the reader's mapping changed under it"
+        );
+        assert_eq!(std::fs::read(&path)?, vec![0x55_u8; 1 << 10]);
+        Ok(())
+    }
+
+    #[test]
+    fn save_replaces_atomically_and_leaves_no_temp_file() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("key");
+        save_bytes(&path, b"first")?;
+        let failed = save_atomic(&path, Size::kib(8), |writer| {
+            writer.write_all(b"partial")?;
+            Err(Error::Malformed("injected".into()))
+        });
+        assert!(matches!(failed, Err(Error::Malformed(_))));
+        assert_eq!(std::fs::read(&path)?, b"first");
+        let names: Vec<_> = std::fs::read_dir(dir.path())?
+            .filter_map(|entry| entry.ok().map(|e| e.file_name()))
+            .collect();
+        assert_eq!(names.len(), 1, "left behind: {names:?}");
+        Ok(())
+    }
 }

@@ -30,7 +30,7 @@ mod payload;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use codec::{DecodeContext, HaloKey, Key, KeyCodec, KeyRef};
+pub use codec::{DecodeContext, HaloKey, Key, KeyCodec, KeyRef, LoadMode};
 pub use error::{Error, Result};
 pub use header::{CodecId, Fingerprint, Header, KeyKind};
 pub use options::{BufferConfig, Limits, LoadOptions, SaveOptions, Size, Validation, MAX_K};

@@ -4,7 +4,8 @@
 //! declared length is [`Error::Truncated`], and [`PayloadReader::ensure_available`] lets a
 //! decoder check a declared count against the bytes left *before* it allocates.
 
-use std::io::Read;
+use std::borrow::Cow;
+use std::io::{self, Read};
 
 use crate::error::{Error, Result};
 
@@ -14,9 +15,33 @@ const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 20;
 
 /// Reads a payload of known declared length.
 pub struct PayloadReader<'a> {
-    inner: &'a mut dyn Read,
+    source: Source<'a>,
     remaining: u64,
     length_verified: bool,
+}
+
+/// Where the payload comes from: a stream, or memory (a slice or a memory-mapped file) that
+/// can be borrowed without copying.
+enum Source<'a> {
+    Stream(&'a mut dyn Read),
+    Memory(&'a [u8]),
+}
+
+/// Reads within the declared payload: end of payload is end of file, which is what serde
+/// decoders such as bincode expect.
+impl Read for PayloadReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let len = buf
+            .len()
+            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        let dst = buf.get_mut(..len).unwrap_or_default();
+        let n = match &mut self.source {
+            Source::Stream(inner) => inner.read(dst)?,
+            Source::Memory(rest) => rest.read(dst)?,
+        };
+        self.remaining -= n as u64;
+        Ok(n)
+    }
 }
 
 impl std::fmt::Debug for PayloadReader<'_> {
@@ -34,9 +59,19 @@ impl<'a> PayloadReader<'a> {
     /// length); if not, allocations are grown as data arrives instead of made up front.
     pub fn new(inner: &'a mut dyn Read, len: u64, length_verified: bool) -> Self {
         PayloadReader {
-            inner,
+            source: Source::Stream(inner),
             remaining: len,
             length_verified,
+        }
+    }
+
+    /// A reader over a payload held in memory (its length is the slice's, so verified).
+    /// [`PayloadReader::read_borrowed`] then returns sub-slices without copying.
+    pub fn from_slice(bytes: &'a [u8]) -> Self {
+        PayloadReader {
+            source: Source::Memory(bytes),
+            remaining: bytes.len() as u64,
+            length_verified: true,
         }
     }
 
@@ -84,11 +119,48 @@ impl<'a> PayloadReader<'a> {
         if len > self.remaining {
             return Err(Error::Truncated { context });
         }
-        self.inner
-            .read_exact(buf)
-            .map_err(|err| Error::from_read(err, context))?;
+        match &mut self.source {
+            Source::Stream(inner) => inner
+                .read_exact(buf)
+                .map_err(|err| Error::from_read(err, context))?,
+            Source::Memory(rest) => {
+                let (head, tail) = rest
+                    .split_at_checked(buf.len())
+                    .ok_or(Error::Truncated { context })?;
+                buf.copy_from_slice(head);
+                *rest = tail;
+            }
+        }
         self.remaining -= len;
         Ok(())
+    }
+
+    /// Takes the next `len` bytes: borrowed without copying when the payload is in memory,
+    /// read into a new vector otherwise. The caller must check `len` against
+    /// [`PayloadReader::ensure_available`] semantics; this method refuses reads past the end.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`].
+    pub fn read_borrowed(&mut self, len: usize, context: &'static str) -> Result<Cow<'a, [u8]>> {
+        self.ensure_available(len as u128, context)
+            .map_err(|_| Error::Truncated { context })?;
+        match &mut self.source {
+            Source::Memory(rest) => {
+                let bytes: &'a [u8] = rest;
+                let (head, tail) = bytes
+                    .split_at_checked(len)
+                    .ok_or(Error::Truncated { context })?;
+                *rest = tail;
+                self.remaining -= len as u64;
+                Ok(Cow::Borrowed(head))
+            }
+            Source::Stream(_) => {
+                let mut owned = vec![0u8; len];
+                self.read_exact(&mut owned, context)?;
+                Ok(Cow::Owned(owned))
+            }
+        }
     }
 
     /// Reads a fixed-size array.

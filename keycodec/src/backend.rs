@@ -1,7 +1,10 @@
 //! Backends chosen at run time by name: the one place where the static codecs are erased.
 
 // With every backend compiled out, the dispatching methods ignore their arguments.
-#![cfg_attr(not(feature = "rawbytes"), allow(unused_variables))]
+#![cfg_attr(
+    not(any(feature = "rawbytes", feature = "bincode", feature = "rkyv")),
+    allow(unused_variables)
+)]
 
 use std::fmt;
 use std::io::Read;
@@ -31,6 +34,28 @@ macro_rules! with_codec {
                     Err(not_compiled(Backend::RawBytes))
                 }
             }
+            Backend::Bincode => {
+                #[cfg(feature = "bincode")]
+                {
+                    let $codec = codec_bincode::BincodeCodec;
+                    $body
+                }
+                #[cfg(not(feature = "bincode"))]
+                {
+                    Err(not_compiled(Backend::Bincode))
+                }
+            }
+            Backend::Rkyv => {
+                #[cfg(feature = "rkyv")]
+                {
+                    let $codec = codec_rkyv::RkyvCodec;
+                    $body
+                }
+                #[cfg(not(feature = "rkyv"))]
+                {
+                    Err(not_compiled(Backend::Rkyv))
+                }
+            }
         }
     }};
 }
@@ -42,14 +67,18 @@ macro_rules! with_codec {
 pub enum Backend {
     /// halo2's own `RawBytes` layout (`codec-rawbytes`, feature `rawbytes`).
     RawBytes,
+    /// serde + bincode 1.3.3 (`codec-bincode`, feature `bincode`).
+    Bincode,
+    /// rkyv archives, memory-mapped on load (`codec-rkyv`, feature `rkyv`).
+    Rkyv,
 }
 
 /// The names [`Backend`] parses, comma-separated, for error messages.
-const KNOWN: &str = "rawbytes";
+const KNOWN: &str = "rawbytes, bincode, rkyv";
 
 impl Backend {
     /// Every backend, compiled in or not.
-    pub const ALL: [Backend; 1] = [Backend::RawBytes];
+    pub const ALL: [Backend; 3] = [Backend::RawBytes, Backend::Bincode, Backend::Rkyv];
 
     /// The name users type, as `FromStr` parses it and `Display` prints it.
     pub fn name(self) -> &'static str {
@@ -60,6 +89,8 @@ impl Backend {
     pub fn feature(self) -> &'static str {
         match self {
             Backend::RawBytes => "rawbytes",
+            Backend::Bincode => "bincode",
+            Backend::Rkyv => "rkyv",
         }
     }
 
@@ -67,6 +98,8 @@ impl Backend {
     pub fn codec_id(self) -> CodecId {
         match self {
             Backend::RawBytes => CodecId::RawBytes,
+            Backend::Bincode => CodecId::Bincode,
+            Backend::Rkyv => CodecId::Rkyv,
         }
     }
 
@@ -74,6 +107,8 @@ impl Backend {
     pub fn is_compiled(self) -> bool {
         match self {
             Backend::RawBytes => cfg!(feature = "rawbytes"),
+            Backend::Bincode => cfg!(feature = "bincode"),
+            Backend::Rkyv => cfg!(feature = "rkyv"),
         }
     }
 
@@ -218,6 +253,22 @@ mod tests {
             Some(Backend::RawBytes)
         );
     }
+
+    #[test]
+    fn compiled_out_backends_name_their_feature() {
+        for backend in Backend::ALL.into_iter().filter(|b| !b.is_compiled()) {
+            let result = backend.to_vec::<Unused, codec_core::halo2_proofs::plonk::VerifyingKey<
+                codec_core::halo2curves::bn256::G1Affine,
+            >>(codec_core::testing::standard_plonk().vk(), ());
+            assert!(
+                matches!(result, Err(Error::BackendNotCompiled { feature, .. }) if feature == backend.feature()),
+                "{backend}: {:?}",
+                result.err()
+            );
+        }
+    }
+
+    type Unused = codec_core::testing::StandardPlonk;
 
     #[test]
     fn unknown_names_list_the_known_ones() {

@@ -12,7 +12,7 @@
 use codec_core::field::{read_fr_vec, write_fr_slice, FieldEncoding};
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
+use codec_core::testing::conformance::refresh_checksums;
 use codec_core::testing::{pk_bytes, standard_plonk, StandardPlonk};
 use codec_core::{PayloadReader, Validation};
 use keycodec::{Backend, LoadOptions};
@@ -101,17 +101,16 @@ proptest! {
     }
 }
 
-/// The small file the forged-payload property starts from is a valid key.
+/// The small file the forged-payload property starts from is a valid key in every backend.
 #[test]
 fn forged_payload_baseline_is_valid() {
-    let codec = keycodec::RawBytesCodec::default();
-    let file = small_pk_file(&codec);
-    let pk: ProvingKey<G1Affine> = codec_core::KeyCodec::read_slice::<StandardPlonk, _>(
-        &codec,
-        &file,
-        (),
-        &LoadOptions::default(),
-    )
-    .unwrap();
-    assert_eq!(pk_bytes(&pk), pk_bytes(&standard_plonk().pk));
+    for backend in Backend::compiled() {
+        let file = backend
+            .to_vec::<StandardPlonk, _>(&standard_plonk().pk, ())
+            .unwrap();
+        let pk: ProvingKey<G1Affine> = backend
+            .read_slice::<StandardPlonk, _>(&file, (), &LoadOptions::default())
+            .unwrap();
+        assert_eq!(pk_bytes(&pk), pk_bytes(&standard_plonk().pk));
+    }
 }

@@ -1,0 +1,139 @@
+//! A keycodec backend that stores halo2 keys with serde and bincode, the approach of the seed's
+//! "derive serde for proving key".
+//!
+//! halo2-axiom's key fields are private, so the payload is a serde mirror of the key's data
+//! built from its accessors: when saving, the mirror *borrows* every polynomial (nothing is
+//! cloned); when loading, the mirror owns the decoded vectors, which are moved into
+//! `ProvingKey::from_parts` after every count and length has been checked against the
+//! circuit.
+//!
+//! # What the curve library's serde costs
+//!
+//! Field elements and points go through halo2curves' own `Serialize`/`Deserialize`:
+//! - a scalar is written in canonical form (`to_repr`, a Montgomery reduction per element)
+//!   and read back with `from_repr` (a range check and a conversion into Montgomery form per
+//!   element), so loads are always value-checked: [`codec_core::Validation::Trusted`] has
+//!   nothing to skip here;
+//! - a point is written compressed (32 bytes) and decompressed on load (a square root), so
+//!   it is always checked to be on the curve. Only the verifying key's few commitments are
+//!   points.
+//!
+//! The payload is 32 bytes per scalar plus an 8-byte length per vector (bincode's fixed-width
+//! integers), about the size of halo2's `RawBytes`. A raw-limb mode would skip the Montgomery
+//! conversions, but it would be `codec-rawbytes` with extra framing; it is not offered.
+//!
+//! # bincode 1.3.3
+//!
+//! bincode is marked unmaintained (RUSTSEC-2025-0141) and its 3.0.0 release is a tombstone
+//! that does not compile. This crate pins 1.3.3, the serde-based release the seed measured,
+//! whose format is stable. Decoding is bounded with bincode's byte limit (the declared
+//! payload length), and serde never pre-allocates more than 1 MiB for a declared vector
+//! length, so a forged length prefix cannot allocate more than the file holds.
+
+mod mirror;
+
+use std::io::{BufReader, BufWriter, Write};
+
+use bincode::Options;
+use codec_core::{
+    CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, PayloadReader, Result,
+    Validation,
+};
+
+/// The only wire mode: bincode 1.3.3, fixed-width little-endian integers.
+pub const MODE_FIXINT_LE: u8 = 0;
+
+/// Buffer between bincode's byte-sized reads and writes and the payload stream. bincode
+/// reads and writes a field element's 32 bytes one at a time; a local buffer of a concrete
+/// type keeps each of those a memcpy instead of a call through `dyn Read`/`dyn Write`.
+const STAGING: usize = 1 << 16;
+
+/// The serde + bincode codec.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BincodeCodec;
+
+fn options() -> impl Options {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_little_endian()
+}
+
+impl KeyCodec for BincodeCodec {
+    fn id(&self) -> CodecId {
+        CodecId::Bincode
+    }
+
+    fn wire_mode(&self) -> u8 {
+        MODE_FIXINT_LE
+    }
+
+    /// Always checked: halo2curves' `Deserialize` checks every value.
+    fn effective_validation(&self, _requested: Validation) -> Validation {
+        Validation::Checked
+    }
+
+    fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
+        let mut writer = BufWriter::with_capacity(STAGING, out);
+        let vk = mirror::VkRef::of(key.vk())?;
+        match key {
+            KeyRef::Verifying(_) => options().serialize_into(&mut writer, &vk),
+            KeyRef::Proving(pk) => {
+                options().serialize_into(&mut writer, &mirror::PkRef::of(vk, pk))
+            }
+        }
+        .map_err(|err| bincode_error(*err))?;
+        writer.flush()?;
+        Ok(())
+    }
+
+    fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
+        if context.mode != MODE_FIXINT_LE {
+            return Err(Error::UnsupportedMode {
+                codec: CodecId::Bincode,
+                mode: context.mode,
+            });
+        }
+        let limited = options().with_limit(input.remaining());
+        let mut reader = BufReader::with_capacity(STAGING, &mut *input);
+        let key = match context.kind {
+            KeyKind::Verifying => limited
+                .deserialize_from::<_, mirror::VkOwned>(&mut reader)
+                .map_err(|err| bincode_error(*err))
+                .and_then(|vk| vk.assemble(context))
+                .map(Key::Verifying),
+            KeyKind::Proving => limited
+                .deserialize_from::<_, mirror::PkOwned>(&mut reader)
+                .map_err(|err| bincode_error(*err))
+                .and_then(|pk| pk.assemble(context))
+                .map(Key::Proving),
+        }?;
+        // Bytes the local buffer read ahead but bincode did not consume are left over.
+        match reader.buffer().len() {
+            0 => Ok(key),
+            count => Err(Error::TrailingBytes {
+                count: count as u64 + input.remaining(),
+            }),
+        }
+    }
+}
+
+/// Maps bincode's errors onto the core's: an early end is truncation, the byte limit is a
+/// limit, and everything else (invalid values, bad lengths, bad tags) keeps bincode's message
+/// as the source.
+fn bincode_error(err: bincode::ErrorKind) -> Error {
+    match err {
+        bincode::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Error::Truncated {
+                context: "bincode payload",
+            }
+        }
+        bincode::ErrorKind::Io(io) => Error::Io(io),
+        bincode::ErrorKind::SizeLimit => Error::Truncated {
+            context: "bincode payload (read past the declared payload length)",
+        },
+        other => Error::Backend {
+            codec: CodecId::Bincode,
+            source: Box::new(other),
+        },
+    }
+}

@@ -1,0 +1,142 @@
+//! serde mirrors of the key's data: borrowed for writing, owned for reading.
+
+use codec_core::circuit::{
+    assemble_pk, assemble_vk, check_k, expect_count, pack_bits, rows, unpack_bits, PkParts, VkParts,
+};
+use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use codec_core::{DecodeContext, Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// The verifying key's data. Selectors are packed 8 per byte, as halo2 stores them.
+#[derive(Serialize)]
+pub(crate) struct VkRef {
+    k: u32,
+    compress_selectors: bool,
+    fixed_commitments: Vec<G1Affine>,
+    permutation_commitments: Vec<G1Affine>,
+    selectors: Vec<Vec<u8>>,
+}
+
+impl VkRef {
+    pub(crate) fn of(vk: &VerifyingKey<G1Affine>) -> Result<Self> {
+        let parts = VkParts::of(vk)?;
+        Ok(VkRef {
+            k: parts.k,
+            compress_selectors: parts.compress_selectors,
+            fixed_commitments: parts.fixed_commitments,
+            permutation_commitments: parts.permutation_commitments,
+            selectors: parts.selectors.iter().map(|s| pack_bits(s)).collect(),
+        })
+    }
+}
+
+/// The proving key's data, every polynomial borrowed.
+#[derive(Serialize)]
+pub(crate) struct PkRef<'a> {
+    vk: VkRef,
+    l0: &'a [Fr],
+    l_last: &'a [Fr],
+    l_active_row: &'a [Fr],
+    fixed_values: Vec<&'a [Fr]>,
+    fixed_polys: Vec<&'a [Fr]>,
+    permutation_values: Vec<&'a [Fr]>,
+    permutation_polys: Vec<&'a [Fr]>,
+}
+
+impl<'a> PkRef<'a> {
+    pub(crate) fn of(vk: VkRef, pk: &'a ProvingKey<G1Affine>) -> Self {
+        let permutation = pk.permutation();
+        PkRef {
+            vk,
+            l0: pk.l0().values(),
+            l_last: pk.l_last().values(),
+            l_active_row: pk.l_active_row().values(),
+            fixed_values: pk.fixed_values().iter().map(|p| p.values()).collect(),
+            fixed_polys: pk.fixed_polys().iter().map(|p| p.values()).collect(),
+            permutation_values: permutation
+                .permutations()
+                .iter()
+                .map(|p| p.values())
+                .collect(),
+            permutation_polys: permutation.polys().iter().map(|p| p.values()).collect(),
+        }
+    }
+}
+
+/// The verifying key's data as decoded (same field order as [`VkRef`]).
+#[derive(Deserialize)]
+pub(crate) struct VkOwned {
+    k: u32,
+    compress_selectors: bool,
+    fixed_commitments: Vec<G1Affine>,
+    permutation_commitments: Vec<G1Affine>,
+    selectors: Vec<Vec<u8>>,
+}
+
+impl VkOwned {
+    /// Checks `k` and the selectors' sizes, then builds the key against the circuit.
+    pub(crate) fn assemble(self, context: &DecodeContext) -> Result<VerifyingKey<G1Affine>> {
+        if let Some(header_k) = context.k {
+            if self.k != header_k {
+                return Err(Error::Structure {
+                    what: "k in the payload against the header",
+                    expected: u64::from(header_k),
+                    found: u64::from(self.k),
+                });
+            }
+        }
+        check_k(self.k, &context.limits)?;
+        let n = rows(self.k);
+        let selectors = self
+            .selectors
+            .iter()
+            .map(|packed| {
+                expect_count("packed selector bytes", n.div_ceil(8), packed.len())
+                    .map(|()| unpack_bits(packed, n))
+            })
+            .collect::<Result<_>>()?;
+        assemble_vk(
+            context.cs.clone(),
+            VkParts {
+                k: self.k,
+                compress_selectors: self.compress_selectors,
+                fixed_commitments: self.fixed_commitments,
+                permutation_commitments: self.permutation_commitments,
+                selectors,
+            },
+            &context.limits,
+        )
+    }
+}
+
+/// The proving key's data as decoded (same field order as [`PkRef`]).
+#[derive(Deserialize)]
+pub(crate) struct PkOwned {
+    vk: VkOwned,
+    l0: Vec<Fr>,
+    l_last: Vec<Fr>,
+    l_active_row: Vec<Fr>,
+    fixed_values: Vec<Vec<Fr>>,
+    fixed_polys: Vec<Vec<Fr>>,
+    permutation_values: Vec<Vec<Fr>>,
+    permutation_polys: Vec<Vec<Fr>>,
+}
+
+impl PkOwned {
+    pub(crate) fn assemble(self, context: &DecodeContext) -> Result<ProvingKey<G1Affine>> {
+        let vk = self.vk.assemble(context)?;
+        assemble_pk(
+            vk,
+            PkParts {
+                l0: self.l0,
+                l_last: self.l_last,
+                l_active_row: self.l_active_row,
+                fixed_values: self.fixed_values,
+                fixed_polys: self.fixed_polys,
+                permutation_values: self.permutation_values,
+                permutation_polys: self.permutation_polys,
+            },
+        )
+    }
+}
