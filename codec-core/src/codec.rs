@@ -19,7 +19,9 @@ use crate::payload::PayloadReader;
 pub enum LoadMode {
     /// Stream the file through a `BufReader` of [`crate::BufferConfig::read_capacity`].
     Buffered,
-    /// Memory-map the file and decode it as a slice (checksum verified before decoding).
+    /// Memory-map the file and decode it as a slice (checksum verified before decoding);
+    /// consumed parts of the mapping are released as decoding advances, so at most
+    /// [`crate::RELEASE_STEP`] of the file stays resident beside the key.
     Mapped,
 }
 
@@ -268,7 +270,7 @@ pub trait KeyCodec {
         K: HaloKey,
     {
         let cs = circuit::configure::<C>(circuit_params);
-        container::read_slice(self, K::KIND, cs, bytes, options).and_then(K::from_key)
+        container::read_slice(self, K::KIND, cs, bytes, None, options).and_then(K::from_key)
     }
 
     /// Saves a key to `path` atomically and durably: a temporary file in the same folder is
@@ -315,8 +317,9 @@ pub trait KeyCodec {
                 container::read(self, K::KIND, cs, &mut reader, Some(len), options)
             }
             LoadMode::Mapped => {
-                let map = file::map(path)?;
-                container::read_slice(self, K::KIND, cs, &map, options)
+                let mapped = file::MappedFile::open(path)?;
+                let release = |offset: usize, len: usize| mapped.release(offset, len);
+                container::read_slice(self, K::KIND, cs, mapped.bytes(), Some(&release), options)
             }
         };
         key.and_then(K::from_key)

@@ -11,7 +11,7 @@ use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
 use crate::error::{Error, Result};
 use crate::header::{Fingerprint, Header, KeyKind, HEADER_LEN};
 use crate::options::LoadOptions;
-use crate::payload::PayloadReader;
+use crate::payload::{PayloadReader, Release, RELEASE_STEP};
 
 /// Writes header placeholder, payload, then seeks back to write the real header.
 pub(crate) fn write<K: KeyCodec + ?Sized>(
@@ -97,12 +97,15 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
 }
 
 /// Reads a container held in memory: header and length checks, then the payload checksum,
-/// all before decoding; the slice must hold exactly one container.
+/// all before decoding; the slice must hold exactly one container. With `release` (a memory
+/// mapping's), bytes are handed back to the kernel once hashed and once decoded, so that the
+/// mapping never keeps much of the file resident.
 pub(crate) fn read_slice<K: KeyCodec + ?Sized>(
     codec: &K,
     kind: KeyKind,
     cs: ConstraintSystem<Fr>,
     bytes: &[u8],
+    release: Option<Release<'_>>,
     options: &LoadOptions,
 ) -> Result<Key> {
     let (header_bytes, rest) = bytes
@@ -113,14 +116,34 @@ pub(crate) fn read_slice<K: KeyCodec + ?Sized>(
     let header = Header::from_bytes(header_bytes)?;
     check_header(codec, kind, &header, &cs, options)?;
     check_length(&header, rest.len() as u64)?;
-    verify_checksum(&header, xxh3_64(rest))?;
+    verify_checksum(&header, checksum_releasing(rest, HEADER_LEN, release))?;
     let context = decode_context(codec, kind, header, cs, options);
-    let mut payload = PayloadReader::from_slice(rest);
+    // The payload reader counts from the payload's start; the mapping from the file's.
+    let shifted =
+        release.map(|release| move |offset: usize, len: usize| release(HEADER_LEN + offset, len));
+    let mut payload = match &shifted {
+        Some(shifted) => PayloadReader::from_mapped(rest, shifted),
+        None => PayloadReader::from_slice(rest),
+    };
     let key = codec.decode(&mut payload, &context)?;
     match payload.remaining() {
         0 => Ok(key),
         left => Err(Error::TrailingBytes { count: left }),
     }
+}
+
+/// XXH3-64 of `payload`, releasing each hashed window (`base` is the payload's offset in the
+/// mapping).
+fn checksum_releasing(payload: &[u8], base: usize, release: Option<Release<'_>>) -> u64 {
+    let Some(release) = release else {
+        return xxh3_64(payload);
+    };
+    let mut hasher = Xxh3::new();
+    for (index, window) in payload.chunks(RELEASE_STEP).enumerate() {
+        hasher.update(window);
+        release(base + index * RELEASE_STEP, window.len());
+    }
+    hasher.digest()
 }
 
 fn decode_context<K: KeyCodec + ?Sized>(

@@ -78,7 +78,7 @@ pub fn open_buffered(path: &Path, capacity: Size) -> Result<(BufReader<File>, u6
     Ok((BufReader::with_capacity(capacity.as_usize(), file), len))
 }
 
-/// Memory-maps `path` read-only.
+/// A read-only memory mapping of a key file.
 ///
 /// A mapping is only sound while nobody modifies the file in place. keycodec's own saves
 /// never do: [`save_atomic`] writes a new file and renames it over the old one, so a reader's
@@ -87,19 +87,53 @@ pub fn open_buffered(path: &Path, capacity: Size) -> Result<(BufReader<File>, u6
 /// rewriting a key file in place while it is being loaded is outside what any memory-mapping
 /// loader can defend against (it can fault the process); load such files with a buffered
 /// codec instead.
-///
-/// # Errors
-///
-/// I/O errors from opening or mapping the file.
-pub fn map(path: &Path) -> Result<Mmap> {
-    let file = File::open(path)?;
-    // SAFETY: `Mmap::map` is unsafe because the mapped bytes could change underneath the
-    // returned `&[u8]` if the file were modified while mapped. Files are only ever replaced
-    // by rename in this workspace (never written in place), which leaves an existing mapping
-    // untouched; the test below checks exactly that. The mapping is read-only and owned by
-    // the returned value, so it outlives every borrow of its bytes.
-    let map = unsafe { Mmap::map(&file)? };
-    Ok(map)
+#[derive(Debug)]
+pub struct MappedFile {
+    map: Mmap,
+}
+
+impl MappedFile {
+    /// Maps `path` read-only.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors from opening or mapping the file.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path)?;
+        // SAFETY: `Mmap::map` is unsafe because the mapped bytes could change underneath the
+        // returned `&[u8]` if the file were modified while mapped. Files are only ever
+        // replaced by rename in this workspace (never written in place), which leaves an
+        // existing mapping untouched; the test below checks exactly that. The mapping is
+        // read-only and owned by `self`, so it outlives every borrow of its bytes.
+        let map = unsafe { Mmap::map(&file)? };
+        Ok(MappedFile { map })
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// Tells the kernel that `len` bytes at `offset` will not be read again soon, so that
+    /// their pages stop counting towards this process's resident memory. Errors are ignored:
+    /// this is advice, and the bytes stay readable either way.
+    pub fn release(&self, offset: usize, len: usize) {
+        #[cfg(unix)]
+        {
+            // SAFETY: MADV_DONTNEED on a private, read-only, file-backed mapping only drops
+            // this process's page-table entries; the next access to the range faults the same
+            // bytes back in from the file (the page cache), so every outstanding `&[u8]` into
+            // the mapping still reads what it read before. (It would discard data only for
+            // anonymous or written-to private pages, which a read-only mapping cannot have.)
+            // The test `released_ranges_read_back_unchanged` checks this.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len)
+            };
+        }
+        #[cfg(not(unix))]
+        let _ = (offset, len);
+    }
 }
 
 #[cfg(test)]
@@ -116,14 +150,30 @@ mod tests {
         let path = dir.path().join("key");
         let old = vec![0xaa_u8; 1 << 16];
         save_bytes(&path, &old)?;
-        let mapped = map(&path)?;
+        let mapped = MappedFile::open(&path)?;
         save_bytes(&path, &[0x55_u8; 1 << 10])?;
         assert_eq!(
-            &mapped[..],
+            mapped.bytes(),
             &old[..],
             "the reader's mapping changed under it"
         );
         assert_eq!(std::fs::read(&path)?, vec![0x55_u8; 1 << 10]);
+        Ok(())
+    }
+
+    #[test]
+    fn released_ranges_read_back_unchanged() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("key");
+        let content: Vec<u8> = (0..(8u32 << 20)).map(|i| (i % 251) as u8).collect();
+        save_bytes(&path, &content)?;
+        let mapped = MappedFile::open(&path)?;
+        let held: &[u8] = mapped.bytes();
+        assert_eq!(held, &content[..]);
+        // Release unaligned and whole ranges, then read through the old borrow again.
+        mapped.release(12_345, 3 << 20);
+        mapped.release(0, content.len());
+        assert_eq!(held, &content[..], "released bytes changed");
         Ok(())
     }
 

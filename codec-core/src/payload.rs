@@ -9,6 +9,15 @@ use std::io::{self, Read};
 
 use crate::error::{Error, Result};
 
+/// Consumed bytes of a memory-mapped payload are handed back to the kernel in steps of this
+/// size, so that a mapped load never keeps more than this much of the file resident beside
+/// the decoded key.
+pub const RELEASE_STEP: usize = 64 << 20;
+
+/// Tells the owner of a memory mapping that `len` bytes at `offset` (relative to the slice
+/// given to [`PayloadReader::from_mapped`]) will not be read again.
+pub type Release<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
 /// Elements pre-allocated at once when the payload length is only declared, not verified
 /// against a real file length (32 MiB of field elements).
 const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 20;
@@ -24,7 +33,36 @@ pub struct PayloadReader<'a> {
 /// can be borrowed without copying.
 enum Source<'a> {
     Stream(&'a mut dyn Read),
-    Memory(&'a [u8]),
+    Memory(Memory<'a>),
+}
+
+/// A payload in memory, and how much of it has been read and released.
+struct Memory<'a> {
+    rest: &'a [u8],
+    consumed: usize,
+    released: usize,
+    release: Option<Release<'a>>,
+}
+
+impl<'a> Memory<'a> {
+    /// Takes `len` bytes off the front, first releasing what earlier reads consumed once it
+    /// adds up to [`RELEASE_STEP`]. (Slices returned by earlier reads stay valid: releasing
+    /// a read-only file mapping only means the next access reads the file again.)
+    fn take(&mut self, len: usize, context: &'static str) -> Result<&'a [u8]> {
+        if let Some(release) = self.release {
+            if self.consumed - self.released >= RELEASE_STEP {
+                release(self.released, self.consumed - self.released);
+                self.released = self.consumed;
+            }
+        }
+        let rest: &'a [u8] = self.rest;
+        let (head, tail) = rest
+            .split_at_checked(len)
+            .ok_or(Error::Truncated { context })?;
+        self.rest = tail;
+        self.consumed += len;
+        Ok(head)
+    }
 }
 
 /// Reads within the declared payload: end of payload is end of file, which is what serde
@@ -37,7 +75,14 @@ impl Read for PayloadReader<'_> {
         let dst = buf.get_mut(..len).unwrap_or_default();
         let n = match &mut self.source {
             Source::Stream(inner) => inner.read(dst)?,
-            Source::Memory(rest) => rest.read(dst)?,
+            Source::Memory(memory) => {
+                let n = dst.len().min(memory.rest.len());
+                let head = memory
+                    .take(n, "payload")
+                    .map_err(|err| io::Error::new(io::ErrorKind::UnexpectedEof, err))?;
+                dst.get_mut(..n).unwrap_or_default().copy_from_slice(head);
+                n
+            }
         };
         self.remaining -= n as u64;
         Ok(n)
@@ -68,8 +113,23 @@ impl<'a> PayloadReader<'a> {
     /// A reader over a payload held in memory (its length is the slice's, so verified).
     /// [`PayloadReader::read_borrowed`] then returns sub-slices without copying.
     pub fn from_slice(bytes: &'a [u8]) -> Self {
+        PayloadReader::in_memory(bytes, None)
+    }
+
+    /// A reader over a memory-mapped payload: as reading advances, consumed bytes are passed
+    /// to `release` (offsets relative to `bytes`) in steps of [`RELEASE_STEP`].
+    pub fn from_mapped(bytes: &'a [u8], release: Release<'a>) -> Self {
+        PayloadReader::in_memory(bytes, Some(release))
+    }
+
+    fn in_memory(bytes: &'a [u8], release: Option<Release<'a>>) -> Self {
         PayloadReader {
-            source: Source::Memory(bytes),
+            source: Source::Memory(Memory {
+                rest: bytes,
+                consumed: 0,
+                released: 0,
+                release,
+            }),
             remaining: bytes.len() as u64,
             length_verified: true,
         }
@@ -123,13 +183,7 @@ impl<'a> PayloadReader<'a> {
             Source::Stream(inner) => inner
                 .read_exact(buf)
                 .map_err(|err| Error::from_read(err, context))?,
-            Source::Memory(rest) => {
-                let (head, tail) = rest
-                    .split_at_checked(buf.len())
-                    .ok_or(Error::Truncated { context })?;
-                buf.copy_from_slice(head);
-                *rest = tail;
-            }
+            Source::Memory(memory) => buf.copy_from_slice(memory.take(buf.len(), context)?),
         }
         self.remaining -= len;
         Ok(())
@@ -146,12 +200,8 @@ impl<'a> PayloadReader<'a> {
         self.ensure_available(len as u128, context)
             .map_err(|_| Error::Truncated { context })?;
         match &mut self.source {
-            Source::Memory(rest) => {
-                let bytes: &'a [u8] = rest;
-                let (head, tail) = bytes
-                    .split_at_checked(len)
-                    .ok_or(Error::Truncated { context })?;
-                *rest = tail;
+            Source::Memory(memory) => {
+                let head = memory.take(len, context)?;
                 self.remaining -= len as u64;
                 Ok(Cow::Borrowed(head))
             }

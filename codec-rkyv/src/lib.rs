@@ -40,7 +40,9 @@ use codec_core::circuit::{
     assemble_pk, assemble_vk, check_k, expect_count, pack_bits, rows, unpack_bits, PkParts,
     PkShape, VkParts,
 };
-use codec_core::field::{decode_fr, decode_g1, encode_fr, encode_g1, FieldEncoding, FR_BYTES};
+use codec_core::field::{
+    decode_fr_chunk, decode_g1, encode_fr_chunk, encode_g1, FieldEncoding, FR_BYTES,
+};
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::{
@@ -111,12 +113,16 @@ impl KeyCodec for RkyvCodec {
         };
         write_section(out, &archive(&section)?)?;
         if let KeyRef::Proving(pk) = key {
+            // One polynomial's elements and archive at a time, in buffers reused across
+            // polynomials: the save never holds a second copy of the key.
+            let mut elements: PolySection = Vec::new();
+            let mut archived = AlignedVec::<SECTION_ALIGN>::new();
             for values in polynomials(pk) {
-                let section: PolySection = values
-                    .iter()
-                    .map(|x| encode_fr(x, FieldEncoding::Raw))
-                    .collect();
-                write_section(out, &archive(&section)?)?;
+                encode_fr_chunk(values, FieldEncoding::Raw, &mut elements);
+                archived.clear();
+                archived = rkyv::api::high::to_bytes_in::<_, rancor::Error>(&elements, archived)
+                    .map_err(rkyv_error)?;
+                write_section(out, &archived)?;
             }
         }
         Ok(())
@@ -322,8 +328,13 @@ fn read_poly(
     let archived = rkyv::access::<ArchivedVec<[u8; FR_BYTES]>, rancor::Error>(section.bytes())
         .map_err(rkyv_error)?;
     expect_count("polynomial length (2^k)", rows, archived.len())?;
-    archived
-        .iter()
-        .map(|bytes| decode_fr(bytes, FieldEncoding::Raw, validation, "polynomial"))
-        .collect()
+    let mut values = Vec::with_capacity(rows);
+    decode_fr_chunk(
+        archived.as_slice().as_flattened(),
+        FieldEncoding::Raw,
+        validation,
+        "polynomial",
+        &mut values,
+    )?;
+    Ok(values)
 }

@@ -1,0 +1,174 @@
+//! The benchmark's key: StandardPlonk at `k`, built fast and cached.
+//!
+//! The proving key is cached as a keycodec container (rawbytes), so a stale or corrupt cache
+//! (another circuit, another `k`, an older container version, a flipped bit) is refused by
+//! the container's own checks and rebuilt, never used. The parameters are cached too, behind
+//! a checksum, so that a rebuilt key does not pay for them twice.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use codec_core::testing::StandardPlonk;
+use halo2_proofs::plonk::{keygen_pk, keygen_vk, ProvingKey};
+use halo2_proofs::poly::commitment::Params;
+use halo2_proofs::poly::kzg::commitment::ParamsKZG;
+use halo2_proofs::SerdeFormat;
+use halo2curves::bn256::{Bn256, Fr, G1Affine};
+use indicatif::{ProgressBar, ProgressStyle};
+use keycodec::{KeyCodec, LoadOptions, RawBytesCodec, SaveOptions, Validation};
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::params::fast_setup;
+
+/// Seed of the benchmark's toxic secret.
+pub const SEED: u64 = 0x6b65_7963_6f64_6563;
+
+/// Magic of the cached parameter file (followed by an XXH3-64 of the rest).
+const PARAMS_MAGIC: &[u8; 8] = b"KCPARAMS";
+
+/// The benchmark key and how it was obtained.
+pub struct Fixture {
+    /// `k` of the key.
+    pub k: u32,
+    /// The proving key.
+    pub pk: ProvingKey<G1Affine>,
+    /// What happened: loaded from cache, or built (and why).
+    pub origin: String,
+    /// Seconds spent obtaining the key.
+    pub seconds: f64,
+}
+
+/// Where the cached key for `k` lives.
+pub fn pk_cache_path(cache_dir: &Path, k: u32) -> PathBuf {
+    cache_dir.join(format!("standard-plonk-k{k}.pk"))
+}
+
+fn params_cache_path(cache_dir: &Path, k: u32) -> PathBuf {
+    cache_dir.join(format!("params-kzg-bn254-k{k}-seed{SEED:x}.bin"))
+}
+
+/// The circuit the benchmark key belongs to.
+pub fn circuit() -> StandardPlonk {
+    StandardPlonk(Fr::from(42u64))
+}
+
+/// Loads the cached key for `k`, or builds (and caches) it.
+///
+/// # Errors
+///
+/// I/O errors creating the cache, or a keygen failure.
+pub fn load_or_build(cache_dir: &Path, k: u32) -> Result<Fixture, String> {
+    let started = Instant::now();
+    std::fs::create_dir_all(cache_dir)
+        .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
+    let path = pk_cache_path(cache_dir, k);
+    let loading = spinner(format!("loading cached k={k} key"));
+    let options = LoadOptions {
+        expected_k: Some(k),
+        validation: Validation::Trusted,
+        ..LoadOptions::default()
+    };
+    let cached = if path.exists() {
+        Some(
+            RawBytesCodec::default().load::<StandardPlonk, ProvingKey<G1Affine>>(
+                &path,
+                (),
+                &options,
+            ),
+        )
+    } else {
+        None
+    };
+    loading.finish_and_clear();
+    let reason = match cached {
+        Some(Ok(pk)) => {
+            return Ok(Fixture {
+                k,
+                pk,
+                origin: format!("cached ({})", path.display()),
+                seconds: started.elapsed().as_secs_f64(),
+            })
+        }
+        Some(Err(err)) => format!("cache refused ({err}), rebuilt"),
+        None => "no cache, built".to_owned(),
+    };
+    let params = load_or_build_params(cache_dir, k)?;
+    let keygen = spinner(format!("halo2 keygen_vk + keygen_pk at k={k}"));
+    let circuit = circuit();
+    let vk = keygen_vk(&params, &circuit).map_err(|e| format!("keygen_vk: {e:?}"))?;
+    let pk = keygen_pk(&params, vk, &circuit).map_err(|e| format!("keygen_pk: {e:?}"))?;
+    drop(params);
+    keygen.set_message(format!("caching the key at {}", path.display()));
+    RawBytesCodec::default()
+        .save::<StandardPlonk, _>(&path, &pk, (), &SaveOptions::default())
+        .map_err(|e| format!("caching the key: {e}"))?;
+    keygen.finish_and_clear();
+    Ok(Fixture {
+        k,
+        pk,
+        origin: reason,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn load_or_build_params(cache_dir: &Path, k: u32) -> Result<ParamsKZG<Bn256>, String> {
+    let path = params_cache_path(cache_dir, k);
+    if let Some(params) = read_params(&path, k) {
+        return Ok(params);
+    }
+    let points = 2u64 << k;
+    let bar = ProgressBar::new(points).with_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} points ({eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!("KZG parameters k={k} (fixed-base tables)"));
+    let params = fast_setup(k, SEED, &|done| bar.inc(done));
+    bar.finish_and_clear();
+    write_params(&path, &params).map_err(|e| format!("caching parameters: {e}"))?;
+    Ok(params)
+}
+
+/// Reads cached parameters if the file is complete, for this `k`, and matches its checksum.
+fn read_params(path: &Path, k: u32) -> Option<ParamsKZG<Bn256>> {
+    let mut file = BufReader::with_capacity(1 << 20, File::open(path).ok()?);
+    let mut head = [0u8; 16];
+    file.read_exact(&mut head).ok()?;
+    let (magic, checksum) = head.split_at(8);
+    if magic != PARAMS_MAGIC {
+        return None;
+    }
+    let mut body = Vec::new();
+    file.read_to_end(&mut body).ok()?;
+    let mut hasher = Xxh3::new();
+    hasher.update(&body);
+    if hasher.digest().to_le_bytes() != checksum {
+        return None;
+    }
+    // The checksum matched what this harness wrote: skip the per-point checks.
+    let params =
+        ParamsKZG::<Bn256>::read_custom(&mut body.as_slice(), SerdeFormat::RawBytesUnchecked)
+            .ok()?;
+    (params.k() == k).then_some(params)
+}
+
+fn write_params(path: &Path, params: &ParamsKZG<Bn256>) -> std::io::Result<()> {
+    let mut body = Vec::new();
+    params.write_custom(&mut body, SerdeFormat::RawBytes)?;
+    let mut hasher = Xxh3::new();
+    hasher.update(&body);
+    let mut file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    file.write_all(PARAMS_MAGIC)?;
+    file.write_all(&hasher.digest().to_le_bytes())?;
+    file.write_all(&body)?;
+    file.flush()
+}
+
+/// A spinner with a message, ticking on its own.
+pub fn spinner(message: String) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}

@@ -1,0 +1,283 @@
+//! The keycodec benchmark harness: which backend and buffer should I use for my keys, on
+//! this machine?
+//!
+//! `cargo run --release -p bench-harness` builds (or loads from its cache) the seed's
+//! StandardPlonk proving key at k = 22, saves and loads it with every backend and mode at
+//! buffers of 1 KiB, 8 KiB, 1 MiB and 1 GiB, alongside halo2's own `pk.write` /
+//! `ProvingKey::read` (`halo2-native`), checks every loaded key against the original, and
+//! reports medians next to the machine's own bulk write and read of the same number of bytes,
+//! measured in the same run.
+//!
+//! # JSON schema (`--json PATH`)
+//!
+//! ```text
+//! {
+//!   "k": u32,                          // the key has 2^k rows
+//!   "repeat": usize,                   // runs per median
+//!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
+//!   "fixture": { "origin": str, "seconds": f64, "key_memory_bytes": u64 },
+//!   "limits": {                        // the machine, same run, same byte count
+//!     "bytes": u64,                    // = the largest key file
+//!     "bulk_write_s": f64, "bulk_read_s": f64,
+//!     "bulk_read_populated_s": f64, "populate_s": f64
+//!   },
+//!   "rows": [{
+//!     "backend": str, "mode": str, "buffer_bytes": u64,
+//!     "write_s": f64, "read_s": f64,   // medians; rows of one file share write_s
+//!     "write_runs": [f64], "read_runs": [f64],
+//!     "file_bytes": u64, "write_gbps": f64, "read_gbps": f64,
+//!     "write_vs_bulk": f64,            // write_s / bulk_write_s
+//!     "read_vs_bulk": f64,             // read_s / bulk_read_s (fresh memory)
+//!     "read_vs_bulk_populated": f64,   // read_s / bulk_read_populated_s
+//!     "peak_rss_bytes": u64 | null,    // rise of resident memory during the load (max of runs)
+//!     "verified": bool                 // every load equal to the original key
+//!   }],
+//!   "harness_peak_rss_bytes": u64 | null
+//! }
+//! ```
+
+pub mod fixture;
+pub mod measure;
+pub mod params;
+pub mod report;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use keycodec::Size;
+use serde::Serialize;
+
+use measure::{groups, median, rss, Limits, BACKEND_NAMES};
+
+/// Measure saving and loading a halo2 proving key with every keycodec backend, against
+/// halo2's own reader and the machine's bulk I/O limits.
+#[derive(Parser, Debug, Clone)]
+#[command(version, about, long_about = None)]
+pub struct Args {
+    /// Circuit size: the benchmark key (the seed's StandardPlonk) has 2^k rows.
+    #[arg(long, default_value_t = 22)]
+    pub k: u32,
+
+    /// Backends to measure, comma-separated. `halo2-native` is halo2's own pk.write /
+    /// ProvingKey::read through a BufWriter / BufReader, the seed's reference.
+    #[arg(long, value_delimiter = ',', default_values_t = BACKEND_NAMES.map(String::from),
+          value_parser = clap::builder::PossibleValuesParser::new(BACKEND_NAMES))]
+    pub backends: Vec<String>,
+
+    /// Buffer sizes for the BufReader / BufWriter around the file, comma-separated human
+    /// sizes (B, KiB, MiB, GiB). Memory-mapped loads (rkyv) use no read buffer.
+    #[arg(long, value_delimiter = ',', default_value = "1KiB,8KiB,1MiB,1GiB")]
+    pub buffers: Vec<Size>,
+
+    /// Runs per measurement; the table shows medians.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+
+    /// Also write the results as JSON to this path (schema in the crate docs).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+
+    /// Also draw read and write throughput per backend and buffer as an SVG chart here.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+
+    /// Where the generated parameters and key are cached (and benchmark files written).
+    /// Put it on the disk you want to measure, not on a RAM-backed tmpfs.
+    #[arg(long, default_value = DEFAULT_CACHE_DIR)]
+    pub cache_dir: PathBuf,
+
+    /// Drop the file's pages from the page cache before every read (posix_fadvise
+    /// DONTNEED), to measure reads from the disk; the report says if the kernel refused.
+    #[arg(long)]
+    pub cold: bool,
+}
+
+/// The default cache: the workspace's `target/bench-cache`.
+pub const DEFAULT_CACHE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench-cache");
+
+/// One row of the table: one backend, mode and buffer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Backend name (`rawbytes`, `bincode`, `rkyv`, `halo2-native`).
+    pub backend: &'static str,
+    /// Mode (halo2 format, validation).
+    pub mode: &'static str,
+    /// Buffer capacity in bytes.
+    pub buffer_bytes: u64,
+    /// Median save time, seconds (durable: includes `sync_all`).
+    pub write_s: f64,
+    /// Median load time, seconds.
+    pub read_s: f64,
+    /// Every save time.
+    pub write_runs: Vec<f64>,
+    /// Every load time.
+    pub read_runs: Vec<f64>,
+    /// File size in bytes.
+    pub file_bytes: u64,
+    /// Save throughput, GB/s (10^9 bytes).
+    pub write_gbps: f64,
+    /// Load throughput, GB/s.
+    pub read_gbps: f64,
+    /// `write_s` over the bulk write of the same byte count.
+    pub write_vs_bulk: f64,
+    /// `read_s` over the bulk read into fresh memory.
+    pub read_vs_bulk: f64,
+    /// `read_s` over the bulk read into populated memory.
+    pub read_vs_bulk_populated: f64,
+    /// Rise of resident memory during the load (maximum over runs), if measurable.
+    pub peak_rss_bytes: Option<u64>,
+    /// Whether every loaded key equalled the original.
+    pub verified: bool,
+}
+
+/// How the key was obtained.
+#[derive(Clone, Debug, Serialize)]
+pub struct FixtureInfo {
+    /// Loaded from cache or built, and why.
+    pub origin: String,
+    /// Seconds spent.
+    pub seconds: f64,
+    /// Bytes of field elements the key holds in memory.
+    pub key_memory_bytes: u64,
+}
+
+/// Whether reads were cold.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Cold {
+    /// `--cold` was given.
+    pub requested: bool,
+    /// The kernel accepted every request to drop the page cache.
+    pub effective: bool,
+}
+
+/// A complete run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The key has 2^k rows.
+    pub k: u32,
+    /// Runs per median.
+    pub repeat: usize,
+    /// Cold reads.
+    pub cold: Cold,
+    /// The key.
+    pub fixture: FixtureInfo,
+    /// The machine's limits.
+    pub limits: Limits,
+    /// The table.
+    pub rows: Vec<Row>,
+    /// The highest resident memory the harness reached, if measurable.
+    pub harness_peak_rss_bytes: Option<u64>,
+}
+
+/// Runs the benchmark.
+///
+/// # Errors
+///
+/// Fixture, I/O or backend failures, as text.
+pub fn run(args: &Args) -> Result<Report, String> {
+    let fixture = fixture::load_or_build(&args.cache_dir, args.k)?;
+    let pk = &fixture.pk;
+    let scratch = args.cache_dir.join("scratch");
+    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    let groups = groups(&args.backends);
+    let repeat = args.repeat.max(1);
+    let steps = (groups.len() * args.buffers.len() * repeat) as u64;
+    let bar = ProgressBar::new(steps).with_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed}, ~{eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut harness_peak = rss::peak();
+    let mut cold_effective = true;
+    let mut rows = Vec::new();
+    for group in &groups {
+        for &buffer in &args.buffers {
+            let path = scratch
+                .join(format!("{}-{:?}.key", group.backend, group.writer).replace(['(', ')'], ""));
+            let mut writes = Vec::new();
+            let mut reads = vec![(Vec::new(), None::<u64>, true); group.reads.len()];
+            let mut file_bytes = 0;
+            for run in 0..repeat {
+                bar.set_message(format!(
+                    "{} {:?} {buffer} run {}",
+                    group.backend,
+                    group.writer,
+                    run + 1
+                ));
+                writes.push(measure::write(group.writer, &path, pk, buffer)?);
+                file_bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
+                for ((_, reader), (times, peak, verified)) in
+                    group.reads.iter().zip(reads.iter_mut())
+                {
+                    if args.cold {
+                        cold_effective &= measure::drop_page_cache(&path);
+                    }
+                    harness_peak = harness_peak.max(rss::peak());
+                    let measurable = rss::reset_peak();
+                    let before = rss::current();
+                    let (loaded, seconds) = measure::read(*reader, &path, args.k, buffer)?;
+                    let after = rss::peak();
+                    harness_peak = harness_peak.max(after);
+                    if let (true, Some(before), Some(after)) = (measurable, before, after) {
+                        *peak = Some(peak.unwrap_or(0).max(after.saturating_sub(before)));
+                    }
+                    *verified &= measure::keys_equal(pk, &loaded);
+                    drop(loaded);
+                    times.push(seconds);
+                }
+                bar.inc(1);
+            }
+            std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+            for ((mode, _), (times, peak, verified)) in group.reads.iter().zip(reads) {
+                let (write_s, read_s) = (median(&writes), median(&times));
+                rows.push(Row {
+                    backend: group.backend,
+                    mode,
+                    buffer_bytes: buffer.0,
+                    write_s,
+                    read_s,
+                    write_runs: writes.clone(),
+                    read_runs: times,
+                    file_bytes,
+                    write_gbps: file_bytes as f64 / write_s / 1e9,
+                    read_gbps: file_bytes as f64 / read_s / 1e9,
+                    write_vs_bulk: f64::NAN,
+                    read_vs_bulk: f64::NAN,
+                    read_vs_bulk_populated: f64::NAN,
+                    peak_rss_bytes: peak,
+                    verified,
+                });
+            }
+        }
+    }
+    bar.finish_and_clear();
+
+    let largest = rows.iter().map(|row| row.file_bytes).max().unwrap_or(0);
+    let spinner = fixture::spinner(format!(
+        "machine limits: bulk write and read of {largest} bytes"
+    ));
+    let limits = measure::machine_limits(&scratch.join("bulk.bin"), largest, repeat, args.cold)?;
+    spinner.finish_and_clear();
+    for row in &mut rows {
+        row.write_vs_bulk = row.write_s / limits.bulk_write_s;
+        row.read_vs_bulk = row.read_s / limits.bulk_read_s;
+        row.read_vs_bulk_populated = row.read_s / limits.bulk_read_populated_s;
+    }
+    harness_peak = harness_peak.max(rss::peak());
+    Ok(Report {
+        k: args.k,
+        repeat,
+        cold: Cold {
+            requested: args.cold,
+            effective: args.cold && cold_effective,
+        },
+        fixture: FixtureInfo {
+            origin: fixture.origin.clone(),
+            seconds: fixture.seconds,
+            key_memory_bytes: measure::key_memory_bytes(pk),
+        },
+        limits,
+        rows,
+        harness_peak_rss_bytes: harness_peak,
+    })
+}

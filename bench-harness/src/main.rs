@@ -1,0 +1,35 @@
+//! `cargo run --release -p bench-harness -- --help`
+
+use bench_harness::{report, run, Args};
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(result) => {
+            print!("{}", report::table(&result));
+            let outputs = [
+                args.json
+                    .as_ref()
+                    .map(|path| report::write_json(&result, path)),
+                args.plot
+                    .as_ref()
+                    .map(|path| report::write_plot(&result, path)),
+            ];
+            if let Some(failed) = outputs.into_iter().flatten().find_map(Result::err) {
+                eprintln!("error: {failed}");
+                return std::process::ExitCode::FAILURE;
+            }
+            if result.rows.iter().all(|row| row.verified) {
+                std::process::ExitCode::SUCCESS
+            } else {
+                eprintln!("error: a loaded key differed from the original");
+                std::process::ExitCode::FAILURE
+            }
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The table, the JSON file and the SVG chart.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use keycodec::Size;
+use plotters::prelude::*;
+
+use crate::{Report, Row};
+
+/// The report as a plain-text table, with the machine's limits and the fixture underneath.
+pub fn table(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "k = {}, medians of {} runs{}",
+        report.k,
+        report.repeat,
+        match (report.cold.requested, report.cold.effective) {
+            (false, _) => "",
+            (true, true) => ", cold reads (page cache dropped before each read)",
+            (true, false) => ", cold reads REQUESTED BUT REFUSED by the kernel: reads were warm",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:<13} {:<17} {:>6} {:>8} {:>8} {:>14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>3}",
+        "backend",
+        "mode",
+        "buffer",
+        "write s",
+        "read s",
+        "file bytes",
+        "w GB/s",
+        "r GB/s",
+        "w/bulk",
+        "r/bulk",
+        "r/popul",
+        "load RSS",
+        "ok"
+    );
+    for row in &report.rows {
+        let _ = writeln!(
+            out,
+            "{:<13} {:<17} {:>6} {:>8.3} {:>8.3} {:>14} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>3}",
+            row.backend,
+            row.mode,
+            Size(row.buffer_bytes).to_string(),
+            row.write_s,
+            row.read_s,
+            row.file_bytes,
+            row.write_gbps,
+            row.read_gbps,
+            row.write_vs_bulk,
+            row.read_vs_bulk,
+            row.read_vs_bulk_populated,
+            row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
+            if row.verified { "yes" } else { "NO" },
+        );
+    }
+    let limits = &report.limits;
+    let gbps = |s: f64| limits.bytes as f64 / s / 1e9;
+    let _ = writeln!(
+        out,
+        "\nmachine limits for {} bytes (same run): bulk write {:.3} s ({:.2} GB/s, synced); bulk read into fresh memory {:.3} s ({:.2} GB/s); into populated memory {:.3} s ({:.2} GB/s) after {:.3} s populating",
+        limits.bytes,
+        limits.bulk_write_s,
+        gbps(limits.bulk_write_s),
+        limits.bulk_read_s,
+        gbps(limits.bulk_read_s),
+        limits.bulk_read_populated_s,
+        gbps(limits.bulk_read_populated_s),
+        limits.populate_s,
+    );
+    let _ = writeln!(
+        out,
+        "key in memory: {} of field elements; fixture: {} in {:.1} s; harness peak RSS: {}",
+        mib(report.fixture.key_memory_bytes),
+        report.fixture.origin,
+        report.fixture.seconds,
+        report.harness_peak_rss_bytes.map_or("n/a".to_owned(), mib),
+    );
+    out
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0}MiB", bytes as f64 / f64::from(1 << 20))
+}
+
+/// Writes the report as JSON.
+///
+/// # Errors
+///
+/// I/O or serialisation errors, as text.
+pub fn write_json(report: &Report, path: &Path) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    std::fs::write(path, json).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Draws write and read throughput (GB/s) against buffer size, one line per backend/mode.
+///
+/// # Errors
+///
+/// Drawing or I/O errors, as text.
+pub fn write_plot(report: &Report, path: &Path) -> Result<(), String> {
+    let root = SVGBackend::new(path, (1280, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let (left, right) = root.split_horizontally(640);
+    let series = series_names(&report.rows);
+    for (area, title, value) in [
+        (
+            &left,
+            "save (GB/s)",
+            (|row: &Row| row.write_gbps) as fn(&Row) -> f64,
+        ),
+        (&right, "load (GB/s)", |row: &Row| row.read_gbps),
+    ] {
+        let x_min = report
+            .rows
+            .iter()
+            .map(|r| (r.buffer_bytes as f64).log2())
+            .fold(f64::INFINITY, f64::min);
+        let x_max = report
+            .rows
+            .iter()
+            .map(|r| (r.buffer_bytes as f64).log2())
+            .fold(f64::NEG_INFINITY, f64::max);
+        let y_max = report.rows.iter().map(value).fold(0.0, f64::max) * 1.15 + 0.01;
+        let (x_min, x_max) = if x_min < x_max {
+            (x_min, x_max)
+        } else {
+            (x_min - 1.0, x_min + 1.0)
+        };
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("k = {}: {title}", report.k), ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(x_min..x_max, 0.0..y_max)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("buffer")
+            .x_label_formatter(&|x| Size(x.exp2().round() as u64).to_string())
+            .y_desc("GB/s")
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (index, name) in series.iter().enumerate() {
+            let color = Palette99::pick(index).to_rgba();
+            let points: Vec<(f64, f64)> = report
+                .rows
+                .iter()
+                .filter(|row| &series_name(row) == name)
+                .map(|row| ((row.buffer_bytes as f64).log2(), value(row)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
+    root.present().map_err(|e| e.to_string())
+}
+
+fn series_name(row: &Row) -> String {
+    format!("{} {}", row.backend, row.mode)
+}
+
+fn series_names(rows: &[Row]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for row in rows {
+        let name = series_name(row);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}

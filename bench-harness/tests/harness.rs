@@ -1,0 +1,143 @@
+//! The harness end to end at a small k, its cache's staleness checks, and (ignored in CI) the
+//! k = 22 round trip of every backend on the harness's cached fixture.
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+
+use bench_harness::fixture::{load_or_build, pk_cache_path};
+use bench_harness::measure::{keys_equal, BACKEND_NAMES};
+use bench_harness::{run, Args, DEFAULT_CACHE_DIR};
+use codec_core::testing::StandardPlonk;
+use keycodec::halo2_proofs::plonk::ProvingKey;
+use keycodec::halo2curves::bn256::G1Affine;
+use keycodec::{Backend, LoadOptions, SaveOptions, Size};
+
+fn args(cache_dir: &Path, k: u32) -> Args {
+    Args {
+        k,
+        backends: BACKEND_NAMES.map(String::from).to_vec(),
+        buffers: vec![Size::kib(8), Size::mib(1)],
+        repeat: 1,
+        json: Some(cache_dir.join("report.json")),
+        plot: Some(cache_dir.join("report.svg")),
+        cache_dir: cache_dir.to_path_buf(),
+        cold: false,
+    }
+}
+
+#[test]
+fn harness_runs_end_to_end_and_writes_json_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = args(dir.path(), 8);
+    let report = run(&args).unwrap();
+    // 9 read rows (rawbytes 3, bincode 1, rkyv 2, halo2-native 3) x 2 buffers.
+    assert_eq!(report.rows.len(), 18);
+    assert!(report.rows.iter().all(|row| row.verified));
+    assert!(report
+        .rows
+        .iter()
+        .all(|row| row.read_s > 0.0 && row.write_s > 0.0));
+    assert!(report.limits.bulk_read_s > 0.0 && report.limits.bulk_write_s > 0.0);
+    assert_eq!(
+        report.limits.bytes,
+        report.rows.iter().map(|r| r.file_bytes).max().unwrap()
+    );
+
+    bench_harness::report::write_json(&report, args.json.as_ref().unwrap()).unwrap();
+    bench_harness::report::write_plot(&report, args.plot.as_ref().unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(args.json.as_ref().unwrap()).unwrap())
+            .unwrap();
+    assert_eq!(json["k"], 8);
+    for key in ["bulk_write_s", "bulk_read_s", "bytes"] {
+        assert!(json["limits"][key].is_number(), "limits.{key}");
+    }
+    let row = &json["rows"][0];
+    for key in [
+        "backend",
+        "mode",
+        "buffer_bytes",
+        "write_s",
+        "read_s",
+        "file_bytes",
+        "peak_rss_bytes",
+        "verified",
+    ] {
+        assert!(row.get(key).is_some(), "rows[0].{key}");
+    }
+    let svg = std::fs::read_to_string(args.plot.as_ref().unwrap()).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("rkyv checked"));
+    let table = bench_harness::report::table(&report);
+    assert!(table.contains("halo2-native") && table.contains("machine limits"));
+}
+
+#[test]
+fn stale_or_corrupt_cached_keys_are_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = load_or_build(dir.path(), 6).unwrap();
+    assert!(first.origin.contains("no cache"), "{}", first.origin);
+    let again = load_or_build(dir.path(), 6).unwrap();
+    assert!(again.origin.starts_with("cached"), "{}", again.origin);
+    assert!(keys_equal(&first.pk, &again.pk));
+
+    // A flipped bit: refused by the checksum, rebuilt.
+    let path = pk_cache_path(dir.path(), 6);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+    let rebuilt = load_or_build(dir.path(), 6).unwrap();
+    assert!(rebuilt.origin.contains("checksum"), "{}", rebuilt.origin);
+    assert!(keys_equal(&first.pk, &rebuilt.pk));
+
+    // Another k's key under this k's name: refused as the wrong k, rebuilt.
+    std::fs::copy(&path, pk_cache_path(dir.path(), 7)).unwrap();
+    let other = load_or_build(dir.path(), 7).unwrap();
+    assert!(other.origin.contains("k = 6"), "{}", other.origin);
+    assert_eq!(other.pk.get_vk().get_domain().k(), 7);
+
+    // A file of another format (an older layout, or garbage): refused, rebuilt.
+    std::fs::write(
+        &path,
+        b"not a keycodec container, just some bytes of another format",
+    )
+    .unwrap();
+    let replaced = load_or_build(dir.path(), 6).unwrap();
+    assert!(replaced.origin.contains("refused"), "{}", replaced.origin);
+}
+
+/// The k = 22 round trip of every backend, on the harness's cached fixture (built on first
+/// use, in about two minutes). Run with `cargo test --release --workspace -- --ignored`.
+#[test]
+#[ignore = "k = 22: gigabytes and minutes; run with --release -- --ignored"]
+fn k22_round_trip_every_backend() {
+    let cache = Path::new(DEFAULT_CACHE_DIR);
+    let fixture = load_or_build(cache, 22).unwrap();
+    let scratch = cache.join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    for backend in Backend::compiled() {
+        let path = scratch.join(format!("round-trip.{backend}"));
+        backend
+            .save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
+            .unwrap();
+        let options = LoadOptions {
+            expected_k: Some(22),
+            ..LoadOptions::default()
+        };
+        let loaded: ProvingKey<G1Affine> = backend
+            .load::<StandardPlonk, _>(&path, (), &options)
+            .unwrap();
+        assert!(
+            keys_equal(&fixture.pk, &loaded),
+            "{backend}: loaded key differs"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+}
