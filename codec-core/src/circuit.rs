@@ -270,6 +270,18 @@ pub struct PkShape {
 }
 
 impl PkShape {
+    /// The shape a proving key must have if its verifying key is `parts` (not yet checked
+    /// against the circuit; [`assemble_vk`] does that). Decoders read the polynomials with
+    /// this shape *before* assembling the verifying key, whose evaluation domain costs memory
+    /// proportional to `2^k`: memory then grows only with data actually present.
+    pub fn of_parts(parts: &VkParts) -> Self {
+        PkShape {
+            rows: rows(parts.k),
+            fixed_columns: parts.fixed_commitments.len(),
+            permutation_columns: parts.permutation_commitments.len(),
+        }
+    }
+
     /// The shape implied by a verifying key.
     pub fn of(vk: &VerifyingKey<G1Affine>) -> Self {
         PkShape {

@@ -309,6 +309,26 @@ mod tests {
     }
 
     #[test]
+    fn element_count_times_size_cannot_overflow() {
+        let bytes = [0u8; 64];
+        for count in [usize::MAX, usize::MAX / FR_BYTES + 1, 1 << 60] {
+            let mut source = &bytes[..];
+            let mut reader = PayloadReader::new(&mut source, bytes.len() as u64, true);
+            let result = read_fr_vec(
+                &mut reader,
+                count,
+                FieldEncoding::Raw,
+                Validation::Checked,
+                "test",
+            );
+            assert!(
+                matches!(result, Err(Error::LimitExceeded { .. })),
+                "{count}: {result:?}"
+            );
+        }
+    }
+
+    #[test]
     fn off_curve_points_are_rejected() {
         let mut bytes = encode_g1(&G1Affine::generator(), FieldEncoding::Raw);
         // Use x = 0, y = 1 (Montgomery form of 1 is not the byte 1, but any small value

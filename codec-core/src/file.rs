@@ -17,6 +17,11 @@ use crate::options::Size;
 /// is removed (by `tempfile`'s drop, which also runs while unwinding from a panic) and `path`
 /// keeps its previous content. After a crash at any point `path` is absent or a complete file.
 ///
+/// The temporary file is named `.{name}.{pid}.{random}.tmp`. A process killed mid-save (by
+/// `kill -9`, an OOM killer, a power cut) cannot remove its own; the next save to the same
+/// path removes such leftovers whose process no longer exists (on Linux; a process id
+/// reused by a live process keeps its file, which is only ever conservative).
+///
 /// The new file has mode 0600 (tempfile's default) on Unix.
 ///
 /// # Errors
@@ -37,9 +42,9 @@ pub fn save_atomic(
             "save path has no file name",
         ))
     })?;
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
+    remove_stale_temps(dir, name);
+    let mut prefix = temp_prefix(name);
+    prefix.push(format!("{}.", std::process::id()));
     let temp = tempfile::Builder::new()
         .prefix(&prefix)
         .suffix(".tmp")
@@ -53,6 +58,53 @@ pub fn save_atomic(
     temp.persist(path).map_err(|err| Error::Io(err.error))?;
     sync_dir(dir)?;
     Ok(())
+}
+
+/// `.{name}.`: the start of every temporary file of a save to `name`.
+fn temp_prefix(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    prefix
+}
+
+/// Removes temporary files of earlier saves to `dir/name` whose process has exited.
+/// Best effort: failures to list or remove are ignored (the save itself does not need it).
+fn remove_stale_temps(dir: &Path, name: &std::ffi::OsStr) {
+    let prefix = temp_prefix(name);
+    let Some(prefix) = prefix.to_str() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|entry| entry.ok()) {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .filter(|n| n.ends_with(".tmp"))
+        else {
+            continue;
+        };
+        let pid = rest
+            .split('.')
+            .next()
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !process_is_alive(pid)) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether a process with this id exists. Only Linux can tell (through `/proc`); elsewhere
+/// every process is assumed alive, so nothing is removed.
+fn process_is_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
 }
 
 #[cfg(unix)]
@@ -174,6 +226,29 @@ mod tests {
         mapped.release(12_345, 3 << 20);
         mapped.release(0, content.len());
         assert_eq!(held, &content[..], "released bytes changed");
+        Ok(())
+    }
+
+    #[test]
+    fn stale_temps_of_dead_processes_are_removed_and_live_ones_kept() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("key.pk");
+        // A pid above Linux's maximum (2^22) cannot be alive; our own pid is.
+        let dead = dir.path().join(".key.pk.4294967295.abc123.tmp");
+        let live = dir
+            .path()
+            .join(format!(".key.pk.{}.def456.tmp", std::process::id()));
+        let other = dir.path().join(".other.pk.4294967295.abc123.tmp");
+        for file in [&dead, &live, &other] {
+            std::fs::write(file, b"partial")?;
+        }
+        save_bytes(&path, b"complete")?;
+        assert!(
+            !dead.exists() || !cfg!(target_os = "linux"),
+            "stale temp kept"
+        );
+        assert!(live.exists(), "a live process's temp was removed");
+        assert!(other.exists(), "another destination's temp was removed");
         Ok(())
     }
 

@@ -22,6 +22,9 @@ pub type Release<'a> = &'a (dyn Fn(usize, usize) + Sync);
 /// against a real file length (32 MiB of field elements).
 const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 20;
 
+/// Bytes pre-allocated at once for a borrowed read from a stream.
+const UNVERIFIED_PREALLOC_BYTES: usize = 32 << 20;
+
 /// Reads a payload of known declared length.
 pub struct PayloadReader<'a> {
     source: Source<'a>,
@@ -205,9 +208,18 @@ impl<'a> PayloadReader<'a> {
                 self.remaining -= len as u64;
                 Ok(Cow::Borrowed(head))
             }
-            Source::Stream(_) => {
-                let mut owned = vec![0u8; len];
-                self.read_exact(&mut owned, context)?;
+            Source::Stream(inner) => {
+                // Grow with the data actually read: a forged length on a stream must not
+                // allocate more than the stream delivers.
+                let mut owned = Vec::with_capacity(len.min(UNVERIFIED_PREALLOC_BYTES));
+                inner
+                    .take(len as u64)
+                    .read_to_end(&mut owned)
+                    .map_err(|err| Error::from_read(err, context))?;
+                if owned.len() < len {
+                    return Err(Error::Truncated { context });
+                }
+                self.remaining -= len as u64;
                 Ok(Cow::Owned(owned))
             }
         }

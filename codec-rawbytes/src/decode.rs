@@ -5,7 +5,6 @@ use codec_core::circuit::{
     stored_selector_count, unpack_bits, PkParts, PkShape, VkParts,
 };
 use codec_core::field::{read_fr_vec, read_g1, FieldEncoding, FR_BYTES};
-use codec_core::halo2_proofs::plonk::VerifyingKey;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::{DecodeContext, Error, Key, KeyKind, PayloadReader, Result, Validation};
 
@@ -16,21 +15,30 @@ pub(crate) fn read_key(
     context: &DecodeContext,
     encoding: FieldEncoding,
 ) -> Result<Key> {
-    let vk = read_vk(input, context, encoding)?;
-    match context.kind {
-        KeyKind::Verifying => Ok(Key::Verifying(vk)),
-        KeyKind::Proving => {
-            let parts = read_pk_polys(input, &PkShape::of(&vk), encoding, context.validation)?;
-            assemble_pk(vk, parts).map(Key::Proving)
-        }
+    let vk_parts = read_vk_parts(input, context, encoding)?;
+    // Polynomials first: the verifying key's evaluation domain costs O(2^k) memory, which
+    // only data actually read may justify.
+    let pk_parts = match context.kind {
+        KeyKind::Proving => Some(read_pk_polys(
+            input,
+            &PkShape::of_parts(&vk_parts),
+            encoding,
+            context.validation,
+        )?),
+        KeyKind::Verifying => None,
+    };
+    let vk = assemble_vk(context.cs.clone(), vk_parts, &context.limits)?;
+    match pk_parts {
+        Some(pk_parts) => assemble_pk(vk, pk_parts).map(Key::Proving),
+        None => Ok(Key::Verifying(vk)),
     }
 }
 
-fn read_vk(
+fn read_vk_parts(
     input: &mut PayloadReader<'_>,
     context: &DecodeContext,
     encoding: FieldEncoding,
-) -> Result<VerifyingKey<G1Affine>> {
+) -> Result<VkParts> {
     let version = input.read_u8("verifying key version")?;
     if version != VK_VERSION {
         return Err(Error::Malformed(format!(
@@ -80,23 +88,19 @@ fn read_vk(
     let num_selectors = stored_selector_count(&context.cs, compress_selectors);
     let per_selector = n.div_ceil(8);
     input.ensure_available(num_selectors as u128 * per_selector as u128, "selectors")?;
-    let mut packed = vec![0u8; per_selector];
+    let mut packed = vec![0u8; if num_selectors == 0 { 0 } else { per_selector }];
     let mut selectors = Vec::with_capacity(num_selectors);
     for _ in 0..num_selectors {
         input.read_exact(&mut packed, "selectors")?;
         selectors.push(unpack_bits(&packed, n));
     }
-    assemble_vk(
-        context.cs.clone(),
-        VkParts {
-            k,
-            compress_selectors,
-            fixed_commitments,
-            permutation_commitments,
-            selectors,
-        },
-        &context.limits,
-    )
+    Ok(VkParts {
+        k,
+        compress_selectors,
+        fixed_commitments,
+        permutation_commitments,
+        selectors,
+    })
 }
 
 fn read_points(

@@ -43,7 +43,7 @@ use codec_core::circuit::{
 use codec_core::field::{
     decode_fr_chunk, decode_g1, encode_fr_chunk, encode_g1, FieldEncoding, FR_BYTES,
 };
-use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::{
     CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, LoadMode, PayloadReader, Result,
@@ -135,10 +135,21 @@ impl KeyCodec for RkyvCodec {
                 mode: context.mode,
             });
         }
-        let vk = read_vk(input, context)?;
-        match context.kind {
-            KeyKind::Verifying => Ok(Key::Verifying(vk)),
-            KeyKind::Proving => read_pk(input, vk, context.validation).map(Key::Proving),
+        let vk_parts = read_vk_parts(input, context)?;
+        // Polynomials first: the verifying key's evaluation domain costs O(2^k) memory, which
+        // only data actually read may justify.
+        let pk_parts = match context.kind {
+            KeyKind::Proving => Some(read_pk_polys(
+                input,
+                &PkShape::of_parts(&vk_parts),
+                context.validation,
+            )?),
+            KeyKind::Verifying => None,
+        };
+        let vk = assemble_vk(context.cs.clone(), vk_parts, &context.limits)?;
+        match pk_parts {
+            Some(pk_parts) => assemble_pk(vk, pk_parts).map(Key::Proving),
+            None => Ok(Key::Verifying(vk)),
         }
     }
 }
@@ -241,10 +252,7 @@ fn next_section<'a>(input: &mut PayloadReader<'a>, what: &'static str) -> Result
     Ok(SectionBytes::Aligned(aligned))
 }
 
-fn read_vk(
-    input: &mut PayloadReader<'_>,
-    context: &DecodeContext,
-) -> Result<VerifyingKey<G1Affine>> {
+fn read_vk_parts(input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<VkParts> {
     let section = next_section(input, "verifying key section")?;
     let archived =
         rkyv::access::<ArchivedVkSection, rancor::Error>(section.bytes()).map_err(rkyv_error)?;
@@ -274,49 +282,37 @@ fn read_vk(
                 .map(|()| unpack_bits(packed.as_slice(), n))
         })
         .collect::<Result<_>>()?;
-    assemble_vk(
-        context.cs.clone(),
-        VkParts {
-            k,
-            compress_selectors: archived.compress_selectors,
-            fixed_commitments: points(&archived.fixed_commitments, "fixed commitment")?,
-            permutation_commitments: points(
-                &archived.permutation_commitments,
-                "permutation commitment",
-            )?,
-            selectors,
-        },
-        &context.limits,
-    )
+    Ok(VkParts {
+        k,
+        compress_selectors: archived.compress_selectors,
+        fixed_commitments: points(&archived.fixed_commitments, "fixed commitment")?,
+        permutation_commitments: points(
+            &archived.permutation_commitments,
+            "permutation commitment",
+        )?,
+        selectors,
+    })
 }
 
-fn read_pk(
+fn read_pk_polys(
     input: &mut PayloadReader<'_>,
-    vk: VerifyingKey<G1Affine>,
+    shape: &PkShape,
     validation: Validation,
-) -> Result<ProvingKey<G1Affine>> {
-    let shape = PkShape::of(&vk);
+) -> Result<PkParts> {
     let mut poly = || read_poly(input, shape.rows, validation);
     let l0 = poly()?;
     let l_last = poly()?;
     let l_active_row = poly()?;
     let mut polys = |count: usize| (0..count).map(|_| poly()).collect::<Result<Vec<_>>>();
-    let fixed_values = polys(shape.fixed_columns)?;
-    let fixed_polys = polys(shape.fixed_columns)?;
-    let permutation_values = polys(shape.permutation_columns)?;
-    let permutation_polys = polys(shape.permutation_columns)?;
-    assemble_pk(
-        vk,
-        PkParts {
-            l0,
-            l_last,
-            l_active_row,
-            fixed_values,
-            fixed_polys,
-            permutation_values,
-            permutation_polys,
-        },
-    )
+    Ok(PkParts {
+        l0,
+        l_last,
+        l_active_row,
+        fixed_values: polys(shape.fixed_columns)?,
+        fixed_polys: polys(shape.fixed_columns)?,
+        permutation_values: polys(shape.permutation_columns)?,
+        permutation_polys: polys(shape.permutation_columns)?,
+    })
 }
 
 fn read_poly(

@@ -130,3 +130,42 @@ fn non_zero_padding_is_refused() {
         result.err()
     );
 }
+
+/// Scalars equal to p, p + 1 and 2^256 - 1 (raw Montgomery bytes) are refused when checked,
+/// and loaded as they are when trusted.
+#[test]
+fn non_canonical_scalars_are_refused_when_checked() {
+    let file = small_pk_file(&RkyvCodec);
+    let (start, _) = sections(&file)[1];
+    // The first element of the first polynomial section opens its archive.
+    let first = start + 16;
+    let modulus_le: [u8; 32] = {
+        let hex = "30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001";
+        let mut be = [0u8; 32];
+        for (i, byte) in be.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+        be.reverse();
+        be
+    };
+    let mut plus_one = modulus_le;
+    plus_one[0] += 1;
+    for value in [modulus_le, plus_one, [0xff; 32]] {
+        let mut forged = file.clone();
+        forged[first..first + 32].copy_from_slice(&value);
+        refresh_checksums(&mut forged);
+        let result = load(&forged);
+        assert!(
+            matches!(result, Err(Error::InvalidFieldElement { .. })),
+            "{:?}",
+            result.err()
+        );
+        let trusted = LoadOptions {
+            validation: codec_core::Validation::Trusted,
+            ..LoadOptions::default()
+        };
+        assert!(RkyvCodec
+            .read_slice::<StandardPlonk, Pk>(&forged, (), &trusted)
+            .is_ok());
+    }
+}

@@ -1,4 +1,5 @@
-//! Shared proptest strategies for keycodec's integration and property tests.
+//! Shared proptest strategies for keycodec's integration and property tests, and the
+//! stable-toolchain fuzzer ([`fuzz`]).
 
 // Test code: failing loudly is its job.
 #![allow(
@@ -7,6 +8,8 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
+
+pub mod fuzz;
 
 use codec_core::halo2_proofs::halo2curves::ff::{Field, FromUniformBytes};
 use codec_core::halo2_proofs::plonk::ProvingKey;

@@ -1,0 +1,213 @@
+//! Tiny files that declare huge sizes must not make a decoder allocate them: every case here
+//! runs under a counting global allocator and asserts the peak stays small.
+//!
+//! This file is its own test binary, and runs its cases in one test, one after the other,
+//! so that no other test's allocations are counted.
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use codec_core::halo2_proofs::SerdeFormat;
+use codec_core::halo2curves::bn256::G1Affine;
+use codec_core::header::HEADER_LEN;
+use codec_core::testing::conformance::{refresh_checksums, rewrite_header};
+use codec_core::testing::{standard_plonk, StandardPlonk};
+use codec_core::{Error, KeyCodec, LoadOptions};
+use keycodec::Backend;
+
+/// Counts live heap bytes and their high-water mark, delegating to the system allocator.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn record_alloc(size: usize) {
+    let now = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
+// `GlobalAlloc` contract is `System`'s; the counters are plain atomics and never allocate.
+// `counting_allocator_sees_allocations` checks that the counts move as expected.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            record_alloc(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged; `ptr` came from `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            record_alloc(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            record_alloc(new_size);
+        }
+        new
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Runs `f` and returns its result with the peak number of bytes allocated above the level
+/// at the start.
+fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let out = f();
+    (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
+/// What a decoder may allocate on a tiny forged input: bounded pre-allocations and staging
+/// buffers, nowhere near the declared sizes (gigabytes to terabytes).
+const BOUND: usize = 96 << 20;
+
+type Pk = ProvingKey<G1Affine>;
+
+fn assert_bounded<T>(case: &str, (result, peak): (codec_core::Result<T>, usize)) {
+    assert!(result.is_err(), "{case}: a forged input loaded");
+    assert!(peak < BOUND, "{case}: peak allocation {peak} bytes");
+    println!(
+        "{case}: refused ({}), peak {} KiB",
+        result.err().map(|e| e.to_string()).unwrap_or_default(),
+        peak / 1024
+    );
+}
+
+#[test]
+fn counting_allocator_sees_allocations() {
+    let (block, peak) = peak_during(|| vec![1u8; 8 << 20]);
+    assert!(peak >= 8 << 20);
+    drop(block);
+}
+
+#[test]
+fn huge_declared_sizes_in_tiny_files_allocate_little() {
+    let fixture = standard_plonk();
+    let options = LoadOptions::default();
+
+    for backend in Backend::compiled() {
+        let file = backend.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
+
+        // 1. The header declares a payload of 1 TiB (the default limit) and k = 28; the
+        //    stream holds 10 KiB. (The payload's own k disagrees, so also forge nothing else:
+        //    the decoder must stop at the first disagreement, before any O(2^k) allocation.)
+        let mut forged = file.clone();
+        rewrite_header(&mut forged, |h| {
+            h.payload_len = options.limits.max_payload_bytes;
+            h.k = 28;
+        });
+        assert_bounded(
+            &format!("{backend}: header k=28, 1 TiB declared, stream"),
+            peak_during(|| backend_read(backend, &forged, &options)),
+        );
+
+        // 2. Every 8-byte-aligned word of the payload set to u64::MAX (lengths, counts,
+        //    section sizes, pointers), one at a time, checksum refreshed, as a stream with a
+        //    1 TiB declared length and as a slice.
+        let payload_len = file.len() - HEADER_LEN;
+        for offset in (0..payload_len.min(2048))
+            .step_by(8)
+            .chain((2048..payload_len).step_by(1024))
+        {
+            let mut forged = file.clone();
+            let end = (HEADER_LEN + offset + 8).min(forged.len());
+            forged[HEADER_LEN + offset..end].fill(0xff);
+            refresh_checksums(&mut forged);
+            let (result, peak) =
+                peak_during(|| backend.read_slice::<StandardPlonk, Pk>(&forged, (), &options));
+            assert!(peak < BOUND, "{backend}: slice, word {offset}: peak {peak}");
+            drop(result);
+            rewrite_header(&mut forged, |h| {
+                h.payload_len = options.limits.max_payload_bytes
+            });
+            let (result, peak) = peak_during(|| backend_read(backend, &forged, &options));
+            assert!(
+                peak < BOUND,
+                "{backend}: stream, word {offset}: peak {peak}"
+            );
+            drop(result);
+        }
+    }
+
+    // 3. Headerless halo2 files (rawbytes import): 2^32 - 1 fixed commitments, an l0 of
+    //    2^32 - 1 elements, k = 28 in the payload, each in a stream of a few KiB.
+    let codec = keycodec::RawBytesCodec::default();
+    let halo2 = fixture.pk.to_bytes(SerdeFormat::RawBytes);
+    let vk_len = fixture.vk().to_bytes(SerdeFormat::RawBytes).len();
+    let mut count = halo2.clone();
+    count[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_bounded(
+        "rawbytes import: 2^32-1 fixed commitments",
+        peak_during(|| codec.import::<StandardPlonk, Pk>(&mut count.as_slice(), (), &options)),
+    );
+    let mut len = halo2.clone();
+    len[vk_len..vk_len + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert_bounded(
+        "rawbytes import: l0 of 2^32-1 elements",
+        peak_during(|| codec.import::<StandardPlonk, Pk>(&mut len.as_slice(), (), &options)),
+    );
+    let mut k = halo2;
+    k[1..5].copy_from_slice(&28u32.to_le_bytes());
+    let (result, peak) =
+        peak_during(|| codec.import::<StandardPlonk, Pk>(&mut k.as_slice(), (), &options));
+    assert!(
+        peak < 1 << 20,
+        "k = 28 in a tiny file allocated {peak} bytes"
+    );
+    assert_bounded("rawbytes import: k = 28 proving key", (result, peak));
+    let (vk, peak) = peak_during(|| {
+        codec.import::<StandardPlonk, VerifyingKey<G1Affine>>(
+            &mut fixture.vk().to_bytes(SerdeFormat::RawBytes).as_slice(),
+            (),
+            &options,
+        )
+    });
+    assert!(
+        vk.is_ok() && peak < BOUND,
+        "a real small verifying key loads within the bound"
+    );
+    let _: Option<Error> = None;
+}
+
+fn backend_read(backend: Backend, bytes: &[u8], options: &LoadOptions) -> codec_core::Result<Pk> {
+    let mut stream = bytes;
+    match backend {
+        Backend::RawBytes => {
+            keycodec::RawBytesCodec::default().read::<StandardPlonk, Pk>(&mut stream, (), options)
+        }
+        Backend::Bincode => {
+            keycodec::BincodeCodec.read::<StandardPlonk, Pk>(&mut stream, (), options)
+        }
+        Backend::Rkyv => keycodec::RkyvCodec.read::<StandardPlonk, Pk>(&mut stream, (), options),
+        other => panic!("unknown backend {other}"),
+    }
+}

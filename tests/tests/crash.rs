@@ -1,0 +1,128 @@
+//! Crash safety: a process saving keys in a loop is killed with SIGKILL at many points; the
+//! destination must always be absent or a complete key (the previous or the new one), and the
+//! next save must leave no temporary file behind.
+//!
+//! The test binary re-runs itself as the saving child (`crash_child_helper`, which does
+//! nothing in a normal test run).
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use codec_core::halo2curves::bn256::Fr;
+use codec_core::testing::conformance::leftover_temp_files;
+use codec_core::testing::{generate, StandardPlonk};
+use keycodec::halo2_proofs::plonk::ProvingKey;
+use keycodec::halo2curves::bn256::G1Affine;
+use keycodec::{KeyCodec, LoadOptions, RawBytesCodec, SaveOptions};
+
+const CHILD_DIR: &str = "KEYCODEC_CRASH_CHILD_DIR";
+/// Two keys of different sizes, so that a torn write could not pass for either.
+const KS: [u32; 2] = [9, 10];
+const KILLS: u64 = 40;
+
+fn keys() -> Vec<ProvingKey<G1Affine>> {
+    KS.iter()
+        .map(|&k| generate(k, StandardPlonk(Fr::from(1u64)), vec![], false).pk)
+        .collect()
+}
+
+/// Run by the parent test as a separate process: saves the two keys alternately, forever.
+#[test]
+fn crash_child_helper() {
+    let Ok(dir) = std::env::var(CHILD_DIR) else {
+        return; // a normal test run: this is only a helper
+    };
+    let dir = PathBuf::from(dir);
+    let keys = keys();
+    std::fs::write(dir.join("ready"), b"").unwrap();
+    loop {
+        for pk in &keys {
+            RawBytesCodec::default()
+                .save::<StandardPlonk, _>(&dir.join("key.pk"), pk, (), &SaveOptions::default())
+                .unwrap();
+        }
+    }
+}
+
+fn wait_for(path: &Path, limit: Duration) {
+    let started = Instant::now();
+    while !path.exists() {
+        assert!(started.elapsed() < limit, "the child never became ready");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
+    let codec = RawBytesCodec::default();
+    let complete: Vec<Vec<u8>> = keys()
+        .iter()
+        .map(|pk| codec.to_vec::<StandardPlonk, _>(pk, ()).unwrap())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key.pk");
+    let exe = std::env::current_exe().unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let (mut absent, mut whole, mut temps_left) = (0, 0, 0);
+    for _ in 0..KILLS {
+        let _ = std::fs::remove_file(dir.path().join("ready"));
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "crash_child_helper",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_DIR, dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(&dir.path().join("ready"), Duration::from_secs(60));
+        // xorshift: a spread of kill points within and between saves (a save takes a few ms).
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        std::thread::sleep(Duration::from_micros(state % 40_000));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+
+        match std::fs::read(&path) {
+            Err(_) => absent += 1,
+            Ok(bytes) => {
+                assert!(
+                    complete.contains(&bytes),
+                    "a torn file of {} bytes was left",
+                    bytes.len()
+                );
+                let loaded: ProvingKey<G1Affine> = codec
+                    .load::<StandardPlonk, _>(&path, (), &LoadOptions::default())
+                    .unwrap();
+                assert!(KS.contains(&loaded.get_vk().get_domain().k()));
+                whole += 1;
+            }
+        }
+        temps_left += leftover_temp_files(dir.path());
+    }
+    println!("{KILLS} kills: {absent} before the first save, {whole} complete files, {temps_left} temp files left by killed saves");
+    assert!(whole > 0, "no kill landed after a save completed");
+    // The next save cleans up after the dead processes.
+    codec
+        .save::<StandardPlonk, _>(&path, &keys()[0], (), &SaveOptions::default())
+        .unwrap();
+    assert_eq!(
+        leftover_temp_files(dir.path()),
+        0,
+        "stale temp files survived the next save"
+    );
+}
