@@ -19,7 +19,8 @@
 //!   "limits": {                        // the machine, same run, same byte count
 //!     "bytes": u64,                    // = the largest key file
 //!     "bulk_write_s": f64, "bulk_read_s": f64,
-//!     "bulk_read_populated_s": f64, "populate_s": f64
+//!     "bulk_read_populated_s": f64, "populate_s": f64,
+//!     "checksum_s": f64                // XXH3-64 of `bytes` in memory: integrity's cost
 //!   },
 //!   "rows": [{
 //!     "backend": str, "mode": str, "buffer_bytes": u64,

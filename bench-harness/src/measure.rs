@@ -218,15 +218,7 @@ pub fn keys_equal(a: &ProvingKey<G1Affine>, b: &ProvingKey<G1Affine>) -> bool {
 }
 
 fn poly_slices(pk: &ProvingKey<G1Affine>) -> Vec<&[Fr]> {
-    let permutation = pk.permutation();
-    [pk.l0(), pk.l_last(), pk.l_active_row()]
-        .into_iter()
-        .map(|p| p.values())
-        .chain(pk.fixed_values().iter().map(|p| p.values()))
-        .chain(pk.fixed_polys().iter().map(|p| p.values()))
-        .chain(permutation.permutations().iter().map(|p| p.values()))
-        .chain(permutation.polys().iter().map(|p| p.values()))
-        .collect()
+    codec_core::circuit::polynomials(pk).collect()
 }
 
 /// Bytes of field elements a proving key holds in memory.
@@ -250,6 +242,9 @@ pub struct Limits {
     pub bulk_read_populated_s: f64,
     /// The time to populate (touch) that memory (median).
     pub populate_s: f64,
+    /// The time to compute the payload checksum (XXH3-64) over `bytes` already in memory
+    /// (median): what verifying integrity adds to a load at most.
+    pub checksum_s: f64,
 }
 
 /// Measures bulk write and read of `bytes` bytes at `path`, `repeat` times; medians.
@@ -266,6 +261,7 @@ pub fn machine_limits(
     let len = usize::try_from(bytes).map_err(|e| e.to_string())?;
     let block = vec![0x5a_u8; len.min(64 << 20)];
     let (mut writes, mut reads, mut populated, mut populate) = (vec![], vec![], vec![], vec![]);
+    let mut checksums = vec![];
     for _ in 0..repeat.max(1) {
         let started = Instant::now();
         let mut file = File::create(path).map_err(|e| e.to_string())?;
@@ -302,6 +298,9 @@ pub fn machine_limits(
             .and_then(|mut f| f.read_exact(&mut touched))
             .map_err(|e| e.to_string())?;
         populated.push(started.elapsed().as_secs_f64());
+        let started = Instant::now();
+        std::hint::black_box(xxhash_rust::xxh3::xxh3_64(&touched));
+        checksums.push(started.elapsed().as_secs_f64());
     }
     std::fs::remove_file(path).map_err(|e| e.to_string())?;
     Ok(Limits {
@@ -310,6 +309,7 @@ pub fn machine_limits(
         bulk_read_s: median(&reads),
         bulk_read_populated_s: median(&populated),
         populate_s: median(&populate),
+        checksum_s: median(&checksums),
     })
 }
 

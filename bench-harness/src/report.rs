@@ -62,7 +62,7 @@ pub fn table(report: &Report) -> String {
     let gbps = |s: f64| limits.bytes as f64 / s / 1e9;
     let _ = writeln!(
         out,
-        "\nmachine limits for {} bytes (same run): bulk write {:.3} s ({:.2} GB/s, synced); bulk read into fresh memory {:.3} s ({:.2} GB/s); into populated memory {:.3} s ({:.2} GB/s) after {:.3} s populating",
+        "\nmachine limits for {} bytes (same run): bulk write {:.3} s ({:.2} GB/s, synced); bulk read into fresh memory {:.3} s ({:.2} GB/s); into populated memory {:.3} s ({:.2} GB/s) after {:.3} s populating; payload checksum (XXH3-64, in memory) {:.3} s ({:.2} GB/s)",
         limits.bytes,
         limits.bulk_write_s,
         gbps(limits.bulk_write_s),
@@ -71,6 +71,8 @@ pub fn table(report: &Report) -> String {
         limits.bulk_read_populated_s,
         gbps(limits.bulk_read_populated_s),
         limits.populate_s,
+        limits.checksum_s,
+        gbps(limits.checksum_s),
     );
     let _ = writeln!(
         out,

@@ -99,13 +99,14 @@ impl KeyCodec for BincodeCodec {
             KeyKind::Verifying => limited
                 .deserialize_from::<_, mirror::VkOwned>(&mut reader)
                 .map_err(|err| bincode_error(*err))
-                .and_then(|vk| vk.assemble(context))
-                .map(Key::Verifying),
+                .and_then(|vk| context.assemble(vk.into_parts(context)?, None)),
             KeyKind::Proving => limited
                 .deserialize_from::<_, mirror::PkOwned>(&mut reader)
                 .map_err(|err| bincode_error(*err))
-                .and_then(|pk| pk.assemble(context))
-                .map(Key::Proving),
+                .and_then(|pk| {
+                    let (vk, pk) = pk.into_parts(context)?;
+                    context.assemble(vk, Some(pk))
+                }),
         }?;
         // Bytes the local buffer read ahead but bincode did not consume are left over.
         match reader.buffer().len() {

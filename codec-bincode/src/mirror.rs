@@ -1,11 +1,9 @@
 //! serde mirrors of the key's data: borrowed for writing, owned for reading.
 
-use codec_core::circuit::{
-    assemble_pk, assemble_vk, check_k, expect_count, pack_bits, rows, unpack_bits, PkParts, VkParts,
-};
+use codec_core::circuit::{expect_count, pack_bits, rows, unpack_bits, PkParts, VkParts};
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{DecodeContext, Error, Result};
+use codec_core::{DecodeContext, Result};
 use serde::{Deserialize, Serialize};
 
 /// The verifying key's data. Selectors are packed 8 per byte, as halo2 stores them.
@@ -75,18 +73,10 @@ pub(crate) struct VkOwned {
 }
 
 impl VkOwned {
-    /// Checks `k` and the selectors' sizes, then builds the key against the circuit.
-    pub(crate) fn assemble(self, context: &DecodeContext) -> Result<VerifyingKey<G1Affine>> {
-        if let Some(header_k) = context.k {
-            if self.k != header_k {
-                return Err(Error::Structure {
-                    what: "k in the payload against the header",
-                    expected: u64::from(header_k),
-                    found: u64::from(self.k),
-                });
-            }
-        }
-        check_k(self.k, &context.limits)?;
+    /// Checks `k` and the selectors' sizes; the circuit checks happen in
+    /// [`DecodeContext::assemble`].
+    pub(crate) fn into_parts(self, context: &DecodeContext) -> Result<VkParts> {
+        context.check_payload_k(self.k)?;
         let n = rows(self.k);
         let selectors = self
             .selectors
@@ -96,17 +86,13 @@ impl VkOwned {
                     .map(|()| unpack_bits(packed, n))
             })
             .collect::<Result<_>>()?;
-        assemble_vk(
-            context.cs.clone(),
-            VkParts {
-                k: self.k,
-                compress_selectors: self.compress_selectors,
-                fixed_commitments: self.fixed_commitments,
-                permutation_commitments: self.permutation_commitments,
-                selectors,
-            },
-            &context.limits,
-        )
+        Ok(VkParts {
+            k: self.k,
+            compress_selectors: self.compress_selectors,
+            fixed_commitments: self.fixed_commitments,
+            permutation_commitments: self.permutation_commitments,
+            selectors,
+        })
     }
 }
 
@@ -124,19 +110,17 @@ pub(crate) struct PkOwned {
 }
 
 impl PkOwned {
-    pub(crate) fn assemble(self, context: &DecodeContext) -> Result<ProvingKey<G1Affine>> {
-        let vk = self.vk.assemble(context)?;
-        assemble_pk(
-            vk,
-            PkParts {
-                l0: self.l0,
-                l_last: self.l_last,
-                l_active_row: self.l_active_row,
-                fixed_values: self.fixed_values,
-                fixed_polys: self.fixed_polys,
-                permutation_values: self.permutation_values,
-                permutation_polys: self.permutation_polys,
-            },
-        )
+    pub(crate) fn into_parts(self, context: &DecodeContext) -> Result<(VkParts, PkParts)> {
+        let vk = self.vk.into_parts(context)?;
+        let pk = PkParts {
+            l0: self.l0,
+            l_last: self.l_last,
+            l_active_row: self.l_active_row,
+            fixed_values: self.fixed_values,
+            fixed_polys: self.fixed_polys,
+            permutation_values: self.permutation_values,
+            permutation_polys: self.permutation_polys,
+        };
+        Ok((vk, pk))
     }
 }

@@ -298,6 +298,20 @@ impl PkShape {
     }
 }
 
+/// A proving key's polynomials in halo2's serialization order: `l0`, `l_last`,
+/// `l_active_row`, the fixed values, the fixed polynomials, the permutation's values and
+/// polynomials.
+pub fn polynomials(pk: &ProvingKey<G1Affine>) -> impl Iterator<Item = &[Fr]> {
+    let permutation = pk.permutation();
+    [pk.l0(), pk.l_last(), pk.l_active_row()]
+        .into_iter()
+        .map(|p| p.values())
+        .chain(pk.fixed_values().iter().map(|p| p.values()))
+        .chain(pk.fixed_polys().iter().map(|p| p.values()))
+        .chain(permutation.permutations().iter().map(|p| p.values()))
+        .chain(permutation.polys().iter().map(|p| p.values()))
+}
+
 /// Builds a proving key from its verifying key and decoded polynomials, checking every count
 /// and length against the shape the verifying key implies.
 ///

@@ -81,6 +81,51 @@ pub struct DecodeContext {
     pub cs: ConstraintSystem<Fr>,
 }
 
+impl DecodeContext {
+    /// Checks the `k` a payload declares: equal to the header's (when there is one) and
+    /// within the field's and the caller's limits. Call it before anything sized by `2^k`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Structure`] when payload and header disagree, [`Error::KOutOfRange`].
+    pub fn check_payload_k(&self, k: u32) -> Result<()> {
+        if let Some(header_k) = self.k {
+            if k != header_k {
+                return Err(Error::Structure {
+                    what: "k in the payload against the header",
+                    expected: u64::from(header_k),
+                    found: u64::from(k),
+                });
+            }
+        }
+        circuit::check_k(k, &self.limits)
+    }
+
+    /// Builds the requested key from decoded parts, checking them against the circuit. The
+    /// verifying key (whose evaluation domain costs O(2^k) memory) is assembled last, after
+    /// the polynomials were read: only data actually present justifies that memory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Structure`] and the other errors of [`circuit::assemble_vk`] and
+    /// [`circuit::assemble_pk`]; [`Error::KindMismatch`] if `pk` does not match the
+    /// requested kind (a backend bug).
+    pub fn assemble(&self, vk: circuit::VkParts, pk: Option<circuit::PkParts>) -> Result<Key> {
+        let vk = circuit::assemble_vk(self.cs.clone(), vk, &self.limits)?;
+        match (self.kind, pk) {
+            (KeyKind::Proving, Some(pk)) => circuit::assemble_pk(vk, pk).map(Key::Proving),
+            (KeyKind::Verifying, None) => Ok(Key::Verifying(vk)),
+            (kind, _) => Err(Error::KindMismatch {
+                expected: kind,
+                found: match kind {
+                    KeyKind::Proving => KeyKind::Verifying,
+                    KeyKind::Verifying => KeyKind::Proving,
+                },
+            }),
+        }
+    }
+}
+
 /// A halo2 key type that a [`KeyCodec`] can store: `ProvingKey<G1Affine>` or
 /// `VerifyingKey<G1Affine>`. Sealed.
 pub trait HaloKey: Sized + sealed::Sealed {

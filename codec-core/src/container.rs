@@ -10,7 +10,7 @@ use crate::circuit::{check_k, fingerprint_of};
 use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
 use crate::error::{Error, Result};
 use crate::header::{Fingerprint, Header, KeyKind, HEADER_LEN};
-use crate::options::LoadOptions;
+use crate::options::{Integrity, LoadOptions};
 use crate::payload::{PayloadReader, Release, RELEASE_STEP};
 
 /// Writes header placeholder, payload, then seeks back to write the real header.
@@ -75,6 +75,7 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     let mut hashing = HashingReader {
         inner: reader.take(header.payload_len),
         hasher: Xxh3::new(),
+        enabled: options.integrity == Integrity::Verify,
     };
     let context = decode_context(codec, kind, header, cs, options);
     let mut payload = PayloadReader::new(&mut hashing, header.payload_len, total_len.is_some());
@@ -85,9 +86,11 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     }
     // Corruption explains most decode errors (and a leftover payload): when the checksum
     // disagrees, report that. Drain what is left of the declared payload to find out.
-    let drained = io::copy(&mut hashing, &mut io::sink()).is_ok() && hashing.inner.limit() == 0;
-    if drained {
-        verify_checksum(&header, hashing.hasher.digest())?;
+    if options.integrity == Integrity::Verify {
+        let drained = io::copy(&mut hashing, &mut io::sink()).is_ok() && hashing.inner.limit() == 0;
+        if drained {
+            verify_checksum(&header, hashing.hasher.digest())?;
+        }
     }
     let key = decoded?;
     if left > 0 {
@@ -116,7 +119,9 @@ pub(crate) fn read_slice<K: KeyCodec + ?Sized>(
     let header = Header::from_bytes(header_bytes)?;
     check_header(codec, kind, &header, &cs, options)?;
     check_length(&header, rest.len() as u64)?;
-    verify_checksum(&header, checksum_releasing(rest, HEADER_LEN, release))?;
+    if options.integrity == Integrity::Verify {
+        verify_checksum(&header, checksum_releasing(rest, HEADER_LEN, release))?;
+    }
     let context = decode_context(codec, kind, header, cs, options);
     // The payload reader counts from the payload's start; the mapping from the file's.
     let shifted =
@@ -259,12 +264,15 @@ impl<W: Write> Write for HashingWriter<W> {
 struct HashingReader<R> {
     inner: io::Take<R>,
     hasher: Xxh3,
+    enabled: bool,
 }
 
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.hasher.update(buf.get(..n).unwrap_or(buf));
+        if self.enabled {
+            self.hasher.update(buf.get(..n).unwrap_or(buf));
+        }
         Ok(n)
     }
 }

@@ -33,7 +33,9 @@ pub mod testing;
 pub use codec::{DecodeContext, HaloKey, Key, KeyCodec, KeyRef, LoadMode};
 pub use error::{Error, Result};
 pub use header::{CodecId, Fingerprint, Header, KeyKind};
-pub use options::{BufferConfig, Limits, LoadOptions, SaveOptions, Size, Validation, MAX_K};
+pub use options::{
+    BufferConfig, Integrity, Limits, LoadOptions, SaveOptions, Size, Validation, MAX_K,
+};
 pub use payload::{PayloadReader, Release, RELEASE_STEP};
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users

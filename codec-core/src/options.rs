@@ -107,6 +107,20 @@ pub enum Validation {
     Trusted,
 }
 
+/// Whether the payload checksum is verified on load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Integrity {
+    /// Verify the payload's XXH3-64 (the default): bit rot and truncation are reported as
+    /// corruption, never loaded.
+    #[default]
+    Verify,
+    /// Do not hash the payload. The header's own checksum, lengths and structure are still
+    /// checked, and values unless [`Validation::Trusted`] is chosen too; a flipped bit in a
+    /// field element can then load as a different key. For files whose integrity is
+    /// guaranteed by other means (a checksummed store, a file just written).
+    Skip,
+}
+
 /// Bounds on what a file may make the loader allocate or compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -140,6 +154,8 @@ pub struct LoadOptions {
     pub limits: Limits,
     /// If set, a key for any other `k` is refused with [`Error::KMismatch`].
     pub expected_k: Option<u32>,
+    /// Verify the payload checksum, or skip it.
+    pub integrity: Integrity,
 }
 
 /// Options for saving a key.

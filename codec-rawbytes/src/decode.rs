@@ -1,8 +1,8 @@
 //! Reads halo2's key layout with every count, length and value checked.
 
 use codec_core::circuit::{
-    assemble_pk, assemble_vk, check_k, expect_count, permutation_columns, rows,
-    stored_selector_count, unpack_bits, PkParts, PkShape, VkParts,
+    expect_count, permutation_columns, rows, stored_selector_count, unpack_bits, PkParts, PkShape,
+    VkParts,
 };
 use codec_core::field::{read_fr_vec, read_g1, FieldEncoding, FR_BYTES};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
@@ -27,11 +27,7 @@ pub(crate) fn read_key(
         )?),
         KeyKind::Verifying => None,
     };
-    let vk = assemble_vk(context.cs.clone(), vk_parts, &context.limits)?;
-    match pk_parts {
-        Some(pk_parts) => assemble_pk(vk, pk_parts).map(Key::Proving),
-        None => Ok(Key::Verifying(vk)),
-    }
+    context.assemble(vk_parts, pk_parts)
 }
 
 fn read_vk_parts(
@@ -46,16 +42,7 @@ fn read_vk_parts(
         )));
     }
     let k = input.read_u32_le("verifying key k")?;
-    if let Some(header_k) = context.k {
-        if k != header_k {
-            return Err(Error::Structure {
-                what: "k in the payload against the header",
-                expected: u64::from(header_k),
-                found: u64::from(k),
-            });
-        }
-    }
-    check_k(k, &context.limits)?;
+    context.check_payload_k(k)?;
     let compress_selectors = match input.read_u8("compress_selectors flag")? {
         0 => false,
         1 => true,

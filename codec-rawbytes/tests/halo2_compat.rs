@@ -150,16 +150,7 @@ fn non_canonical_scalars_are_refused_when_checked() {
         .to_bytes(SerdeFormat::RawBytes)
         .len();
     let offset = vk_len + 4;
-    let modulus: [u8; 32] = {
-        // BN254 r, little-endian.
-        let hex = "30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001";
-        let mut be = [0u8; 32];
-        for (i, byte) in be.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
-        }
-        be.reverse();
-        be
-    };
+    let modulus = codec_core::testing::scalar_modulus_le();
     let mut plus_one = modulus;
     plus_one[0] += 1;
     for value in [modulus, plus_one, [0xff; 32]] {

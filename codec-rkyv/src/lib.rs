@@ -36,14 +36,10 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use codec_core::circuit::{
-    assemble_pk, assemble_vk, check_k, expect_count, pack_bits, rows, unpack_bits, PkParts,
-    PkShape, VkParts,
-};
+use codec_core::circuit::{expect_count, pack_bits, rows, unpack_bits, PkParts, PkShape, VkParts};
 use codec_core::field::{
     decode_fr_chunk, decode_g1, encode_fr_chunk, encode_g1, FieldEncoding, FR_BYTES,
 };
-use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::{
     CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, LoadMode, PayloadReader, Result,
@@ -117,7 +113,7 @@ impl KeyCodec for RkyvCodec {
             // polynomials: the save never holds a second copy of the key.
             let mut elements: PolySection = Vec::new();
             let mut archived = AlignedVec::<SECTION_ALIGN>::new();
-            for values in polynomials(pk) {
+            for values in codec_core::circuit::polynomials(pk) {
                 encode_fr_chunk(values, FieldEncoding::Raw, &mut elements);
                 archived.clear();
                 archived = rkyv::api::high::to_bytes_in::<_, rancor::Error>(&elements, archived)
@@ -146,24 +142,8 @@ impl KeyCodec for RkyvCodec {
             )?),
             KeyKind::Verifying => None,
         };
-        let vk = assemble_vk(context.cs.clone(), vk_parts, &context.limits)?;
-        match pk_parts {
-            Some(pk_parts) => assemble_pk(vk, pk_parts).map(Key::Proving),
-            None => Ok(Key::Verifying(vk)),
-        }
+        context.assemble(vk_parts, pk_parts)
     }
-}
-
-/// The proving key's polynomials in section order.
-fn polynomials(pk: &ProvingKey<G1Affine>) -> impl Iterator<Item = &[Fr]> {
-    let permutation = pk.permutation();
-    [pk.l0(), pk.l_last(), pk.l_active_row()]
-        .into_iter()
-        .map(|p| p.values())
-        .chain(pk.fixed_values().iter().map(|p| p.values()))
-        .chain(pk.fixed_polys().iter().map(|p| p.values()))
-        .chain(permutation.permutations().iter().map(|p| p.values()))
-        .chain(permutation.polys().iter().map(|p| p.values()))
 }
 
 fn archive<T>(value: &T) -> Result<AlignedVec>
@@ -257,16 +237,7 @@ fn read_vk_parts(input: &mut PayloadReader<'_>, context: &DecodeContext) -> Resu
     let archived =
         rkyv::access::<ArchivedVkSection, rancor::Error>(section.bytes()).map_err(rkyv_error)?;
     let k = archived.k.to_native();
-    if let Some(header_k) = context.k {
-        if k != header_k {
-            return Err(Error::Structure {
-                what: "k in the payload against the header",
-                expected: u64::from(header_k),
-                found: u64::from(k),
-            });
-        }
-    }
-    check_k(k, &context.limits)?;
+    context.check_payload_k(k)?;
     let n = rows(k);
     let points = |archived: &ArchivedVec<[u8; 64]>, what| -> Result<Vec<G1Affine>> {
         archived

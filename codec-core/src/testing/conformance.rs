@@ -16,7 +16,7 @@ use super::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
 use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
 use crate::error::{Error, Result};
 use crate::header::{CodecId, Header, HEADER_LEN};
-use crate::options::{LoadOptions, SaveOptions, Validation};
+use crate::options::{Integrity, LoadOptions, SaveOptions, Validation};
 use crate::payload::PayloadReader;
 
 type Pk = ProvingKey<G1Affine>;
@@ -32,6 +32,7 @@ macro_rules! conformance_tests {
             trusted_mode_round_trips,
             every_truncation_is_an_error,
             every_bit_flip_is_detected,
+            skipping_the_checksum_is_explicit,
             forged_corruption_never_panics,
             wrong_circuit_is_refused,
             wrong_codec_is_refused,
@@ -185,6 +186,31 @@ pub fn every_bit_flip_is_detected<K: KeyCodec>(codec: &K) {
             result.err()
         );
     }
+}
+
+/// With [`Integrity::Skip`] a payload whose recorded checksum is wrong still loads (the
+/// caller vouched for it); by default the same file is refused.
+pub fn skipping_the_checksum_is_explicit<K: KeyCodec>(codec: &K) {
+    let mut file = small_pk_file(codec);
+    rewrite_header(&mut file, |header| header.payload_checksum ^= 1);
+    let refused = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
+    assert!(
+        matches!(refused, Err(Error::PayloadChecksum { .. })),
+        "{:?}",
+        refused.err()
+    );
+    let skip = LoadOptions {
+        integrity: Integrity::Skip,
+        ..LoadOptions::default()
+    };
+    let loaded = codec
+        .read_slice::<StandardPlonk, Pk>(&file, (), &skip)
+        .expect("skip: slice");
+    assert_eq!(pk_bytes(&loaded), pk_bytes(&standard_plonk().pk));
+    let streamed = codec
+        .read::<StandardPlonk, Pk>(&mut file.as_slice(), (), &skip)
+        .expect("skip: stream");
+    assert_eq!(pk_bytes(&streamed), pk_bytes(&standard_plonk().pk));
 }
 
 /// Corruption behind a *valid* checksum (a forger's file) never panics the decoder. Flips one

@@ -113,6 +113,17 @@ fn encode_transcript_repr(vk: &VerifyingKey<G1Affine>) -> [u8; 32] {
     vk.transcript_repr().to_repr()
 }
 
+/// BN254's scalar modulus r, little-endian: the smallest 32-byte value a checked decoder
+/// must refuse (r + 1 and 2^256 - 1 are the other classic cases).
+pub fn scalar_modulus_le() -> [u8; 32] {
+    let hex = "30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001";
+    let mut bytes = [0u8; 32];
+    for (i, byte) in bytes.iter_mut().rev().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex");
+    }
+    bytes
+}
+
 /// Makes a proof with `pk` and checks it against `vk`.
 pub fn prove_and_verify<C: Circuit<Fr>>(
     params: &ParamsKZG<Bn256>,
