@@ -182,6 +182,20 @@ impl Backend {
         with_codec!(self, codec => codec.to_vec::<C, K>(key, circuit_params))
     }
 
+    /// Reads one container from a stream; see [`codec_core::KeyCodec::read`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BackendNotCompiled`], or the codec's load errors.
+    pub fn read<C: Circuit<Fr>, K: HaloKey>(
+        self,
+        reader: &mut impl Read,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        with_codec!(self, codec => codec.read::<C, K>(reader, circuit_params, options))
+    }
+
     /// Decodes a container held in memory; see [`codec_core::KeyCodec::read_slice`].
     ///
     /// # Errors
