@@ -10,8 +10,8 @@ use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::{
-    BincodeCodec, BufferConfig, KeyCodec, LoadOptions, RawBytesCodec, RkyvCodec, SaveOptions, Size,
-    Validation,
+    BincodeCodec, BufferConfig, CompactCodec, KeyCodec, LoadOptions, RawBytesCodec, RkyvCodec,
+    SaveOptions, Size, Validation,
 };
 use rayon::prelude::*;
 
@@ -24,6 +24,8 @@ pub enum Writer {
     Bincode,
     /// keycodec's rkyv backend.
     Rkyv,
+    /// keycodec's compact backend.
+    Compact,
     /// halo2's own `pk.write` through a `BufWriter`, then `sync_all`.
     Native(SerdeFormat),
 }
@@ -37,6 +39,8 @@ pub enum Reader {
     Bincode,
     /// keycodec's rkyv backend with this validation.
     Rkyv(Validation),
+    /// keycodec's compact backend.
+    Compact,
     /// halo2's own `ProvingKey::read` through a `BufReader`.
     Native(SerdeFormat),
 }
@@ -53,7 +57,7 @@ pub struct Group {
 }
 
 /// The backends the harness knows, by the names `--backends` takes.
-pub const BACKEND_NAMES: [&str; 4] = ["rawbytes", "bincode", "rkyv", "halo2-native"];
+pub const BACKEND_NAMES: [&str; 5] = ["rawbytes", "bincode", "rkyv", "compact", "halo2-native"];
 
 /// The groups of the named backends, in table order.
 pub fn groups(backends: &[String]) -> Vec<Group> {
@@ -90,6 +94,11 @@ pub fn groups(backends: &[String]) -> Vec<Group> {
                     ("checked", Reader::Rkyv(Validation::Checked)),
                     ("trusted", Reader::Rkyv(Validation::Trusted)),
                 ],
+            }),
+            "compact" => out.push(Group {
+                backend: "compact",
+                writer: Writer::Compact,
+                reads: vec![("recompute", Reader::Compact)],
             }),
             "halo2-native" => {
                 out.push(Group {
@@ -140,6 +149,9 @@ pub fn write(
         Writer::Rkyv => RkyvCodec
             .save::<StandardPlonk, _>(path, pk, (), &save)
             .map_err(|e| e.to_string()),
+        Writer::Compact => CompactCodec
+            .save::<StandardPlonk, _>(path, pk, (), &save)
+            .map_err(|e| e.to_string()),
         Writer::Native(format) => native_write(path, pk, format, buffer).map_err(|e| e.to_string()),
     };
     result.map(|()| started.elapsed().as_secs_f64())
@@ -188,6 +200,9 @@ pub fn read(
             .map_err(|e| e.to_string())?,
         Reader::Rkyv(validation) => RkyvCodec
             .load::<StandardPlonk, _>(path, (), &options(validation))
+            .map_err(|e| e.to_string())?,
+        Reader::Compact => CompactCodec
+            .load::<StandardPlonk, _>(path, (), &options(Validation::Checked))
             .map_err(|e| e.to_string())?,
         Reader::Native(format) => {
             let file = File::open(path).map_err(|e| e.to_string())?;

@@ -37,8 +37,8 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
     let args = args(dir.path(), 8);
     let report = run(&args).unwrap();
-    // 9 read rows (rawbytes 3, bincode 1, rkyv 2, halo2-native 3) x 2 buffers.
-    assert_eq!(report.rows.len(), 18);
+    // 10 read rows (rawbytes 3, bincode 1, rkyv 2, compact 1, halo2-native 3) x 2 buffers.
+    assert_eq!(report.rows.len(), 20);
     assert!(report.rows.iter().all(|row| row.verified));
     assert!(report
         .rows

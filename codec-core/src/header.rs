@@ -49,6 +49,8 @@ pub enum CodecId {
     Bincode,
     /// rkyv archives (`codec-rkyv`).
     Rkyv,
+    /// Only the non-derivable data, the rest recomputed on load (`codec-compact`).
+    Compact,
     /// An id this build does not know.
     Unknown(u8),
 }
@@ -60,6 +62,7 @@ impl CodecId {
             CodecId::RawBytes => 1,
             CodecId::Bincode => 2,
             CodecId::Rkyv => 3,
+            CodecId::Compact => 4,
             CodecId::Unknown(byte) => byte,
         }
     }
@@ -70,6 +73,7 @@ impl CodecId {
             1 => CodecId::RawBytes,
             2 => CodecId::Bincode,
             3 => CodecId::Rkyv,
+            4 => CodecId::Compact,
             other => CodecId::Unknown(other),
         }
     }
@@ -80,6 +84,7 @@ impl CodecId {
             CodecId::RawBytes => "rawbytes",
             CodecId::Bincode => "bincode",
             CodecId::Rkyv => "rkyv",
+            CodecId::Compact => "compact",
             CodecId::Unknown(_) => "unknown",
         }
     }

@@ -2,7 +2,12 @@
 
 // With every backend compiled out, the dispatching methods ignore their arguments.
 #![cfg_attr(
-    not(any(feature = "rawbytes", feature = "bincode", feature = "rkyv")),
+    not(any(
+        feature = "rawbytes",
+        feature = "bincode",
+        feature = "rkyv",
+        feature = "compact"
+    )),
     allow(unused_variables)
 )]
 
@@ -56,6 +61,17 @@ macro_rules! with_codec {
                     Err(not_compiled(Backend::Rkyv))
                 }
             }
+            Backend::Compact => {
+                #[cfg(feature = "compact")]
+                {
+                    let $codec = codec_compact::CompactCodec;
+                    $body
+                }
+                #[cfg(not(feature = "compact"))]
+                {
+                    Err(not_compiled(Backend::Compact))
+                }
+            }
         }
     }};
 }
@@ -71,14 +87,22 @@ pub enum Backend {
     Bincode,
     /// rkyv archives, memory-mapped on load (`codec-rkyv`, feature `rkyv`).
     Rkyv,
+    /// Only the non-derivable data, the rest recomputed on load (`codec-compact`, feature
+    /// `compact`).
+    Compact,
 }
 
 /// The names [`Backend`] parses, comma-separated, for error messages.
-const KNOWN: &str = "rawbytes, bincode, rkyv";
+const KNOWN: &str = "rawbytes, bincode, rkyv, compact";
 
 impl Backend {
     /// Every backend, compiled in or not.
-    pub const ALL: [Backend; 3] = [Backend::RawBytes, Backend::Bincode, Backend::Rkyv];
+    pub const ALL: [Backend; 4] = [
+        Backend::RawBytes,
+        Backend::Bincode,
+        Backend::Rkyv,
+        Backend::Compact,
+    ];
 
     /// The name users type, as `FromStr` parses it and `Display` prints it.
     pub fn name(self) -> &'static str {
@@ -91,6 +115,7 @@ impl Backend {
             Backend::RawBytes => "rawbytes",
             Backend::Bincode => "bincode",
             Backend::Rkyv => "rkyv",
+            Backend::Compact => "compact",
         }
     }
 
@@ -100,6 +125,7 @@ impl Backend {
             Backend::RawBytes => CodecId::RawBytes,
             Backend::Bincode => CodecId::Bincode,
             Backend::Rkyv => CodecId::Rkyv,
+            Backend::Compact => CodecId::Compact,
         }
     }
 
@@ -109,6 +135,7 @@ impl Backend {
             Backend::RawBytes => cfg!(feature = "rawbytes"),
             Backend::Bincode => cfg!(feature = "bincode"),
             Backend::Rkyv => cfg!(feature = "rkyv"),
+            Backend::Compact => cfg!(feature = "compact"),
         }
     }
 

@@ -10,6 +10,8 @@ mod backend;
 pub use backend::{load_any, Backend};
 #[cfg(feature = "bincode")]
 pub use codec_bincode::{self as bincode, BincodeCodec};
+#[cfg(feature = "compact")]
+pub use codec_compact::{self as compact, CompactCodec};
 pub use codec_core::{
     circuit, field, file, halo2_proofs, halo2curves, header, BufferConfig, CodecId, DecodeContext,
     Error, Fingerprint, HaloKey, Header, Key, KeyCodec, KeyKind, KeyRef, Limits, LoadOptions,

@@ -60,6 +60,13 @@ proptest! {
     fn random_keys_round_trip(values in proptest::collection::vec(fr(), 1..64)) {
         let pk = with_values(&standard_plonk().pk, &values);
         for backend in Backend::compiled() {
+            if backend == Backend::Compact {
+                // Random polynomials are not halo2 keygen's derivations: the compact layout,
+                // which recomputes them, must refuse to save rather than change the key.
+                let refused = backend.to_vec::<StandardPlonk, _>(&pk, ());
+                prop_assert!(matches!(refused, Err(keycodec::Error::Malformed(_))));
+                continue;
+            }
             let bytes = backend.to_vec::<StandardPlonk, _>(&pk, ()).unwrap();
             let back: ProvingKey<G1Affine> = backend
                 .read_slice::<StandardPlonk, _>(&bytes, (), &LoadOptions::default())

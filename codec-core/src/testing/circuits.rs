@@ -241,3 +241,76 @@ impl Circuit<Fr> for LookupCircuit {
         Ok(())
     }
 }
+
+/// Columns of [`DenseCircuit`].
+#[derive(Clone, Copy, Debug)]
+pub struct DenseConfig {
+    a: Column<Advice>,
+    b: Column<Advice>,
+    f: Column<Fixed>,
+}
+
+/// Rows [`DenseCircuit`] fills (it needs `k >= 8`).
+pub const DENSE_ROWS: usize = 200;
+
+/// A circuit whose fixed column and permutation are dense: a full-size pseudo-random constant
+/// in every used row of its fixed column, and one copy chain through every used cell of both
+/// advice columns. The worst case for a compact layout. Gate: `f · (a - b) = 0`.
+#[derive(Clone, Debug, Default)]
+pub struct DenseCircuit;
+
+impl DenseCircuit {
+    /// The pseudo-random, full-size constant of row `row`.
+    pub fn constant(row: usize) -> Fr {
+        use halo2_proofs::halo2curves::ff::Field;
+        Fr::from(row as u64 + 2).pow_vartime([0x9e37_79b9_7f4a_7c15])
+    }
+}
+
+impl Circuit<Fr> for DenseCircuit {
+    type Config = DenseConfig;
+    type FloorPlanner = SimpleFloorPlanner;
+    type Params = ();
+
+    fn without_witnesses(&self) -> Self {
+        Self
+    }
+
+    fn configure(meta: &mut ConstraintSystem<Fr>) -> Self::Config {
+        let [a, b] = [(); 2].map(|_| meta.advice_column());
+        let f = meta.fixed_column();
+        meta.enable_equality(a);
+        meta.enable_equality(b);
+        meta.create_gate("dense", |meta| {
+            let f = meta.query_fixed(f, Rotation::cur());
+            let [a, b] = [a, b].map(|column| meta.query_advice(column, Rotation::cur()));
+            Some(f * (a - b))
+        });
+        DenseConfig { a, b, f }
+    }
+
+    fn synthesize(
+        &self,
+        config: Self::Config,
+        mut layouter: impl Layouter<Fr>,
+    ) -> Result<(), Error> {
+        layouter.assign_region(
+            || "dense",
+            |mut region| {
+                let value = Value::known(Fr::from(7u64));
+                let mut previous = None;
+                for row in 0..DENSE_ROWS {
+                    region.assign_fixed(config.f, row, Self::constant(row));
+                    let a = region.assign_advice(config.a, row, value);
+                    let b = region.assign_advice(config.b, row, value);
+                    region.constrain_equal(a.cell(), b.cell());
+                    if let Some(previous) = previous {
+                        region.constrain_equal(previous, a.cell());
+                    }
+                    previous = Some(b.cell());
+                }
+                Ok(())
+            },
+        )
+    }
+}

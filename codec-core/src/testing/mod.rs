@@ -30,7 +30,7 @@ use halo2curves::bn256::{Bn256, Fr, G1Affine};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-pub use circuits::{LookupCircuit, StandardPlonk};
+pub use circuits::{DenseCircuit, LookupCircuit, StandardPlonk};
 
 /// `k` of the small `StandardPlonk` fixture (the smallest it fits in).
 pub const STANDARD_PLONK_K: u32 = 4;
@@ -92,6 +92,15 @@ pub fn lookup() -> &'static Fixture<LookupCircuit> {
         let instances = circuit.instances();
         generate(LOOKUP_K, circuit, instances, true)
     })
+}
+
+/// `k` of the dense fixture.
+pub const DENSE_K: u32 = 8;
+
+/// [`DenseCircuit`] at [`DENSE_K`], generated once per process.
+pub fn dense() -> &'static Fixture<DenseCircuit> {
+    static FIXTURE: OnceLock<Fixture<DenseCircuit>> = OnceLock::new();
+    FIXTURE.get_or_init(|| generate(DENSE_K, DenseCircuit, vec![], false))
 }
 
 /// halo2's own `RawBytes` serialization of a proving key: the reference for key equality

@@ -1,0 +1,429 @@
+//! The compact payload: what is stored, and how the rest is recomputed.
+//!
+//! ```text
+//! k: u32 LE, compress_selectors: u8, fixed commitment count: u32 LE,
+//! fixed commitments, permutation commitments (raw 64-byte points; the latter's count is the
+//! circuit's), selectors (packed, n/8 bytes each; the circuit's count when compressed)
+//! -- proving keys only --
+//! per fixed column: runs until 2^k rows: varint length, tag, value
+//!     tag 0: zero; 1: varint v; 2: varint v meaning -v; 3: 32-byte canonical value
+//! per permutation column: varint exception count, then per exception (in row order):
+//!     varint row gap from the previous exception (+1 after the first), varint column,
+//!     varint row it maps to; every other cell maps to itself
+//! ```
+
+use std::collections::HashMap;
+
+use codec_core::circuit::{
+    expect_count, pack_bits, permutation_columns, rows, stored_selector_count, unpack_bits,
+    PkParts, VkParts,
+};
+use codec_core::field::{decode_g1, encode_g1, FieldEncoding, G1_RAW_BYTES};
+use codec_core::halo2_proofs::arithmetic::Field;
+use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
+use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use codec_core::{DecodeContext, Error, PayloadReader, Result};
+use rayon::prelude::*;
+
+use crate::varint;
+
+const TAG_ZERO: u8 = 0;
+const TAG_SMALL: u8 = 1;
+const TAG_NEGATED_SMALL: u8 = 2;
+const TAG_FULL: u8 = 3;
+
+pub(crate) fn write_vk(parts: &VkParts, out: &mut Vec<u8>) -> Result<()> {
+    out.extend_from_slice(&parts.k.to_le_bytes());
+    out.push(u8::from(parts.compress_selectors));
+    let count = u32::try_from(parts.fixed_commitments.len())
+        .map_err(|_| Error::Malformed("more than 2^32 fixed columns".into()))?;
+    out.extend_from_slice(&count.to_le_bytes());
+    for point in parts
+        .fixed_commitments
+        .iter()
+        .chain(&parts.permutation_commitments)
+    {
+        out.extend_from_slice(&encode_g1(point, FieldEncoding::Raw));
+    }
+    for selector in &parts.selectors {
+        out.extend_from_slice(&pack_bits(selector));
+    }
+    Ok(())
+}
+
+pub(crate) fn read_vk(input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<VkParts> {
+    let k = input.read_u32_le("verifying key k")?;
+    context.check_payload_k(k)?;
+    let compress_selectors = match input.read_u8("compress_selectors flag")? {
+        0 => false,
+        1 => true,
+        other => {
+            return Err(Error::Malformed(format!(
+                "compress_selectors flag is {other}"
+            )))
+        }
+    };
+    let num_fixed = input.read_u32_le("fixed commitment count")? as usize;
+    let num_permutation = permutation_columns(&context.cs);
+    input.ensure_available(
+        (num_fixed as u128 + num_permutation as u128) * G1_RAW_BYTES as u128,
+        "commitments",
+    )?;
+    let mut point = |what| -> Result<G1Affine> {
+        let bytes = input.read_array::<G1_RAW_BYTES>(what)?;
+        decode_g1(&bytes, FieldEncoding::Raw, context.validation, what)
+    };
+    let fixed_commitments = (0..num_fixed)
+        .map(|_| point("fixed commitment"))
+        .collect::<Result<_>>()?;
+    let permutation_commitments = (0..num_permutation)
+        .map(|_| point("permutation commitment"))
+        .collect::<Result<_>>()?;
+    let n = rows(k);
+    let num_selectors = stored_selector_count(&context.cs, compress_selectors);
+    input.ensure_available(num_selectors as u128 * n.div_ceil(8) as u128, "selectors")?;
+    let mut selectors = Vec::with_capacity(num_selectors);
+    for _ in 0..num_selectors {
+        let mut packed = vec![0u8; n.div_ceil(8)];
+        input.read_exact(&mut packed, "selectors")?;
+        selectors.push(unpack_bits(&packed, n));
+    }
+    Ok(VkParts {
+        k,
+        compress_selectors,
+        fixed_commitments,
+        permutation_commitments,
+        selectors,
+    })
+}
+
+/// What a compact proving key stores besides its verifying key.
+pub(crate) struct StoredPk {
+    fixed_values: Vec<Vec<Fr>>,
+    /// Per permutation column: (row, column it maps to, row it maps to), rows increasing.
+    exceptions: Vec<Vec<(usize, usize, usize)>>,
+}
+
+pub(crate) fn write_pk(pk: &ProvingKey<G1Affine>, out: &mut Vec<u8>) -> Result<()> {
+    check_derivable(pk)?;
+    for column in pk.fixed_values() {
+        write_runs(column.values(), out);
+    }
+    let exceptions = permutation_exceptions(pk)?;
+    for column in &exceptions {
+        varint::write(out, column.len() as u64);
+        let mut previous = None;
+        for &(row, to_column, to_row) in column {
+            let gap = match previous {
+                None => row,
+                Some(previous) => row - previous - 1,
+            };
+            varint::write(out, gap as u64);
+            varint::write(out, to_column as u64);
+            varint::write(out, to_row as u64);
+            previous = Some(row);
+        }
+    }
+    Ok(())
+}
+
+fn write_runs(values: &[Fr], out: &mut Vec<u8>) {
+    let mut index = 0;
+    while let Some(value) = values.get(index) {
+        let run = values
+            .get(index..)
+            .map_or(1, |rest| rest.iter().take_while(|v| *v == value).count());
+        varint::write(out, run as u64);
+        write_value(value, out);
+        index += run;
+    }
+}
+
+fn write_value(value: &Fr, out: &mut Vec<u8>) {
+    let small = |x: &Fr| -> Option<u64> {
+        let repr = x.to_repr();
+        let (low, high) = repr.split_at(8);
+        let low: [u8; 8] = low.try_into().ok()?;
+        high.iter()
+            .all(|b| *b == 0)
+            .then(|| u64::from_le_bytes(low))
+    };
+    if bool::from(value.is_zero()) {
+        out.push(TAG_ZERO);
+    } else if let Some(v) = small(value) {
+        out.push(TAG_SMALL);
+        varint::write(out, v);
+    } else if let Some(v) = small(&-*value) {
+        out.push(TAG_NEGATED_SMALL);
+        varint::write(out, v);
+    } else {
+        out.push(TAG_FULL);
+        out.extend_from_slice(&value.to_repr());
+    }
+}
+
+pub(crate) fn read_pk(input: &mut PayloadReader<'_>, vk: &VkParts) -> Result<StoredPk> {
+    let n = rows(vk.k);
+    let columns = vk.permutation_commitments.len();
+    let fixed_values = (0..vk.fixed_commitments.len())
+        .map(|_| read_runs(input, n))
+        .collect::<Result<_>>()?;
+    let mut exceptions = Vec::with_capacity(columns);
+    for _ in 0..columns {
+        let count = varint::read_at_most(input, n as u64, "permutation exception count")? as usize;
+        // Each exception takes at least three bytes: a count beyond that is a forgery.
+        input.ensure_available(count as u128 * 3, "permutation exceptions")?;
+        let mut column = Vec::with_capacity(count);
+        let mut next_row = 0usize;
+        for _ in 0..count {
+            let gap = varint::read_at_most(input, n as u64, "permutation row gap")? as usize;
+            let row = next_row + gap;
+            if row >= n {
+                return Err(Error::Malformed(format!(
+                    "permutation exception at row {row} of {n}"
+                )));
+            }
+            let to_column = varint::read_at_most(
+                input,
+                columns.saturating_sub(1) as u64,
+                "permutation column",
+            )?;
+            let to_row = varint::read_at_most(input, n as u64 - 1, "permutation row")?;
+            column.push((row, to_column as usize, to_row as usize));
+            next_row = row + 1;
+        }
+        exceptions.push(column);
+    }
+    Ok(StoredPk {
+        fixed_values,
+        exceptions,
+    })
+}
+
+fn read_runs(input: &mut PayloadReader<'_>, n: usize) -> Result<Vec<Fr>> {
+    let mut values = Vec::with_capacity(n);
+    while values.len() < n {
+        let run =
+            varint::read_at_most(input, (n - values.len()) as u64, "fixed column run")? as usize;
+        if run == 0 {
+            return Err(Error::Malformed("empty run in a fixed column".into()));
+        }
+        let value = match input.read_u8("fixed value tag")? {
+            TAG_ZERO => Fr::ZERO,
+            TAG_SMALL => Fr::from(varint::read(input, "fixed value")?),
+            TAG_NEGATED_SMALL => -Fr::from(varint::read(input, "fixed value")?),
+            TAG_FULL => {
+                let repr = input.read_array::<32>("fixed value")?;
+                Option::from(Fr::from_repr(repr)).ok_or(Error::InvalidFieldElement {
+                    context: "fixed value",
+                })?
+            }
+            tag => return Err(Error::Malformed(format!("unknown fixed value tag {tag}"))),
+        };
+        values.resize(values.len() + run, value);
+    }
+    Ok(values)
+}
+
+/// `[1, x, x^2, ..., x^(len-1)]`.
+fn powers(x: Fr, len: usize) -> Vec<Fr> {
+    std::iter::successors(Some(Fr::ONE), |p| Some(*p * x))
+        .take(len)
+        .collect()
+}
+
+/// Finds, for every permutation cell whose value is not its own `δ^column · ω^row`, the
+/// (column, row) it maps to.
+fn permutation_exceptions(pk: &ProvingKey<G1Affine>) -> Result<Vec<Vec<(usize, usize, usize)>>> {
+    let domain = pk.get_vk().get_domain();
+    let values = pk.permutation().permutations();
+    let Some(n) = values.first().map(|p| p.len()) else {
+        return Ok(Vec::new());
+    };
+    let omega_powers = powers(domain.get_omega(), n);
+    let delta_powers = powers(Fr::DELTA, values.len());
+    let mut row_of: Option<HashMap<Fr, usize>> = None;
+    let mut all = Vec::with_capacity(values.len());
+    for (column, poly) in values.iter().enumerate() {
+        let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
+        let odd: Vec<usize> = poly
+            .values()
+            .par_iter()
+            .zip(omega_powers.par_iter())
+            .enumerate()
+            .filter(|(_, (value, omega))| **value != delta * **omega)
+            .map(|(row, _)| row)
+            .collect();
+        let mut exceptions = Vec::with_capacity(odd.len());
+        for row in odd {
+            let index = row_of.get_or_insert_with(|| {
+                omega_powers
+                    .iter()
+                    .enumerate()
+                    .map(|(r, w)| (*w, r))
+                    .collect()
+            });
+            let value = poly.values().get(row).copied().unwrap_or(Fr::ZERO);
+            let found = delta_powers.iter().enumerate().find_map(|(to_column, d)| {
+                let inverse = Option::<Fr>::from(d.invert())?;
+                index
+                    .get(&(value * inverse))
+                    .map(|to_row| (to_column, *to_row))
+            });
+            let (to_column, to_row) = found.ok_or_else(|| {
+                Error::Malformed(
+                    "a permutation value is not δ^column · ω^row: not a halo2 key".into(),
+                )
+            })?;
+            exceptions.push((row, to_column, to_row));
+        }
+        all.push(exceptions);
+    }
+    Ok(all)
+}
+
+/// Refuses to save a key whose recomputable polynomials are not what loading would
+/// recompute (a key assembled by hand, or corrupted in memory): saving it compactly would
+/// silently change it.
+///
+/// Each coefficient-form polynomial `p` must be the inverse FFT of its Lagrange values `v`.
+/// Both sides are evaluated at one point `x` outside the domain: `p(x)` by Horner, and the
+/// interpolation `Σ v_j L_j(x)` with `L_j(x) = (x^n - 1)/n · ω^j/(x - ω^j)` (one batch
+/// inversion shared by all polynomials). Two distinct polynomials of degree < n agree at `x`
+/// with probability at most n/|F| (Schwartz–Zippel), and `x` is derived from the key, so an
+/// accidental inconsistency cannot be aimed at it.
+fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
+    let domain = pk.get_vk().get_domain();
+    let n = rows(domain.k());
+    let omega_powers = powers(domain.get_omega(), n);
+    // A point derived from the key (its transcript representation), moved off the domain.
+    let mut x = pk.get_vk().transcript_repr().square() + Fr::from(0x6b63_u64);
+    while x.pow_vartime([n as u64]) == Fr::ONE {
+        x += Fr::ONE;
+    }
+    let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
+    let scale = (x.pow_vartime([n as u64]) - Fr::ONE) * n_inv;
+    let mut denominators: Vec<Fr> = omega_powers.par_iter().map(|w| x - w).collect();
+    codec_core::halo2_proofs::halo2curves::ff::BatchInvert::batch_invert(denominators.iter_mut());
+    let basis: Vec<Fr> = omega_powers
+        .par_iter()
+        .zip(denominators.par_iter())
+        .map(|(w, inv)| scale * w * inv)
+        .collect();
+    let interpolate = |values: &[Fr]| -> Fr {
+        values
+            .par_iter()
+            .zip(basis.par_iter())
+            .map(|(v, l)| *v * l)
+            .sum()
+    };
+    let evaluate =
+        |coeffs: &[Fr]| -> Fr { coeffs.iter().rev().fold(Fr::ZERO, |acc, c| acc * x + c) };
+    let refuse = |what: &str| {
+        Error::Malformed(format!("{what} is not derivable the way halo2 keygen derives it: the compact layout cannot store this key"))
+    };
+
+    let blinding = pk.get_vk().cs().blinding_factors();
+    let last = n
+        .checked_sub(blinding + 1)
+        .ok_or_else(|| refuse("l_last"))?;
+    let basis_at = |row: usize| basis.get(row).copied().unwrap_or(Fr::ZERO);
+    let active: Fr = basis.iter().take(last).sum();
+    let checks = [
+        (evaluate(pk.l0().values()), basis_at(0), "l0"),
+        (evaluate(pk.l_last().values()), basis_at(last), "l_last"),
+        (evaluate(pk.l_active_row().values()), active, "l_active_row"),
+    ];
+    for (got, expected, what) in checks {
+        if got != expected {
+            return Err(refuse(what));
+        }
+    }
+    let permutation = pk.permutation();
+    let pairs = pk
+        .fixed_values()
+        .iter()
+        .zip(pk.fixed_polys())
+        .map(|(v, p)| (v.values(), p.values(), "a fixed polynomial"))
+        .chain(
+            permutation
+                .permutations()
+                .iter()
+                .zip(permutation.polys())
+                .map(|(v, p)| (v.values(), p.values(), "a permutation polynomial")),
+        );
+    for (values, coeffs, what) in pairs {
+        if values.len() != n || coeffs.len() != n || evaluate(coeffs) != interpolate(values) {
+            return Err(refuse(what));
+        }
+    }
+    if pk.fixed_polys().len() != pk.fixed_values().len()
+        || permutation.polys().len() != permutation.permutations().len()
+    {
+        return Err(refuse("the polynomial counts"));
+    }
+    Ok(())
+}
+
+/// Recomputes every polynomial, as halo2-axiom 0.5.3's `keygen_pk` computes it.
+pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result<PkParts> {
+    let domain = vk.get_domain();
+    let n = rows(domain.k());
+    let to_coeff = |values: &Vec<Fr>| -> Vec<Fr> {
+        domain
+            .lagrange_to_coeff(domain.lagrange_from_vec(values.clone()))
+            .into_values()
+    };
+    let omega_powers = powers(domain.get_omega(), n);
+    let delta_powers = powers(Fr::DELTA, stored.exceptions.len());
+    let permutation_values: Vec<Vec<Fr>> = stored
+        .exceptions
+        .iter()
+        .enumerate()
+        .map(|(column, exceptions)| {
+            let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
+            let mut values: Vec<Fr> = omega_powers.par_iter().map(|w| delta * w).collect();
+            for &(row, to_column, to_row) in exceptions {
+                let target = delta_powers.get(to_column).zip(omega_powers.get(to_row));
+                if let (Some(cell), Some((d, w))) = (values.get_mut(row), target) {
+                    *cell = *d * w;
+                }
+            }
+            values
+        })
+        .collect();
+
+    let blinding = vk.cs().blinding_factors();
+    let last = n.checked_sub(blinding + 1).ok_or(Error::Structure {
+        what: "rows against blinding factors",
+        expected: blinding as u64 + 1,
+        found: n as u64,
+    })?;
+    let mut l0 = vec![Fr::ZERO; n];
+    let mut l_last = vec![Fr::ZERO; n];
+    let mut l_active_row = vec![Fr::ONE; n];
+    if let (Some(first), Some(last_row)) = (l0.get_mut(0), l_last.get_mut(last)) {
+        *first = Fr::ONE;
+        *last_row = Fr::ONE;
+    }
+    for row in l_active_row.iter_mut().skip(last) {
+        *row = Fr::ZERO;
+    }
+    expect_count(
+        "fixed columns",
+        vk.cs().num_fixed_columns(),
+        stored.fixed_values.len(),
+    )?;
+    let fixed_polys = stored.fixed_values.par_iter().map(to_coeff).collect();
+    let permutation_polys = permutation_values.par_iter().map(to_coeff).collect();
+    Ok(PkParts {
+        l0: to_coeff(&l0),
+        l_last: to_coeff(&l_last),
+        l_active_row: to_coeff(&l_active_row),
+        fixed_values: stored.fixed_values,
+        fixed_polys,
+        permutation_values,
+        permutation_polys,
+    })
+}
