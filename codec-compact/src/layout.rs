@@ -366,33 +366,79 @@ fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
     Ok(())
 }
 
-/// Recomputes every polynomial, as halo2-axiom 0.5.3's `keygen_pk` computes it.
+/// Lagrange vectors with at most this many entries off their base are converted to
+/// coefficients term by term (each term costs two multiplications per coefficient) instead
+/// of by a full inverse FFT: below roughly k terms that is cheaper.
+fn sparse_limit(k: u32) -> usize {
+    k as usize
+}
+
+/// A Lagrange vector whose coefficient form is known in closed form.
+#[derive(Clone, Copy)]
+enum Base {
+    /// All values zero: the zero polynomial.
+    Zero,
+    /// All values `c`: the constant polynomial `c`.
+    Constant(Fr),
+    /// Value `d · ω^row` at every row: the polynomial `d · X`.
+    Linear(Fr),
+}
+
+/// The coefficients of the polynomial whose Lagrange values are `base` plus `terms`
+/// (row, added value): `Σ_j v_j · ω^(-ij) / n` per coefficient `i`, a geometric sequence per
+/// term. Exact field arithmetic, so identical to halo2's inverse FFT of the same values.
+fn sparse_to_coeff(n: usize, omega_inv: Fr, base: Base, terms: &[(usize, Fr)]) -> Vec<Fr> {
+    const CHUNK: usize = 1 << 14;
+    let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
+    let terms: Vec<(Fr, Fr)> = terms
+        .iter()
+        .map(|(row, value)| (omega_inv.pow_vartime([*row as u64]), *value * n_inv))
+        .collect();
+    let mut coeffs = vec![Fr::ZERO; n];
+    coeffs
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(index, chunk)| {
+            let first = (index * CHUNK) as u64;
+            for (ratio, scaled) in &terms {
+                let mut current = *scaled * ratio.pow_vartime([first]);
+                for coeff in chunk.iter_mut() {
+                    *coeff += current;
+                    current *= ratio;
+                }
+            }
+        });
+    match base {
+        Base::Zero => {}
+        Base::Constant(c) => {
+            if let Some(first) = coeffs.get_mut(0) {
+                *first += c;
+            }
+        }
+        Base::Linear(d) => {
+            if let Some(second) = coeffs.get_mut(1) {
+                *second += d;
+            }
+        }
+    }
+    coeffs
+}
+
+/// Recomputes every polynomial, exactly as halo2-axiom 0.5.3's `keygen_pk` computes it:
+/// through closed forms and sparse sums where the values allow, halo2's own inverse FFT
+/// otherwise.
 pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result<PkParts> {
     let domain = vk.get_domain();
     let n = rows(domain.k());
-    let to_coeff = |values: &Vec<Fr>| -> Vec<Fr> {
+    let limit = sparse_limit(domain.k());
+    let omega_inv = domain.get_omega_inv();
+    let full_ifft = |values: &Vec<Fr>| -> Vec<Fr> {
         domain
             .lagrange_to_coeff(domain.lagrange_from_vec(values.clone()))
             .into_values()
     };
     let omega_powers = powers(domain.get_omega(), n);
     let delta_powers = powers(Fr::DELTA, stored.exceptions.len());
-    let permutation_values: Vec<Vec<Fr>> = stored
-        .exceptions
-        .iter()
-        .enumerate()
-        .map(|(column, exceptions)| {
-            let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
-            let mut values: Vec<Fr> = omega_powers.par_iter().map(|w| delta * w).collect();
-            for &(row, to_column, to_row) in exceptions {
-                let target = delta_powers.get(to_column).zip(omega_powers.get(to_row));
-                if let (Some(cell), Some((d, w))) = (values.get_mut(row), target) {
-                    *cell = *d * w;
-                }
-            }
-            values
-        })
-        .collect();
 
     let blinding = vk.cs().blinding_factors();
     let last = n.checked_sub(blinding + 1).ok_or(Error::Structure {
@@ -400,27 +446,63 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
         expected: blinding as u64 + 1,
         found: n as u64,
     })?;
-    let mut l0 = vec![Fr::ZERO; n];
-    let mut l_last = vec![Fr::ZERO; n];
-    let mut l_active_row = vec![Fr::ONE; n];
-    if let (Some(first), Some(last_row)) = (l0.get_mut(0), l_last.get_mut(last)) {
-        *first = Fr::ONE;
-        *last_row = Fr::ONE;
-    }
-    for row in l_active_row.iter_mut().skip(last) {
-        *row = Fr::ZERO;
-    }
+    let inactive: Vec<(usize, Fr)> = (last..n).map(|row| (row, -Fr::ONE)).collect();
+    let l0 = sparse_to_coeff(n, omega_inv, Base::Zero, &[(0, Fr::ONE)]);
+    let l_last = sparse_to_coeff(n, omega_inv, Base::Zero, &[(last, Fr::ONE)]);
+    let l_active_row = sparse_to_coeff(n, omega_inv, Base::Constant(Fr::ONE), &inactive);
+
     expect_count(
         "fixed columns",
         vk.cs().num_fixed_columns(),
         stored.fixed_values.len(),
     )?;
-    let fixed_polys = stored.fixed_values.par_iter().map(to_coeff).collect();
-    let permutation_polys = permutation_values.par_iter().map(to_coeff).collect();
+    let fixed_polys = stored
+        .fixed_values
+        .iter()
+        .map(|values| {
+            let nonzero: Vec<(usize, Fr)> = values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| !bool::from(v.is_zero()))
+                .take(limit + 1)
+                .map(|(row, v)| (row, *v))
+                .collect();
+            if nonzero.len() <= limit {
+                sparse_to_coeff(n, omega_inv, Base::Zero, &nonzero)
+            } else {
+                full_ifft(values)
+            }
+        })
+        .collect();
+
+    let mut permutation_values = Vec::with_capacity(stored.exceptions.len());
+    let mut permutation_polys = Vec::with_capacity(stored.exceptions.len());
+    for (column, exceptions) in stored.exceptions.iter().enumerate() {
+        let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
+        let mut values: Vec<Fr> = omega_powers.par_iter().map(|w| delta * w).collect();
+        let mut changes = Vec::with_capacity(exceptions.len().min(limit + 1));
+        for &(row, to_column, to_row) in exceptions {
+            let target = delta_powers.get(to_column).zip(omega_powers.get(to_row));
+            if let (Some(cell), Some((d, w))) = (values.get_mut(row), target) {
+                let new = *d * w;
+                if changes.len() <= limit {
+                    changes.push((row, new - *cell));
+                }
+                *cell = new;
+            }
+        }
+        let poly = if changes.len() <= limit {
+            sparse_to_coeff(n, omega_inv, Base::Linear(delta), &changes)
+        } else {
+            full_ifft(&values)
+        };
+        permutation_values.push(values);
+        permutation_polys.push(poly);
+    }
     Ok(PkParts {
-        l0: to_coeff(&l0),
-        l_last: to_coeff(&l_last),
-        l_active_row: to_coeff(&l_active_row),
+        l0,
+        l_last,
+        l_active_row,
         fixed_values: stored.fixed_values,
         fixed_polys,
         permutation_values,
