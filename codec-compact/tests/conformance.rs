@@ -6,3 +6,39 @@
 use codec_compact::CompactCodec;
 
 codec_core::conformance_tests!(CompactCodec);
+
+use codec_core::halo2_proofs::plonk::ProvingKey;
+use codec_core::halo2curves::bn256::G1Affine;
+use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
+use codec_core::testing::StandardPlonk;
+use codec_core::{Error, KeyCodec, LoadOptions};
+
+/// StandardPlonk's copy cycle through a[2], b[3] and c[4] leaves one exception in the last
+/// permutation column (row 4 maps to column 1, row 3): the payload ends with its varints
+/// `gap = 4, column = 1, row = 3`. Forged to point outside the domain (row 16 of 16, column
+/// 3 of 3), the file is refused.
+#[test]
+fn forged_permutation_index_outside_the_domain_is_refused() {
+    let file = small_pk_file(&CompactCodec);
+    let end = file.len();
+    assert_eq!(
+        &file[end - 3..],
+        &[4, 1, 3],
+        "the layout this test forges changed"
+    );
+    for (offset, value) in [(1, 16u8), (2, 3u8)] {
+        let mut forged = file.clone();
+        forged[end - offset] = value;
+        refresh_checksums(&mut forged);
+        let result = CompactCodec.read_slice::<StandardPlonk, ProvingKey<G1Affine>>(
+            &forged,
+            (),
+            &LoadOptions::default(),
+        );
+        assert!(
+            matches!(result, Err(Error::Malformed(_))),
+            "{:?}",
+            result.err()
+        );
+    }
+}
