@@ -15,8 +15,7 @@
 use std::collections::HashMap;
 
 use codec_core::circuit::{
-    expect_count, pack_bits, permutation_columns, rows, stored_selector_count, unpack_bits,
-    PkParts, VkParts,
+    expect_count, pack_bits, permutation_columns, rows, stored_selector_count, PkParts, VkParts,
 };
 use codec_core::field::{decode_g1, encode_g1, FieldEncoding, G1_RAW_BYTES};
 use codec_core::halo2_proofs::arithmetic::Field;
@@ -82,13 +81,7 @@ pub(crate) fn read_vk(input: &mut PayloadReader<'_>, context: &DecodeContext) ->
         .collect::<Result<_>>()?;
     let n = rows(k);
     let num_selectors = stored_selector_count(&context.cs, compress_selectors);
-    input.ensure_available(num_selectors as u128 * n.div_ceil(8) as u128, "selectors")?;
-    let mut selectors = Vec::with_capacity(num_selectors);
-    for _ in 0..num_selectors {
-        let mut packed = vec![0u8; n.div_ceil(8)];
-        input.read_exact(&mut packed, "selectors")?;
-        selectors.push(unpack_bits(&packed, n));
-    }
+    let selectors = input.read_packed_bits(num_selectors, n, "selectors")?;
     Ok(VkParts {
         k,
         compress_selectors,

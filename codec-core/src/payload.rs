@@ -264,6 +264,29 @@ impl<'a> PayloadReader<'a> {
         Ok(u32::from_be_bytes(self.read_array(context)?))
     }
 
+    /// Reads `count` bit vectors of `len` bits each, stored 8 per byte, least significant bit
+    /// first (how halo2 packs selector activations), after checking the payload holds them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LimitExceeded`] or [`Error::Truncated`].
+    pub fn read_packed_bits(
+        &mut self,
+        count: usize,
+        len: usize,
+        context: &'static str,
+    ) -> Result<Vec<Vec<bool>>> {
+        let per_vector = len.div_ceil(8);
+        self.ensure_available(count as u128 * per_vector as u128, context)?;
+        let mut packed = vec![0u8; if count == 0 { 0 } else { per_vector }];
+        let mut vectors = Vec::with_capacity(count);
+        for _ in 0..count {
+            self.read_exact(&mut packed, context)?;
+            vectors.push(crate::circuit::unpack_bits(&packed, len));
+        }
+        Ok(vectors)
+    }
+
     /// Reads the rest of the payload into a vector (for formats that need the whole payload
     /// in memory). Memory grows with the bytes actually read when the length is unverified.
     ///

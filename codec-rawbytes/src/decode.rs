@@ -1,8 +1,7 @@
 //! Reads halo2's key layout with every count, length and value checked.
 
 use codec_core::circuit::{
-    expect_count, permutation_columns, rows, stored_selector_count, unpack_bits, PkParts, PkShape,
-    VkParts,
+    expect_count, permutation_columns, rows, stored_selector_count, PkParts, PkShape, VkParts,
 };
 use codec_core::field::{read_fr_vec, read_g1, FieldEncoding, FR_BYTES};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
@@ -73,14 +72,7 @@ fn read_vk_parts(
 
     let n = rows(k);
     let num_selectors = stored_selector_count(&context.cs, compress_selectors);
-    let per_selector = n.div_ceil(8);
-    input.ensure_available(num_selectors as u128 * per_selector as u128, "selectors")?;
-    let mut packed = vec![0u8; if num_selectors == 0 { 0 } else { per_selector }];
-    let mut selectors = Vec::with_capacity(num_selectors);
-    for _ in 0..num_selectors {
-        input.read_exact(&mut packed, "selectors")?;
-        selectors.push(unpack_bits(&packed, n));
-    }
+    let selectors = input.read_packed_bits(num_selectors, n, "selectors")?;
     Ok(VkParts {
         k,
         compress_selectors,
