@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use codec_core::circuit::{
     expect_count, pack_bits, permutation_columns, rows, stored_selector_count, PkParts, VkParts,
 };
-use codec_core::field::{decode_g1, encode_g1, FieldEncoding, G1_RAW_BYTES};
+use codec_core::field::{encode_g1, read_g1_vec, FieldEncoding};
 use codec_core::halo2_proofs::arithmetic::Field;
 use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
@@ -54,31 +54,14 @@ pub(crate) fn write_vk(parts: &VkParts, out: &mut Vec<u8>) -> Result<()> {
 pub(crate) fn read_vk(input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<VkParts> {
     let k = input.read_u32_le("verifying key k")?;
     context.check_payload_k(k)?;
-    let compress_selectors = match input.read_u8("compress_selectors flag")? {
-        0 => false,
-        1 => true,
-        other => {
-            return Err(Error::Malformed(format!(
-                "compress_selectors flag is {other}"
-            )))
-        }
-    };
+    let compress_selectors = input.read_flag("compress_selectors flag")?;
     let num_fixed = input.read_u32_le("fixed commitment count")? as usize;
     let num_permutation = permutation_columns(&context.cs);
-    input.ensure_available(
-        (num_fixed as u128 + num_permutation as u128) * G1_RAW_BYTES as u128,
-        "commitments",
-    )?;
-    let mut point = |what| -> Result<G1Affine> {
-        let bytes = input.read_array::<G1_RAW_BYTES>(what)?;
-        decode_g1(&bytes, FieldEncoding::Raw, context.validation, what)
+    let raw = |reader: &mut PayloadReader<'_>, count, what| {
+        read_g1_vec(reader, count, FieldEncoding::Raw, context.validation, what)
     };
-    let fixed_commitments = (0..num_fixed)
-        .map(|_| point("fixed commitment"))
-        .collect::<Result<_>>()?;
-    let permutation_commitments = (0..num_permutation)
-        .map(|_| point("permutation commitment"))
-        .collect::<Result<_>>()?;
+    let fixed_commitments = raw(input, num_fixed, "fixed commitment")?;
+    let permutation_commitments = raw(input, num_permutation, "permutation commitment")?;
     let n = rows(k);
     let num_selectors = stored_selector_count(&context.cs, compress_selectors);
     let selectors = input.read_packed_bits(num_selectors, n, "selectors")?;

@@ -203,6 +203,24 @@ pub fn encode_fr_chunk(values: &[Fr], encoding: FieldEncoding, out: &mut Vec<[u8
     out.par_extend(values.par_iter().map(|value| encode_fr(value, encoding)));
 }
 
+/// Reads `count` points, after checking the payload can hold them.
+///
+/// # Errors
+///
+/// [`Error::LimitExceeded`], [`Error::Truncated`] or [`Error::InvalidPoint`].
+pub fn read_g1_vec(
+    reader: &mut PayloadReader<'_>,
+    count: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+) -> Result<Vec<G1Affine>> {
+    reader.ensure_available(count as u128 * encoding.point_bytes() as u128, context)?;
+    (0..count)
+        .map(|_| read_g1(reader, encoding, validation, context))
+        .collect()
+}
+
 /// Reads `count` field elements, after checking the payload can hold them.
 ///
 /// Data is read in 2 MiB steps straight from the payload reader (which bypasses a smaller

@@ -246,6 +246,21 @@ impl<'a> PayloadReader<'a> {
         Ok(byte)
     }
 
+    /// Reads a boolean stored as one byte, 0 or 1.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`], plus [`Error::Malformed`] for any other byte.
+    pub fn read_flag(&mut self, context: &'static str) -> Result<bool> {
+        match self.read_u8(context)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Error::Malformed(format!(
+                "{context} is {other}, expected 0 or 1"
+            ))),
+        }
+    }
+
     /// Reads a little-endian `u32`.
     ///
     /// # Errors

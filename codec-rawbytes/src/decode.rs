@@ -3,8 +3,8 @@
 use codec_core::circuit::{
     expect_count, permutation_columns, rows, stored_selector_count, PkParts, PkShape, VkParts,
 };
-use codec_core::field::{read_fr_vec, read_g1, FieldEncoding, FR_BYTES};
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use codec_core::field::{read_fr_vec, read_g1_vec, FieldEncoding, FR_BYTES};
+use codec_core::halo2curves::bn256::Fr;
 use codec_core::{DecodeContext, Error, Key, KeyKind, PayloadReader, Result, Validation};
 
 use crate::encode::VK_VERSION;
@@ -42,19 +42,9 @@ fn read_vk_parts(
     }
     let k = input.read_u32_le("verifying key k")?;
     context.check_payload_k(k)?;
-    let compress_selectors = match input.read_u8("compress_selectors flag")? {
-        0 => false,
-        1 => true,
-        other => {
-            return Err(Error::Malformed(format!(
-                "compress_selectors flag is {other}, expected 0 or 1"
-            )))
-        }
-    };
-    let point_bytes = encoding.point_bytes() as u128;
+    let compress_selectors = input.read_flag("compress_selectors flag")?;
     let num_fixed = input.read_u32_le("fixed commitment count")? as usize;
-    input.ensure_available(num_fixed as u128 * point_bytes, "fixed commitments")?;
-    let fixed_commitments = read_points(
+    let fixed_commitments = read_g1_vec(
         input,
         num_fixed,
         encoding,
@@ -62,7 +52,7 @@ fn read_vk_parts(
         "fixed commitment",
     )?;
     let num_permutation = permutation_columns(&context.cs);
-    let permutation_commitments = read_points(
+    let permutation_commitments = read_g1_vec(
         input,
         num_permutation,
         encoding,
@@ -80,19 +70,6 @@ fn read_vk_parts(
         permutation_commitments,
         selectors,
     })
-}
-
-fn read_points(
-    input: &mut PayloadReader<'_>,
-    count: usize,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-) -> Result<Vec<G1Affine>> {
-    input.ensure_available(count as u128 * encoding.point_bytes() as u128, context)?;
-    (0..count)
-        .map(|_| read_g1(input, encoding, validation, context))
-        .collect()
 }
 
 fn read_pk_polys(
