@@ -19,6 +19,7 @@
 //!   "limits": {                        // the machine, same run, same byte count
 //!     "bytes": u64,                    // = the largest key file
 //!     "bulk_write_s": f64, "bulk_read_s": f64,
+//!     "bulk_read_parallel_s": f64,     // the same read split over every core (pread)
 //!     "bulk_read_populated_s": f64, "populate_s": f64,
 //!     "checksum_s": f64                // XXH3-64 of `bytes` in memory: integrity's cost
 //!   },
@@ -29,6 +30,7 @@
 //!     "file_bytes": u64, "write_gbps": f64, "read_gbps": f64,
 //!     "write_vs_bulk": f64,            // write_s / bulk_write_s
 //!     "read_vs_bulk": f64,             // read_s / bulk_read_s (fresh memory)
+//!     "read_vs_bulk_parallel": f64,    // read_s / bulk_read_parallel_s
 //!     "read_vs_bulk_populated": f64,   // read_s / bulk_read_populated_s
 //!     "peak_rss_bytes": u64 | null,    // rise of resident memory during the load (max of runs)
 //!     "verified": bool                 // every load equal to the original key
@@ -124,6 +126,8 @@ pub struct Row {
     pub write_vs_bulk: f64,
     /// `read_s` over the bulk read into fresh memory.
     pub read_vs_bulk: f64,
+    /// `read_s` over the parallel bulk read into fresh memory.
+    pub read_vs_bulk_parallel: f64,
     /// `read_s` over the bulk read into populated memory.
     pub read_vs_bulk_populated: f64,
     /// Rise of resident memory during the load (maximum over runs), if measurable.
@@ -244,6 +248,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
                     read_gbps: file_bytes as f64 / read_s / 1e9,
                     write_vs_bulk: f64::NAN,
                     read_vs_bulk: f64::NAN,
+                    read_vs_bulk_parallel: f64::NAN,
                     read_vs_bulk_populated: f64::NAN,
                     peak_rss_bytes: peak,
                     verified,
@@ -262,6 +267,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
     for row in &mut rows {
         row.write_vs_bulk = row.write_s / limits.bulk_write_s;
         row.read_vs_bulk = row.read_s / limits.bulk_read_s;
+        row.read_vs_bulk_parallel = row.read_s / limits.bulk_read_parallel_s;
         row.read_vs_bulk_populated = row.read_s / limits.bulk_read_populated_s;
     }
     harness_peak = harness_peak.max(rss::peak());

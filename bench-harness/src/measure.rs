@@ -253,6 +253,9 @@ pub struct Limits {
     pub bulk_write_s: f64,
     /// One `read` of the file into freshly allocated (not yet touched) memory (median).
     pub bulk_read_s: f64,
+    /// The same, split into 4 MiB positioned reads (`pread`) spread over rayon's threads
+    /// (median): the limit for loaders that read with every core, as keycodec's do.
+    pub bulk_read_parallel_s: f64,
     /// One `read` of the file into memory touched beforehand (median; populating excluded).
     pub bulk_read_populated_s: f64,
     /// The time to populate (touch) that memory (median).
@@ -276,6 +279,7 @@ pub fn machine_limits(
     let len = usize::try_from(bytes).map_err(|e| e.to_string())?;
     let block = vec![0x5a_u8; len.min(64 << 20)];
     let (mut writes, mut reads, mut populated, mut populate) = (vec![], vec![], vec![], vec![]);
+    let mut parallel = vec![];
     let mut checksums = vec![];
     for _ in 0..repeat.max(1) {
         let started = Instant::now();
@@ -306,6 +310,15 @@ pub fn machine_limits(
             drop_page_cache(path);
         }
         let started = Instant::now();
+        let mut fresh = vec![0u8; len];
+        parallel_read(path, &mut fresh).map_err(|e| e.to_string())?;
+        parallel.push(started.elapsed().as_secs_f64());
+        drop(fresh);
+
+        if cold {
+            drop_page_cache(path);
+        }
+        let started = Instant::now();
         let mut touched = vec![1u8; len];
         populate.push(started.elapsed().as_secs_f64());
         let started = Instant::now();
@@ -322,10 +335,21 @@ pub fn machine_limits(
         bytes,
         bulk_write_s: median(&writes),
         bulk_read_s: median(&reads),
+        bulk_read_parallel_s: median(&parallel),
         bulk_read_populated_s: median(&populated),
         populate_s: median(&populate),
         checksum_s: median(&checksums),
     })
+}
+
+/// Reads `path` into `out` with 4 MiB positioned reads spread over rayon's threads.
+fn parallel_read(path: &Path, out: &mut [u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    const STEP: usize = 4 << 20;
+    let file = File::open(path)?;
+    out.par_chunks_mut(STEP)
+        .enumerate()
+        .try_for_each(|(index, piece)| file.read_exact_at(piece, (index * STEP) as u64))
 }
 
 /// Asks the kernel to drop `path`'s cached pages (they are clean: every write was synced).

@@ -24,7 +24,7 @@ pub fn table(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<13} {:<17} {:>6} {:>8} {:>8} {:>14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>3}",
+        "{:<13} {:<17} {:>6} {:>8} {:>8} {:>14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>3}",
         "backend",
         "mode",
         "buffer",
@@ -35,6 +35,7 @@ pub fn table(report: &Report) -> String {
         "r GB/s",
         "w/bulk",
         "r/bulk",
+        "r/par",
         "r/popul",
         "load RSS",
         "ok"
@@ -42,7 +43,7 @@ pub fn table(report: &Report) -> String {
     for row in &report.rows {
         let _ = writeln!(
             out,
-            "{:<13} {:<17} {:>6} {:>8.3} {:>8.3} {:>14} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>3}",
+            "{:<13} {:<17} {:>6} {:>8.3} {:>8.3} {:>14} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>3}",
             row.backend,
             row.mode,
             Size(row.buffer_bytes).to_string(),
@@ -53,6 +54,7 @@ pub fn table(report: &Report) -> String {
             row.read_gbps,
             row.write_vs_bulk,
             row.read_vs_bulk,
+            row.read_vs_bulk_parallel,
             row.read_vs_bulk_populated,
             row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
             if row.verified { "yes" } else { "NO" },
@@ -62,12 +64,14 @@ pub fn table(report: &Report) -> String {
     let gbps = |s: f64| limits.bytes as f64 / s / 1e9;
     let _ = writeln!(
         out,
-        "\nmachine limits for {} bytes (same run): bulk write {:.3} s ({:.2} GB/s, synced); bulk read into fresh memory {:.3} s ({:.2} GB/s); into populated memory {:.3} s ({:.2} GB/s) after {:.3} s populating; payload checksum (XXH3-64, in memory) {:.3} s ({:.2} GB/s)",
+        "\nmachine limits for {} bytes (same run): bulk write {:.3} s ({:.2} GB/s, synced); bulk read into fresh memory {:.3} s ({:.2} GB/s), the same over every core {:.3} s ({:.2} GB/s); into populated memory {:.3} s ({:.2} GB/s) after {:.3} s populating; payload checksum (XXH3-64, in memory) {:.3} s ({:.2} GB/s)",
         limits.bytes,
         limits.bulk_write_s,
         gbps(limits.bulk_write_s),
         limits.bulk_read_s,
         gbps(limits.bulk_read_s),
+        limits.bulk_read_parallel_s,
+        gbps(limits.bulk_read_parallel_s),
         limits.bulk_read_populated_s,
         gbps(limits.bulk_read_populated_s),
         limits.populate_s,

@@ -6,6 +6,8 @@ use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::{DecodeContext, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::scalars::{Scalars, ScalarsRef};
+
 /// The verifying key's data. Selectors are packed 8 per byte, as halo2 stores them.
 #[derive(Serialize)]
 pub(crate) struct VkRef {
@@ -33,13 +35,13 @@ impl VkRef {
 #[derive(Serialize)]
 pub(crate) struct PkRef<'a> {
     vk: VkRef,
-    l0: &'a [Fr],
-    l_last: &'a [Fr],
-    l_active_row: &'a [Fr],
-    fixed_values: Vec<&'a [Fr]>,
-    fixed_polys: Vec<&'a [Fr]>,
-    permutation_values: Vec<&'a [Fr]>,
-    permutation_polys: Vec<&'a [Fr]>,
+    l0: ScalarsRef<'a>,
+    l_last: ScalarsRef<'a>,
+    l_active_row: ScalarsRef<'a>,
+    fixed_values: Vec<ScalarsRef<'a>>,
+    fixed_polys: Vec<ScalarsRef<'a>>,
+    permutation_values: Vec<ScalarsRef<'a>>,
+    permutation_polys: Vec<ScalarsRef<'a>>,
 }
 
 impl<'a> PkRef<'a> {
@@ -47,19 +49,19 @@ impl<'a> PkRef<'a> {
         let permutation = pk.permutation();
         PkRef {
             vk,
-            l0: pk.l0().values(),
-            l_last: pk.l_last().values(),
-            l_active_row: pk.l_active_row().values(),
-            fixed_values: pk.fixed_values().iter().map(|p| p.values()).collect(),
-            fixed_polys: pk.fixed_polys().iter().map(|p| p.values()).collect(),
-            permutation_values: permutation
-                .permutations()
-                .iter()
-                .map(|p| p.values())
-                .collect(),
-            permutation_polys: permutation.polys().iter().map(|p| p.values()).collect(),
+            l0: ScalarsRef(pk.l0().values()),
+            l_last: ScalarsRef(pk.l_last().values()),
+            l_active_row: ScalarsRef(pk.l_active_row().values()),
+            fixed_values: borrow_all(pk.fixed_values().iter().map(|p| p.values())),
+            fixed_polys: borrow_all(pk.fixed_polys().iter().map(|p| p.values())),
+            permutation_values: borrow_all(permutation.permutations().iter().map(|p| p.values())),
+            permutation_polys: borrow_all(permutation.polys().iter().map(|p| p.values())),
         }
     }
+}
+
+fn borrow_all<'a>(polys: impl Iterator<Item = &'a [Fr]>) -> Vec<ScalarsRef<'a>> {
+    polys.map(ScalarsRef).collect()
 }
 
 /// The verifying key's data as decoded (same field order as [`VkRef`]).
@@ -100,27 +102,31 @@ impl VkOwned {
 #[derive(Deserialize)]
 pub(crate) struct PkOwned {
     vk: VkOwned,
-    l0: Vec<Fr>,
-    l_last: Vec<Fr>,
-    l_active_row: Vec<Fr>,
-    fixed_values: Vec<Vec<Fr>>,
-    fixed_polys: Vec<Vec<Fr>>,
-    permutation_values: Vec<Vec<Fr>>,
-    permutation_polys: Vec<Vec<Fr>>,
+    l0: Scalars,
+    l_last: Scalars,
+    l_active_row: Scalars,
+    fixed_values: Vec<Scalars>,
+    fixed_polys: Vec<Scalars>,
+    permutation_values: Vec<Scalars>,
+    permutation_polys: Vec<Scalars>,
 }
 
 impl PkOwned {
     pub(crate) fn into_parts(self, context: &DecodeContext) -> Result<(VkParts, PkParts)> {
         let vk = self.vk.into_parts(context)?;
         let pk = PkParts {
-            l0: self.l0,
-            l_last: self.l_last,
-            l_active_row: self.l_active_row,
-            fixed_values: self.fixed_values,
-            fixed_polys: self.fixed_polys,
-            permutation_values: self.permutation_values,
-            permutation_polys: self.permutation_polys,
+            l0: self.l0.0,
+            l_last: self.l_last.0,
+            l_active_row: self.l_active_row.0,
+            fixed_values: unwrap_all(self.fixed_values),
+            fixed_polys: unwrap_all(self.fixed_polys),
+            permutation_values: unwrap_all(self.permutation_values),
+            permutation_polys: unwrap_all(self.permutation_polys),
         };
         Ok((vk, pk))
     }
+}
+
+fn unwrap_all(polys: Vec<Scalars>) -> Vec<Vec<Fr>> {
+    polys.into_iter().map(|p| p.0).collect()
 }

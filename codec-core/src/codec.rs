@@ -17,7 +17,10 @@ use crate::payload::PayloadReader;
 /// How a codec wants files read by [`KeyCodec::load`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LoadMode {
-    /// Stream the file through a `BufReader` of [`crate::BufferConfig::read_capacity`].
+    /// Read the file in order: small reads through a buffer of
+    /// [`crate::BufferConfig::read_capacity`], bulk reads of field elements
+    /// ([`PayloadReader::read_checked`]) straight into the key's memory, from several threads
+    /// at explicit offsets on Unix (a `BufReader` elsewhere).
     Buffered,
     /// Memory-map the file and decode it as a slice (checksum verified before decoding);
     /// consumed parts of the mapping are released as decoding advances, so at most
@@ -357,6 +360,13 @@ pub trait KeyCodec {
     {
         let cs = circuit::configure::<C>(circuit_params);
         let key = match self.load_mode() {
+            #[cfg(unix)]
+            LoadMode::Buffered => {
+                let file = std::fs::File::open(path)?;
+                let buffer = options.buffers.read_capacity.as_usize();
+                container::read_file(self, K::KIND, cs, &file, buffer, options)
+            }
+            #[cfg(not(unix))]
             LoadMode::Buffered => {
                 let (mut reader, len) = file::open_buffered(path, options.buffers.read_capacity)?;
                 container::read(self, K::KIND, cs, &mut reader, Some(len), options)

@@ -11,6 +11,8 @@ use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
 use crate::error::{Error, Result};
 use crate::header::{Fingerprint, Header, KeyKind, HEADER_LEN};
 use crate::options::{Integrity, LoadOptions};
+#[cfg(unix)]
+use crate::payload::FileSource;
 use crate::payload::{PayloadReader, Release, RELEASE_STEP};
 
 /// Writes header placeholder, payload, then seeks back to write the real header.
@@ -90,6 +92,55 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
         let drained = io::copy(&mut hashing, &mut io::sink()).is_ok() && hashing.inner.limit() == 0;
         if drained {
             verify_checksum(&header, hashing.hasher.digest())?;
+        }
+    }
+    let key = decoded?;
+    if left > 0 {
+        return Err(Error::TrailingBytes { count: left });
+    }
+    Ok(key)
+}
+
+/// Reads a container from a file at explicit offsets: as [`read`], but large reads go
+/// straight into the key's memory from several threads ([`FileSource`]), and small ones
+/// through a buffer of `buffer` bytes.
+#[cfg(unix)]
+pub(crate) fn read_file<K: KeyCodec + ?Sized>(
+    codec: &K,
+    kind: KeyKind,
+    cs: ConstraintSystem<Fr>,
+    file: &std::fs::File,
+    buffer: usize,
+    options: &LoadOptions,
+) -> Result<Key> {
+    use std::os::unix::fs::FileExt;
+
+    let total = file.metadata()?.len();
+    if total < HEADER_LEN as u64 {
+        return Err(Error::Truncated {
+            context: "container header",
+        });
+    }
+    let mut header_bytes = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut header_bytes, 0)
+        .map_err(|err| Error::from_read(err, "container header"))?;
+    let header = Header::from_bytes(&header_bytes)?;
+    check_header(codec, kind, &header, &cs, options)?;
+    check_length(&header, total - HEADER_LEN as u64)?;
+
+    let verify = options.integrity == Integrity::Verify;
+    let source = FileSource::new(file, HEADER_LEN as u64, buffer, verify);
+    let context = decode_context(codec, kind, header, cs, options);
+    let mut payload = PayloadReader::from_file(source, header.payload_len);
+    let decoded = codec.decode(&mut payload, &context);
+    let left = payload.remaining();
+    if matches!(decoded, Err(Error::Io(_))) {
+        return decoded;
+    }
+    // As in `read`: a checksum mismatch explains a decode error or a leftover payload.
+    if verify {
+        if let Some(digest) = payload.drain_and_digest() {
+            verify_checksum(&header, digest)?;
         }
     }
     let key = decoded?;
@@ -246,8 +297,25 @@ struct HashingWriter<W> {
     written: u64,
 }
 
+/// Writes at least this large are hashed on a second thread while they are written.
+const PARALLEL_HASH_MIN: usize = 16 << 20;
+
 impl<W: Write> Write for HashingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.len() >= PARALLEL_HASH_MIN {
+            // A whole polynomial handed over at once: hash it while the kernel copies it.
+            // Only the hasher and the bytes cross threads; the writer stays on this one.
+            let hasher = &mut self.hasher;
+            std::thread::scope(|scope| {
+                let hashing = scope.spawn(|| hasher.update(buf));
+                let written = self.inner.write_all(buf);
+                let hashed = hashing.join();
+                written?;
+                hashed.map_err(|_| io::Error::other("payload hashing thread panicked"))
+            })?;
+            self.written += buf.len() as u64;
+            return Ok(buf.len());
+        }
         let n = self.inner.write(buf)?;
         let done = buf.get(..n).unwrap_or(buf);
         self.hasher.update(done);

@@ -26,6 +26,7 @@ pub mod file;
 pub mod header;
 mod options;
 mod payload;
+pub mod raw_view;
 
 #[cfg(feature = "testing")]
 pub mod testing;

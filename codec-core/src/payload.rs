@@ -7,7 +7,14 @@
 use std::borrow::Cow;
 use std::io::{self, Read};
 
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
+
+#[cfg(unix)]
+mod file_source;
+#[cfg(unix)]
+pub(crate) use file_source::FileSource;
 
 /// Consumed bytes of a memory-mapped payload are handed back to the kernel in steps of this
 /// size, so that a mapped load never keeps more than this much of the file resident beside
@@ -25,6 +32,10 @@ const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 20;
 /// Bytes pre-allocated at once for a borrowed read from a stream.
 const UNVERIFIED_PREALLOC_BYTES: usize = 32 << 20;
 
+/// Bytes a bulk read ([`PayloadReader::read_checked`]) reads and checks as one piece: few
+/// system calls, and small enough that the check finds the bytes still in cache.
+pub(crate) const BULK_STEP: usize = 4 << 20;
+
 /// Reads a payload of known declared length.
 pub struct PayloadReader<'a> {
     source: Source<'a>,
@@ -37,6 +48,8 @@ pub struct PayloadReader<'a> {
 enum Source<'a> {
     Stream(&'a mut dyn Read),
     Memory(Memory<'a>),
+    #[cfg(unix)]
+    File(FileSource<'a>),
 }
 
 /// A payload in memory, and how much of it has been read and released.
@@ -78,6 +91,8 @@ impl Read for PayloadReader<'_> {
         let dst = buf.get_mut(..len).unwrap_or_default();
         let n = match &mut self.source {
             Source::Stream(inner) => inner.read(dst)?,
+            #[cfg(unix)]
+            Source::File(file) => file.read(dst)?,
             Source::Memory(memory) => {
                 let n = dst.len().min(memory.rest.len());
                 let head = memory
@@ -123,6 +138,30 @@ impl<'a> PayloadReader<'a> {
     /// to `release` (offsets relative to `bytes`) in steps of [`RELEASE_STEP`].
     pub fn from_mapped(bytes: &'a [u8], release: Release<'a>) -> Self {
         PayloadReader::in_memory(bytes, Some(release))
+    }
+
+    /// A reader over the `len` payload bytes of a file read at explicit offsets (see
+    /// [`FileSource`]); `len` was checked against the file's length.
+    #[cfg(unix)]
+    pub(crate) fn from_file(source: FileSource<'a>, len: u64) -> Self {
+        PayloadReader {
+            source: Source::File(source),
+            remaining: len,
+            length_verified: true,
+        }
+    }
+
+    /// For a payload read from a file with hashing on: reads what is left of the payload
+    /// and returns the XXH3-64 of all of it; `None` otherwise, or if the rest cannot be read.
+    pub(crate) fn drain_and_digest(&mut self) -> Option<u64> {
+        #[cfg(unix)]
+        if let Source::File(_) = self.source {
+            io::copy(self, &mut io::sink()).ok()?;
+            if let Source::File(file) = &self.source {
+                return (self.remaining == 0).then(|| file.digest()).flatten();
+            }
+        }
+        None
     }
 
     fn in_memory(bytes: &'a [u8], release: Option<Release<'a>>) -> Self {
@@ -186,9 +225,52 @@ impl<'a> PayloadReader<'a> {
             Source::Stream(inner) => inner
                 .read_exact(buf)
                 .map_err(|err| Error::from_read(err, context))?,
+            #[cfg(unix)]
+            Source::File(file) => file
+                .read_exact(buf)
+                .map_err(|err| Error::from_read(err, context))?,
             Source::Memory(memory) => buf.copy_from_slice(memory.take(buf.len(), context)?),
         }
         self.remaining -= len;
+        Ok(())
+    }
+
+    /// Fills `buf` from the payload and runs `check` on every piece of it, pieces of
+    /// [`BULK_STEP`] bytes (the last may be shorter) starting at multiples of it, each checked
+    /// right after it was read, while it is in cache. Pieces are read and checked in parallel
+    /// where the source allows: a file is read at explicit offsets by several threads at once
+    /// (which also spreads the cost of faulting in fresh destination memory over the cores);
+    /// a stream is read in order and each piece checked in parallel parts.
+    ///
+    /// `check` must accept any piece length that is a multiple of its element size when
+    /// `buf`'s length is.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_exact`], or the first error `check` returned.
+    pub fn read_checked(
+        &mut self,
+        buf: &mut [u8],
+        check: impl Fn(&[u8]) -> Result<()> + Sync,
+        context: &'static str,
+    ) -> Result<()> {
+        let len = buf.len() as u64;
+        if len > self.remaining {
+            return Err(Error::Truncated { context });
+        }
+        match &mut self.source {
+            #[cfg(unix)]
+            Source::File(file) => {
+                file.read_parallel(buf, &check, context)?;
+                self.remaining -= len;
+            }
+            _ => {
+                for piece in buf.chunks_mut(BULK_STEP) {
+                    self.read_exact(piece, context)?;
+                    piece.par_chunks(BULK_STEP / 64).try_for_each(&check)?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -208,18 +290,17 @@ impl<'a> PayloadReader<'a> {
                 self.remaining -= len as u64;
                 Ok(Cow::Borrowed(head))
             }
-            Source::Stream(inner) => {
+            _ => {
                 // Grow with the data actually read: a forged length on a stream must not
                 // allocate more than the stream delivers.
                 let mut owned = Vec::with_capacity(len.min(UNVERIFIED_PREALLOC_BYTES));
-                inner
+                (&mut *self)
                     .take(len as u64)
                     .read_to_end(&mut owned)
                     .map_err(|err| Error::from_read(err, context))?;
                 if owned.len() < len {
                     return Err(Error::Truncated { context });
                 }
-                self.remaining -= len as u64;
                 Ok(Cow::Owned(owned))
             }
         }

@@ -1,0 +1,174 @@
+//! Scalars viewed as their raw bytes, without conversion: the bulk path of the raw encoding.
+//!
+//! halo2's `RawBytes` stores a scalar as its Montgomery limbs, little-endian, which is exactly
+//! how `Fr` (`struct Fr([u64; 4])` in halo2curves) sits in memory on a little-endian machine.
+//! Viewing a polynomial as bytes lets a save hand the writer its memory directly, and a load
+//! read the file straight into the key's vectors, instead of converting 32 bytes at a time
+//! through a staging buffer.
+//!
+//! `Fr` is not `repr(transparent)`, so nothing promises that layout. This module therefore
+//! relies on it only where it is proven:
+//! - at compile time, `Fr` has the size and alignment of `[u64; 4]` (so its one field fills it,
+//!   with no padding, and any 32 bytes are a valid `Fr` in memory);
+//! - at run time, once per process, [`layout_matches`] compares the view with halo2curves' own
+//!   `write_raw`/`from_raw_bytes_unchecked` on values whose limbs all differ. If it disagrees
+//!   (a big-endian target, a future halo2curves with another layout), every function here
+//!   returns `None` and callers take the converting path.
+
+use std::sync::OnceLock;
+
+use halo2_proofs::halo2curves::ff::Field;
+use halo2curves::bn256::Fr;
+use halo2curves::serde::SerdeObject;
+
+use crate::field::FR_BYTES;
+
+// The compile-time half of the layout argument (see the module docs).
+const _: () = assert!(std::mem::size_of::<Fr>() == FR_BYTES);
+const _: () = assert!(std::mem::size_of::<Fr>() == std::mem::size_of::<[u64; 4]>());
+const _: () = assert!(std::mem::align_of::<Fr>() == std::mem::align_of::<[u64; 4]>());
+
+/// Whether `Fr`'s memory is its raw encoding (checked once, then cached).
+pub fn layout_matches() -> bool {
+    static MATCHES: OnceLock<bool> = OnceLock::new();
+    *MATCHES.get_or_init(check_layout)
+}
+
+fn check_layout() -> bool {
+    // Values whose four limbs (and the bytes within them) all differ, so that a permuted or
+    // byte-swapped layout cannot pass; plus the edge values.
+    let samples = [
+        Fr::from_raw([
+            0x0706_0504_0302_0100,
+            0x0f0e_0d0c_0b0a_0908,
+            0x1716_1514_1312_1110,
+            0x1f1e_1d1c_1b1a_1918,
+        ]),
+        Fr::from(0x0123_4567_89ab_cdef_u64),
+        -Fr::ONE,
+        Fr::ZERO,
+    ];
+    samples.iter().all(|value| {
+        let mut encoded = Vec::with_capacity(FR_BYTES);
+        let written = value.write_raw(&mut encoded).is_ok();
+        let viewed = bytes_of(std::slice::from_ref(value));
+        let mut copy = [Fr::ZERO];
+        bytes_of_mut(&mut copy).copy_from_slice(&encoded);
+        written
+            && viewed == encoded.as_slice()
+            && copy.first() == Some(&Fr::from_raw_bytes_unchecked(&encoded))
+    })
+}
+
+/// `values`' memory as bytes: their raw encoding, when [`layout_matches`].
+pub fn as_raw_bytes(values: &[Fr]) -> Option<&[u8]> {
+    layout_matches().then(|| bytes_of(values))
+}
+
+/// `values`' memory as writable bytes: writing a raw encoding into it sets the elements,
+/// when [`layout_matches`]. Any bytes are a valid `Fr` in memory; whether a value is below
+/// the modulus is the caller's to check.
+pub fn as_raw_bytes_mut(values: &mut [Fr]) -> Option<&mut [u8]> {
+    layout_matches().then(|| bytes_of_mut(values))
+}
+
+/// `count` zero elements in memory obtained zeroed from the allocator (for a large vector:
+/// fresh pages the kernel maps on first write, so filling it costs one pass, not two), when
+/// [`layout_matches`].
+pub fn zeroed(count: usize) -> Option<Vec<Fr>> {
+    if !layout_matches() {
+        return None;
+    }
+    // `vec![[0u64; 4]; n]` allocates with `alloc_zeroed` (calloc): no page is touched here.
+    let limbs = std::mem::ManuallyDrop::new(vec![[0u64; 4]; count]);
+    let (ptr, len, capacity) = (limbs.as_ptr(), limbs.len(), limbs.capacity());
+    // SAFETY: the allocation came from the global allocator for `capacity` `[u64; 4]`s with
+    // `[u64; 4]`'s alignment; `Fr` has the same size and alignment (compile-time asserts
+    // above), so it is also exactly `capacity` `Fr`s with `Fr`'s alignment, as
+    // `from_raw_parts` requires for the later deallocation. The `len` elements are
+    // initialised (all-zero limbs, which `layout_matches` showed to be `Fr::ZERO`'s
+    // memory; the test `zeroed_vectors_hold_zero` checks it). `limbs` is not dropped, so
+    // the allocation has one owner.
+    Some(unsafe { Vec::from_raw_parts(ptr.cast_mut().cast::<Fr>(), len, capacity) })
+}
+
+fn bytes_of(values: &[Fr]) -> &[u8] {
+    // SAFETY: `Fr` is 32 bytes with no padding (its size equals its one `[u64; 4]` field's,
+    // compile-time asserts above), so every byte of `values` is initialised; `u8` has
+    // alignment 1; the length is the same memory's in bytes and the borrow is shared for the
+    // same lifetime. The test `views_agree_with_halo2curves_encoding` checks the bytes.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+fn bytes_of_mut(values: &mut [Fr]) -> &mut [u8] {
+    // SAFETY: as in `bytes_of`; in addition, `Fr` is plain limbs without invalid bit
+    // patterns (every `[u64; 4]` is a valid value of its one field), so any bytes written
+    // through the view leave valid `Fr`s. The borrow is exclusive for the same lifetime.
+    // The test `writing_through_the_view_sets_elements` checks it.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::{decode_fr, encode_fr, FieldEncoding};
+    use crate::options::Validation;
+
+    #[test]
+    fn the_layout_check_passes_on_this_target() {
+        // keycodec's targets are little-endian 64-bit; if this fails, the fast path is off
+        // (correct, but slow) and the docs must change.
+        assert!(layout_matches());
+    }
+
+    #[test]
+    fn views_agree_with_halo2curves_encoding() {
+        let mut rng = rand::thread_rng();
+        let values: Vec<Fr> = (0..1000).map(|_| Fr::random(&mut rng)).collect();
+        let bytes = as_raw_bytes(&values).unwrap();
+        assert_eq!(bytes.len(), values.len() * FR_BYTES);
+        for (value, chunk) in values.iter().zip(bytes.chunks_exact(FR_BYTES)) {
+            assert_eq!(chunk, encode_fr(value, FieldEncoding::Raw));
+        }
+    }
+
+    #[test]
+    fn writing_through_the_view_sets_elements() {
+        let mut rng = rand::thread_rng();
+        let values: Vec<Fr> = (0..1000).map(|_| Fr::random(&mut rng)).collect();
+        let encoded: Vec<u8> = values
+            .iter()
+            .flat_map(|v| encode_fr(v, FieldEncoding::Raw))
+            .collect();
+        let mut target = vec![Fr::ZERO; values.len()];
+        as_raw_bytes_mut(&mut target)
+            .unwrap()
+            .copy_from_slice(&encoded);
+        assert_eq!(target, values);
+        for (value, chunk) in target.iter().zip(encoded.chunks_exact(FR_BYTES)) {
+            let chunk: &[u8; FR_BYTES] = chunk.try_into().unwrap();
+            let decoded = decode_fr(chunk, FieldEncoding::Raw, Validation::Checked, "test");
+            assert_eq!(decoded.ok(), Some(*value));
+        }
+    }
+
+    #[test]
+    fn zeroed_vectors_hold_zero_and_can_grow_and_drop() {
+        for count in [0, 1, 7, 1 << 16] {
+            let mut values = zeroed(count).unwrap();
+            assert_eq!(values.len(), count);
+            assert!(values.iter().all(|v| *v == Fr::ZERO));
+            // Reallocation and deallocation go through the layout recorded for Fr.
+            values.push(Fr::ONE);
+            values.shrink_to_fit();
+            assert_eq!(values.last(), Some(&Fr::ONE));
+        }
+    }
+}
