@@ -12,7 +12,7 @@
 //!     varint row it maps to; every other cell maps to itself
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use codec_core::circuit::{
     expect_count, pack_bits, permutation_columns, rows, stored_selector_count, PkParts, VkParts,
@@ -219,44 +219,80 @@ fn permutation_exceptions(pk: &ProvingKey<G1Affine>) -> Result<Vec<Vec<(usize, u
     };
     let omega_powers = powers(domain.get_omega(), n);
     let delta_powers = powers(Fr::DELTA, values.len());
-    let mut row_of: Option<HashMap<Fr, usize>> = None;
-    let mut all = Vec::with_capacity(values.len());
+    let delta_inverses: Vec<Fr> = delta_powers
+        .iter()
+        .map(|d| Option::<Fr>::from(d.invert()).unwrap_or(Fr::ZERO))
+        .collect();
+    // Cells whose value is not their own δ^column · ω^row, with that value.
+    let mut odd_cells: Vec<Vec<(usize, Fr)>> = Vec::with_capacity(values.len());
     for (column, poly) in values.iter().enumerate() {
         let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
-        let odd: Vec<usize> = poly
-            .values()
+        odd_cells.push(
+            poly.values()
+                .par_iter()
+                .zip(omega_powers.par_iter())
+                .enumerate()
+                .filter(|(_, (value, omega))| **value != delta * **omega)
+                .map(|(row, (value, _))| (row, *value))
+                .collect(),
+        );
+    }
+    // Each odd value is δ^c · ω^r for some (c, r): for every column c, the ω power it would
+    // need, `value / δ^c`, is a candidate. One parallel pass over the ω powers finds the rows
+    // of all candidates at once (the map holds the few candidates, not the n powers).
+    let candidates: HashSet<Fr> = odd_cells
+        .iter()
+        .flatten()
+        .flat_map(|(_, value)| delta_inverses.iter().map(move |inverse| *value * inverse))
+        .collect();
+    let found: Vec<(Fr, usize)> = if candidates.is_empty() {
+        Vec::new()
+    } else {
+        omega_powers
             .par_iter()
-            .zip(omega_powers.par_iter())
             .enumerate()
-            .filter(|(_, (value, omega))| **value != delta * **omega)
-            .map(|(row, _)| row)
-            .collect();
-        let mut exceptions = Vec::with_capacity(odd.len());
-        for row in odd {
-            let index = row_of.get_or_insert_with(|| {
-                omega_powers
-                    .iter()
-                    .enumerate()
-                    .map(|(r, w)| (*w, r))
-                    .collect()
-            });
-            let value = poly.values().get(row).copied().unwrap_or(Fr::ZERO);
-            let found = delta_powers.iter().enumerate().find_map(|(to_column, d)| {
-                let inverse = Option::<Fr>::from(d.invert())?;
-                index
-                    .get(&(value * inverse))
-                    .map(|to_row| (to_column, *to_row))
-            });
-            let (to_column, to_row) = found.ok_or_else(|| {
+            .filter(|(_, omega)| candidates.contains(*omega))
+            .map(|(row, omega)| (*omega, row))
+            .collect()
+    };
+    let row_of: HashMap<Fr, usize> = found.into_iter().collect();
+    let mut all = Vec::with_capacity(values.len());
+    for cells in &odd_cells {
+        let mut exceptions = Vec::with_capacity(cells.len());
+        for (row, value) in cells {
+            let target = delta_inverses
+                .iter()
+                .enumerate()
+                .find_map(|(to_column, inverse)| {
+                    row_of
+                        .get(&(*value * inverse))
+                        .map(|to_row| (to_column, *to_row))
+                });
+            let (to_column, to_row) = target.ok_or_else(|| {
                 Error::Malformed(
                     "a permutation value is not δ^column · ω^row: not a halo2 key".into(),
                 )
             })?;
-            exceptions.push((row, to_column, to_row));
+            exceptions.push((*row, to_column, to_row));
         }
         all.push(exceptions);
     }
     Ok(all)
+}
+
+/// `p(x)` for coefficients `coeffs`, by Horner's rule over blocks evaluated in parallel:
+/// `p(x) = Σ_b x^(b·S) · p_b(x)` for blocks `p_b` of `S` coefficients.
+fn evaluate_parallel(coeffs: &[Fr], x: Fr) -> Fr {
+    const BLOCK: usize = 1 << 14;
+    let x_block = x.pow_vartime([BLOCK as u64]);
+    let partial: Vec<Fr> = coeffs
+        .par_chunks(BLOCK)
+        .map(|block| block.iter().rev().fold(Fr::ZERO, |acc, c| acc * x + c))
+        .collect();
+    partial
+        .iter()
+        .rev()
+        .fold(Fr::ZERO, |acc, p| acc * x_block + p)
 }
 
 /// Refuses to save a key whose recomputable polynomials are not what loading would
@@ -281,7 +317,9 @@ fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
     let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
     let scale = (x.pow_vartime([n as u64]) - Fr::ONE) * n_inv;
     let mut denominators: Vec<Fr> = omega_powers.par_iter().map(|w| x - w).collect();
-    codec_core::halo2_proofs::halo2curves::ff::BatchInvert::batch_invert(denominators.iter_mut());
+    denominators.par_chunks_mut(1 << 16).for_each(|chunk| {
+        codec_core::halo2_proofs::halo2curves::ff::BatchInvert::batch_invert(chunk.iter_mut());
+    });
     let basis: Vec<Fr> = omega_powers
         .par_iter()
         .zip(denominators.par_iter())
@@ -294,8 +332,7 @@ fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
             .map(|(v, l)| *v * l)
             .sum()
     };
-    let evaluate =
-        |coeffs: &[Fr]| -> Fr { coeffs.iter().rev().fold(Fr::ZERO, |acc, c| acc * x + c) };
+    let evaluate = |coeffs: &[Fr]| evaluate_parallel(coeffs, x);
     let refuse = |what: &str| {
         Error::Malformed(format!("{what} is not derivable the way halo2 keygen derives it: the compact layout cannot store this key"))
     };
@@ -484,4 +521,19 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
         permutation_values,
         permutation_polys,
     })
+}
+
+#[cfg(test)]
+mod evaluation_tests {
+    use super::*;
+
+    #[test]
+    fn parallel_horner_agrees_with_plain_horner() {
+        let x = Fr::from(0x1234_5678_u64);
+        for len in [0usize, 1, 5, (1 << 14) - 1, 1 << 14, (1 << 14) + 1, 3 << 14] {
+            let coeffs: Vec<Fr> = (0..len as u64).map(|i| Fr::from(i * i + 7)).collect();
+            let plain = coeffs.iter().rev().fold(Fr::ZERO, |acc, c| acc * x + c);
+            assert_eq!(evaluate_parallel(&coeffs, x), plain, "len {len}");
+        }
+    }
 }
