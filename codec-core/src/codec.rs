@@ -341,7 +341,7 @@ pub trait KeyCodec {
         K: HaloKey,
     {
         let fingerprint = circuit::fingerprint::<C>(circuit_params);
-        file::save_atomic(path, options.buffers.write_capacity, |writer| {
+        file::save_atomic(path, options.buffers.file_write_capacity(), |writer| {
             container::write(self, key.as_key_ref(), fingerprint, writer)
         })
     }
@@ -363,7 +363,7 @@ pub trait KeyCodec {
             #[cfg(unix)]
             LoadMode::Buffered => {
                 let file = std::fs::File::open(path)?;
-                let buffer = options.buffers.read_capacity.as_usize();
+                let buffer = options.buffers.file_read_capacity();
                 container::read_file(self, K::KIND, cs, &file, buffer, options)
             }
             #[cfg(not(unix))]

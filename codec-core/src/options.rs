@@ -67,22 +67,37 @@ impl fmt::Display for Size {
 
 /// Capacities of the buffered reader and writer the file helpers put around a file.
 ///
-/// The default (1 MiB each) was chosen by measurement. The seed measured halo2's reader
-/// several times slower with std's 8 KiB than with 1 MiB. This workspace's harness at k = 22
-/// (README) found, for keycodec's rawbytes backend, saves of 4.19 / 3.80 / 3.74 / 4.24 s and
-/// loads of 3.68 / 3.29 / 3.38 / 4.64 s with 1 KiB / 8 KiB / 1 MiB / 1 GiB buffers (its bulk
-/// reads bypass small buffers, so loads barely care), and for halo2's own reader (used by
-/// imports) 8.00 / 7.55 / 6.36 / 5.76 s: 1 MiB is the best save, within noise of the best
-/// load, and costs 1 MiB where 1 GiB costs a gigabyte of memory.
+/// The default (1 MiB each) was chosen by measurement (README, k = 22): halo2's own reader,
+/// which imports use, loads 1.7x faster with 1 MiB than with 1 KiB, and 1 GiB only costs a
+/// gigabyte of memory.
+///
+/// Since the fast path (README), keycodec's own loads and saves move polynomial data past the
+/// buffer, straight between the file and the key's memory: the buffer only serves small
+/// reads and writes (lengths, the verifying key), so file loads and saves use at most
+/// [`BufferConfig::MAX_USEFUL`] of it (more would only cost memory: a 1 GiB buffer made the
+/// same k = 22 load 2.7x slower). halo2's own reader, behind imports, uses all of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferConfig {
-    /// Capacity of the `BufReader` used when loading.
+    /// Capacity of the buffer used when loading.
     pub read_capacity: Size,
     /// Capacity of the `BufWriter` used when saving.
     pub write_capacity: Size,
 }
 
 impl BufferConfig {
+    /// The most of a buffer keycodec's file loads and saves use.
+    pub const MAX_USEFUL: Size = Size(4 << 20);
+
+    /// `read_capacity`, at most [`BufferConfig::MAX_USEFUL`].
+    pub fn file_read_capacity(&self) -> usize {
+        self.read_capacity.min(Self::MAX_USEFUL).as_usize()
+    }
+
+    /// `write_capacity`, at most [`BufferConfig::MAX_USEFUL`].
+    pub fn file_write_capacity(&self) -> Size {
+        self.write_capacity.min(Self::MAX_USEFUL)
+    }
+
     /// The same capacity for reading and writing.
     pub const fn both(capacity: Size) -> Self {
         BufferConfig {
@@ -172,6 +187,16 @@ pub struct SaveOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_buffers_are_capped_at_what_they_can_use() {
+        let huge = BufferConfig::both(Size::gib(1));
+        assert_eq!(huge.file_read_capacity(), 4 << 20);
+        assert_eq!(huge.file_write_capacity(), Size::mib(4));
+        let small = BufferConfig::both(Size::kib(8));
+        assert_eq!(small.file_read_capacity(), 8 << 10);
+        assert_eq!(small.file_write_capacity(), Size::kib(8));
+    }
 
     #[test]
     fn sizes_parse_from_human_text() {
