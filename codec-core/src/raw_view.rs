@@ -65,6 +65,20 @@ pub fn as_raw_bytes(values: &[Fr]) -> Option<&[u8]> {
     layout_matches().then(|| bytes_of(values))
 }
 
+/// `values`' memory as one 32-byte array per element: their raw encodings, when
+/// [`layout_matches`].
+pub fn as_raw_elements(values: &[Fr]) -> Option<&[[u8; FR_BYTES]]> {
+    layout_matches().then(|| {
+        // SAFETY: as in `bytes_of` (every byte of `values` is initialised); `[u8; 32]` has
+        // `Fr`'s size and alignment 1, so the same memory holds exactly `values.len()` of
+        // them, and the borrow is shared for the same lifetime. The test
+        // `element_views_agree_with_byte_views` checks it.
+        unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<[u8; FR_BYTES]>(), values.len())
+        }
+    })
+}
+
 /// `values`' memory as writable bytes: writing a raw encoding into it sets the elements,
 /// when [`layout_matches`]. Any bytes are a valid `Fr` in memory; whether a value is below
 /// the modulus is the caller's to check.
@@ -137,6 +151,18 @@ mod tests {
         for (value, chunk) in values.iter().zip(bytes.chunks_exact(FR_BYTES)) {
             assert_eq!(chunk, encode_fr(value, FieldEncoding::Raw));
         }
+    }
+
+    #[test]
+    fn element_views_agree_with_byte_views() {
+        let mut rng = rand::thread_rng();
+        let values: Vec<Fr> = (0..100).map(|_| Fr::random(&mut rng)).collect();
+        let elements = as_raw_elements(&values).unwrap();
+        assert_eq!(elements.len(), values.len());
+        for (value, element) in values.iter().zip(elements) {
+            assert_eq!(*element, encode_fr(value, FieldEncoding::Raw));
+        }
+        assert_eq!(elements.as_flattened(), as_raw_bytes(&values).unwrap());
     }
 
     #[test]

@@ -68,6 +68,28 @@ struct VkSection {
 /// One polynomial as archived: its elements' raw bytes.
 type PolySection = Vec<[u8; FR_BYTES]>;
 
+/// A borrowed polynomial's raw elements, archived exactly as a [`PolySection`] is (an
+/// `ArchivedVec<[u8; 32]>`), without first copying them into a `Vec`.
+struct PolyRef<'a>(&'a [[u8; FR_BYTES]]);
+
+impl rkyv::Archive for PolyRef<'_> {
+    type Archived = ArchivedVec<[u8; FR_BYTES]>;
+    type Resolver = rkyv::vec::VecResolver;
+
+    fn resolve(&self, resolver: Self::Resolver, out: rkyv::Place<Self::Archived>) {
+        ArchivedVec::resolve_from_slice(self.0, resolver, out);
+    }
+}
+
+impl<S> rkyv::Serialize<S> for PolyRef<'_>
+where
+    S: rancor::Fallible + rkyv::ser::Allocator + rkyv::ser::Writer + ?Sized,
+{
+    fn serialize(&self, serializer: &mut S) -> std::result::Result<Self::Resolver, S::Error> {
+        ArchivedVec::serialize_from_slice(self.0, serializer)
+    }
+}
+
 /// The rkyv codec.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RkyvCodec;
@@ -111,13 +133,22 @@ impl KeyCodec for RkyvCodec {
         if let KeyRef::Proving(pk) = key {
             // One polynomial's elements and archive at a time, in buffers reused across
             // polynomials: the save never holds a second copy of the key.
+            // Where `Fr`'s memory is its raw encoding (codec_core::raw_view), a polynomial is
+            // archived straight from the key's memory, without the staging copy.
             let mut elements: PolySection = Vec::new();
             let mut archived = AlignedVec::<SECTION_ALIGN>::new();
             for values in codec_core::circuit::polynomials(pk) {
-                encode_fr_chunk(values, FieldEncoding::Raw, &mut elements);
                 archived.clear();
-                archived = rkyv::api::high::to_bytes_in::<_, rancor::Error>(&elements, archived)
-                    .map_err(rkyv_error)?;
+                archived = match codec_core::raw_view::as_raw_elements(values) {
+                    Some(raw) => {
+                        rkyv::api::high::to_bytes_in::<_, rancor::Error>(&PolyRef(raw), archived)
+                    }
+                    None => {
+                        encode_fr_chunk(values, FieldEncoding::Raw, &mut elements);
+                        rkyv::api::high::to_bytes_in::<_, rancor::Error>(&elements, archived)
+                    }
+                }
+                .map_err(rkyv_error)?;
                 write_section(out, &archived)?;
             }
         }
@@ -304,4 +335,25 @@ fn read_poly(
         &mut values,
     )?;
     Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_borrowed_polynomial_archives_to_the_same_bytes_as_a_vector() {
+        let values: Vec<Fr> = (0..1000u64)
+            .map(|i| Fr::from(i * 0x9e37_79b9 + 1))
+            .collect();
+        let raw = codec_core::raw_view::as_raw_elements(&values).unwrap_or_default();
+        assert_eq!(raw.len(), values.len());
+        let owned: PolySection = raw.to_vec();
+        let from_vec = rkyv::to_bytes::<rancor::Error>(&owned).map_err(rkyv_error);
+        let from_slice = rkyv::to_bytes::<rancor::Error>(&PolyRef(raw)).map_err(rkyv_error);
+        assert_eq!(
+            from_vec.ok().map(|bytes| bytes.to_vec()),
+            from_slice.ok().map(|bytes| bytes.to_vec())
+        );
+    }
 }
