@@ -1,4 +1,5 @@
-//! The benchmark's key: StandardPlonk at `k`, built fast and cached.
+//! The benchmark's key: a [`Workload`] circuit at `k` (the seed's StandardPlonk by default),
+//! built fast and cached.
 //!
 //! The proving key is cached as a keycodec container (rawbytes), so a stale or corrupt cache
 //! (another circuit, another `k`, an older container version, a flipped bit) is refused by
@@ -10,8 +11,8 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use codec_core::testing::StandardPlonk;
-use halo2_proofs::plonk::{keygen_pk, keygen_vk, ProvingKey};
+use codec_core::testing::{DenseCircuit, StandardPlonk};
+use halo2_proofs::plonk::{keygen_pk, keygen_vk, Circuit, ProvingKey};
 use halo2_proofs::poly::commitment::Params;
 use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2_proofs::SerdeFormat;
@@ -40,18 +41,44 @@ pub struct Fixture {
     pub seconds: f64,
 }
 
-/// Where the cached key for `k` lives.
-pub fn pk_cache_path(cache_dir: &Path, k: u32) -> PathBuf {
-    cache_dir.join(format!("standard-plonk-k{k}.pk"))
+/// A circuit the harness can benchmark.
+pub trait Workload: Circuit<Fr, Params = ()> {
+    /// Name in the report and in the cache file's name.
+    const NAME: &'static str;
+
+    /// The instance whose key is measured at `k`.
+    fn at(k: u32) -> Self;
+}
+
+/// The seed's workload: mostly zero fixed columns, a permutation close to the identity.
+impl Workload for StandardPlonk {
+    const NAME: &'static str = "standard-plonk";
+
+    fn at(_k: u32) -> Self {
+        StandardPlonk(Fr::from(42u64))
+    }
+}
+
+/// The worst case for the compact layout: a full-size constant in every usable row and one
+/// copy chain through every used cell.
+impl Workload for DenseCircuit {
+    const NAME: &'static str = "dense";
+
+    fn at(k: u32) -> Self {
+        let blinding = codec_core::circuit::configure::<DenseCircuit>(()).blinding_factors();
+        DenseCircuit {
+            rows: (1usize << k).saturating_sub(blinding + 1),
+        }
+    }
+}
+
+/// Where the cached key of workload `C` at `k` lives.
+pub fn pk_cache_path<C: Workload>(cache_dir: &Path, k: u32) -> PathBuf {
+    cache_dir.join(format!("{}-k{k}.pk", C::NAME))
 }
 
 fn params_cache_path(cache_dir: &Path, k: u32) -> PathBuf {
     cache_dir.join(format!("params-kzg-bn254-k{k}-seed{SEED:x}.bin"))
-}
-
-/// The circuit the benchmark key belongs to.
-pub fn circuit() -> StandardPlonk {
-    StandardPlonk(Fr::from(42u64))
 }
 
 /// Loads the cached key for `k`, or builds (and caches) it.
@@ -59,11 +86,11 @@ pub fn circuit() -> StandardPlonk {
 /// # Errors
 ///
 /// I/O errors creating the cache, or a keygen failure.
-pub fn load_or_build(cache_dir: &Path, k: u32) -> Result<Fixture, String> {
+pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture, String> {
     let started = Instant::now();
     std::fs::create_dir_all(cache_dir)
         .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
-    let path = pk_cache_path(cache_dir, k);
+    let path = pk_cache_path::<C>(cache_dir, k);
     let loading = spinner(format!("loading cached k={k} key"));
     let options = LoadOptions {
         expected_k: Some(k),
@@ -71,13 +98,7 @@ pub fn load_or_build(cache_dir: &Path, k: u32) -> Result<Fixture, String> {
         ..LoadOptions::default()
     };
     let cached = if path.exists() {
-        Some(
-            RawBytesCodec::default().load::<StandardPlonk, ProvingKey<G1Affine>>(
-                &path,
-                (),
-                &options,
-            ),
-        )
+        Some(RawBytesCodec::default().load::<C, ProvingKey<G1Affine>>(&path, (), &options))
     } else {
         None
     };
@@ -95,14 +116,17 @@ pub fn load_or_build(cache_dir: &Path, k: u32) -> Result<Fixture, String> {
         None => "no cache, built".to_owned(),
     };
     let params = load_or_build_params(cache_dir, k)?;
-    let keygen = spinner(format!("halo2 keygen_vk + keygen_pk at k={k}"));
-    let circuit = circuit();
+    let keygen = spinner(format!(
+        "halo2 keygen_vk + keygen_pk of {} at k={k}",
+        C::NAME
+    ));
+    let circuit = C::at(k);
     let vk = keygen_vk(&params, &circuit).map_err(|e| format!("keygen_vk: {e:?}"))?;
     let pk = keygen_pk(&params, vk, &circuit).map_err(|e| format!("keygen_pk: {e:?}"))?;
     drop(params);
     keygen.set_message(format!("caching the key at {}", path.display()));
     RawBytesCodec::default()
-        .save::<StandardPlonk, _>(&path, &pk, (), &SaveOptions::default())
+        .save::<C, _>(&path, &pk, (), &SaveOptions::default())
         .map_err(|e| format!("caching the key: {e}"))?;
     keygen.finish_and_clear();
     Ok(Fixture {

@@ -12,6 +12,7 @@
 //!
 //! ```text
 //! {
+//!   "circuit": "standard-plonk" | "dense",
 //!   "k": u32,                          // the key has 2^k rows
 //!   "repeat": usize,                   // runs per median
 //!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
@@ -58,9 +59,16 @@ use measure::{groups, median, rss, Limits, BACKEND_NAMES};
 #[derive(Parser, Debug, Clone)]
 #[command(version, about, long_about = None)]
 pub struct Args {
-    /// Circuit size: the benchmark key (the seed's StandardPlonk) has 2^k rows.
+    /// Circuit size: the benchmark key has 2^k rows.
     #[arg(long, default_value_t = 22)]
     pub k: u32,
+
+    /// The circuit whose key is measured: the seed's StandardPlonk (mostly zero fixed
+    /// columns, a permutation close to the identity), or `dense` (a full-size constant in
+    /// every usable row and one copy chain through every used cell: the compact layout's
+    /// worst case).
+    #[arg(long, value_enum, default_value_t = CircuitName::StandardPlonk)]
+    pub circuit: CircuitName,
 
     /// Backends to measure, comma-separated. `halo2-native` is halo2's own pk.write /
     /// ProvingKey::read through a BufWriter / BufReader, the seed's reference.
@@ -94,6 +102,16 @@ pub struct Args {
     /// DONTNEED), to measure reads from the disk; the report says if the kernel refused.
     #[arg(long)]
     pub cold: bool,
+}
+
+/// The circuits `--circuit` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CircuitName {
+    /// [`codec_core::testing::StandardPlonk`], the seed's workload.
+    StandardPlonk,
+    /// [`codec_core::testing::DenseCircuit`] filling every usable row.
+    Dense,
 }
 
 /// The default cache: the workspace's `target/bench-cache`.
@@ -159,6 +177,8 @@ pub struct Cold {
 /// A complete run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The circuit.
+    pub circuit: CircuitName,
     /// The key has 2^k rows.
     pub k: u32,
     /// Runs per median.
@@ -181,7 +201,14 @@ pub struct Report {
 ///
 /// Fixture, I/O or backend failures, as text.
 pub fn run(args: &Args) -> Result<Report, String> {
-    let fixture = fixture::load_or_build(&args.cache_dir, args.k)?;
+    match args.circuit {
+        CircuitName::StandardPlonk => run_with::<codec_core::testing::StandardPlonk>(args),
+        CircuitName::Dense => run_with::<codec_core::testing::DenseCircuit>(args),
+    }
+}
+
+fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
+    let fixture = fixture::load_or_build::<C>(&args.cache_dir, args.k)?;
     let pk = &fixture.pk;
     let scratch = args.cache_dir.join("scratch");
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
@@ -209,7 +236,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
                     group.writer,
                     run + 1
                 ));
-                writes.push(measure::write(group.writer, &path, pk, buffer)?);
+                writes.push(measure::write::<C>(group.writer, &path, pk, buffer)?);
                 file_bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
                 // The first read after a save is often slower (the kernel is still settling
                 // the file it just wrote): each run starts with another mode, so that no mode
@@ -227,7 +254,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
                     harness_peak = harness_peak.max(rss::peak());
                     let measurable = rss::reset_peak();
                     let before = rss::current();
-                    let (loaded, seconds) = measure::read(*reader, &path, args.k, buffer)?;
+                    let (loaded, seconds) = measure::read::<C>(*reader, &path, args.k, buffer)?;
                     let after = rss::peak();
                     harness_peak = harness_peak.max(after);
                     if let (true, Some(before), Some(after)) = (measurable, before, after) {
@@ -279,6 +306,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
     }
     harness_peak = harness_peak.max(rss::peak());
     Ok(Report {
+        circuit: args.circuit,
         k: args.k,
         repeat,
         cold: Cold {

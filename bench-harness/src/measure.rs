@@ -5,8 +5,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use codec_core::testing::StandardPlonk;
-use halo2_proofs::plonk::ProvingKey;
+use halo2_proofs::plonk::{Circuit, ProvingKey};
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::{
@@ -129,7 +128,7 @@ pub fn groups(backends: &[String]) -> Vec<Group> {
 /// # Errors
 ///
 /// The backend's or the file system's error, as text.
-pub fn write(
+pub fn write<C: Circuit<Fr, Params = ()>>(
     writer: Writer,
     path: &Path,
     pk: &ProvingKey<G1Affine>,
@@ -141,16 +140,16 @@ pub fn write(
     let started = Instant::now();
     let result = match writer {
         Writer::RawBytes(format) => RawBytesCodec::new(format)
-            .save::<StandardPlonk, _>(path, pk, (), &save)
+            .save::<C, _>(path, pk, (), &save)
             .map_err(|e| e.to_string()),
         Writer::Bincode => BincodeCodec
-            .save::<StandardPlonk, _>(path, pk, (), &save)
+            .save::<C, _>(path, pk, (), &save)
             .map_err(|e| e.to_string()),
         Writer::Rkyv => RkyvCodec
-            .save::<StandardPlonk, _>(path, pk, (), &save)
+            .save::<C, _>(path, pk, (), &save)
             .map_err(|e| e.to_string()),
         Writer::Compact => CompactCodec
-            .save::<StandardPlonk, _>(path, pk, (), &save)
+            .save::<C, _>(path, pk, (), &save)
             .map_err(|e| e.to_string()),
         Writer::Native(format) => native_write(path, pk, format, buffer).map_err(|e| e.to_string()),
     };
@@ -178,7 +177,7 @@ fn native_write(
 ///
 /// The backend's error, as text. halo2's own reader panics on bad input; the harness only
 /// feeds it files it has just written.
-pub fn read(
+pub fn read<C: Circuit<Fr, Params = ()>>(
     reader: Reader,
     path: &Path,
     k: u32,
@@ -193,22 +192,21 @@ pub fn read(
     let started = Instant::now();
     let pk = match reader {
         Reader::RawBytes(format) => RawBytesCodec::new(format)
-            .load::<StandardPlonk, _>(path, (), &options(Validation::Checked))
+            .load::<C, _>(path, (), &options(Validation::Checked))
             .map_err(|e| e.to_string())?,
         Reader::Bincode => BincodeCodec
-            .load::<StandardPlonk, _>(path, (), &options(Validation::Checked))
+            .load::<C, _>(path, (), &options(Validation::Checked))
             .map_err(|e| e.to_string())?,
         Reader::Rkyv(validation) => RkyvCodec
-            .load::<StandardPlonk, _>(path, (), &options(validation))
+            .load::<C, _>(path, (), &options(validation))
             .map_err(|e| e.to_string())?,
         Reader::Compact => CompactCodec
-            .load::<StandardPlonk, _>(path, (), &options(Validation::Checked))
+            .load::<C, _>(path, (), &options(Validation::Checked))
             .map_err(|e| e.to_string())?,
         Reader::Native(format) => {
             let file = File::open(path).map_err(|e| e.to_string())?;
             let mut reader = BufReader::with_capacity(buffer.as_usize(), file);
-            ProvingKey::read::<_, StandardPlonk>(&mut reader, format, ())
-                .map_err(|e| e.to_string())?
+            ProvingKey::read::<_, C>(&mut reader, format, ()).map_err(|e| e.to_string())?
         }
     };
     Ok((pk, started.elapsed().as_secs_f64()))

@@ -13,7 +13,11 @@ pub fn table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "k = {}, medians of {} runs{}",
+        "{}, k = {}, medians of {} runs{}",
+        match report.circuit {
+            crate::CircuitName::StandardPlonk => "StandardPlonk",
+            crate::CircuitName::Dense => "dense circuit",
+        },
         report.k,
         report.repeat,
         match (report.cold.requested, report.cold.effective) {

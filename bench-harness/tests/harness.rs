@@ -13,7 +13,7 @@ use std::path::Path;
 
 use bench_harness::fixture::{load_or_build, pk_cache_path};
 use bench_harness::measure::{keys_equal, BACKEND_NAMES};
-use bench_harness::{run, Args, DEFAULT_CACHE_DIR};
+use bench_harness::{run, Args, CircuitName, DEFAULT_CACHE_DIR};
 use codec_core::testing::StandardPlonk;
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
@@ -22,6 +22,7 @@ use keycodec::{Backend, LoadOptions, SaveOptions, Size};
 fn args(cache_dir: &Path, k: u32) -> Args {
     Args {
         k,
+        circuit: CircuitName::StandardPlonk,
         backends: BACKEND_NAMES.map(String::from).to_vec(),
         buffers: vec![Size::kib(8), Size::mib(1)],
         repeat: 1,
@@ -30,6 +31,38 @@ fn args(cache_dir: &Path, k: u32) -> Args {
         cache_dir: cache_dir.to_path_buf(),
         cold: false,
     }
+}
+
+/// The dense workload: every usable row holds a full-size constant, so the compact layout
+/// stores a large part of the key (and still loads it identically).
+#[test]
+fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = Args {
+        circuit: CircuitName::Dense,
+        backends: vec!["rawbytes".into(), "compact".into()],
+        buffers: vec![Size::mib(1)],
+        json: None,
+        plot: None,
+        ..args(dir.path(), 8)
+    };
+    let report = run(&args).unwrap();
+    assert!(report.rows.iter().all(|row| row.verified));
+    let size = |backend: &str, mode: &str| {
+        report
+            .rows
+            .iter()
+            .find(|row| row.backend == backend && row.mode == mode)
+            .unwrap()
+            .file_bytes
+    };
+    let (compact, raw) = (size("compact", "recompute"), size("rawbytes", "RawBytes"));
+    // Dense, so far from StandardPlonk's few hundred bytes; still well below RawBytes.
+    assert!(
+        compact > raw / 20 && compact < raw / 2,
+        "{compact} vs {raw}"
+    );
+    assert!(bench_harness::report::table(&report).starts_with("dense circuit, k = 8"));
 }
 
 #[test]
@@ -56,6 +89,7 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         serde_json::from_str(&std::fs::read_to_string(args.json.as_ref().unwrap()).unwrap())
             .unwrap();
     assert_eq!(json["k"], 8);
+    assert_eq!(json["circuit"], "standard-plonk");
     for key in ["bulk_write_s", "bulk_read_s", "bytes"] {
         assert!(json["limits"][key].is_number(), "limits.{key}");
     }
@@ -81,25 +115,25 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
 #[test]
 fn stale_or_corrupt_cached_keys_are_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
-    let first = load_or_build(dir.path(), 6).unwrap();
+    let first = load_or_build::<StandardPlonk>(dir.path(), 6).unwrap();
     assert!(first.origin.contains("no cache"), "{}", first.origin);
-    let again = load_or_build(dir.path(), 6).unwrap();
+    let again = load_or_build::<StandardPlonk>(dir.path(), 6).unwrap();
     assert!(again.origin.starts_with("cached"), "{}", again.origin);
     assert!(keys_equal(&first.pk, &again.pk));
 
     // A flipped bit: refused by the checksum, rebuilt.
-    let path = pk_cache_path(dir.path(), 6);
+    let path = pk_cache_path::<StandardPlonk>(dir.path(), 6);
     let mut bytes = std::fs::read(&path).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x10;
     std::fs::write(&path, &bytes).unwrap();
-    let rebuilt = load_or_build(dir.path(), 6).unwrap();
+    let rebuilt = load_or_build::<StandardPlonk>(dir.path(), 6).unwrap();
     assert!(rebuilt.origin.contains("checksum"), "{}", rebuilt.origin);
     assert!(keys_equal(&first.pk, &rebuilt.pk));
 
     // Another k's key under this k's name: refused as the wrong k, rebuilt.
-    std::fs::copy(&path, pk_cache_path(dir.path(), 7)).unwrap();
-    let other = load_or_build(dir.path(), 7).unwrap();
+    std::fs::copy(&path, pk_cache_path::<StandardPlonk>(dir.path(), 7)).unwrap();
+    let other = load_or_build::<StandardPlonk>(dir.path(), 7).unwrap();
     assert!(other.origin.contains("k = 6"), "{}", other.origin);
     assert_eq!(other.pk.get_vk().get_domain().k(), 7);
 
@@ -109,7 +143,7 @@ fn stale_or_corrupt_cached_keys_are_rebuilt() {
         b"not a keycodec container, just some bytes of another format",
     )
     .unwrap();
-    let replaced = load_or_build(dir.path(), 6).unwrap();
+    let replaced = load_or_build::<StandardPlonk>(dir.path(), 6).unwrap();
     assert!(replaced.origin.contains("refused"), "{}", replaced.origin);
 }
 
@@ -119,7 +153,7 @@ fn stale_or_corrupt_cached_keys_are_rebuilt() {
 #[ignore = "k = 22: gigabytes and minutes; run with --release -- --ignored"]
 fn k22_round_trip_every_backend() {
     let cache = Path::new(DEFAULT_CACHE_DIR);
-    let fixture = load_or_build(cache, 22).unwrap();
+    let fixture = load_or_build::<StandardPlonk>(cache, 22).unwrap();
     let scratch = cache.join("scratch");
     std::fs::create_dir_all(&scratch).unwrap();
     for backend in Backend::compiled() {

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use codec_core::circuit::{
     expect_count, pack_bits, permutation_columns, rows, stored_selector_count, PkParts, VkParts,
 };
-use codec_core::field::{encode_g1, read_g1_vec, FieldEncoding};
+use codec_core::field::{encode_fr, encode_g1, read_g1_vec, FieldEncoding, FR_BYTES};
 use codec_core::halo2_proofs::arithmetic::Field;
 use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
@@ -238,46 +238,58 @@ fn permutation_exceptions(pk: &ProvingKey<G1Affine>) -> Result<Vec<Vec<(usize, u
         );
     }
     // Each odd value is δ^c · ω^r for some (c, r): for every column c, the ω power it would
-    // need, `value / δ^c`, is a candidate. One parallel pass over the ω powers finds the rows
-    // of all candidates at once (the map holds the few candidates, not the n powers).
-    let candidates: HashSet<Fr> = odd_cells
-        .iter()
-        .flatten()
-        .flat_map(|(_, value)| delta_inverses.iter().map(move |inverse| *value * inverse))
-        .collect();
-    let found: Vec<(Fr, usize)> = if candidates.is_empty() {
-        Vec::new()
-    } else {
-        omega_powers
-            .par_iter()
-            .enumerate()
-            .filter(|(_, omega)| candidates.contains(*omega))
-            .map(|(row, omega)| (*omega, row))
-            .collect()
-    };
-    let row_of: HashMap<Fr, usize> = found.into_iter().collect();
-    let mut all = Vec::with_capacity(values.len());
-    for cells in &odd_cells {
-        let mut exceptions = Vec::with_capacity(cells.len());
-        for (row, value) in cells {
-            let target = delta_inverses
+    // need is `value / δ^c`. Keys are raw encodings (no Montgomery reduction per hash).
+    let key = |value: &Fr| encode_fr(value, FieldEncoding::Raw);
+    let odd_total: usize = odd_cells.iter().map(Vec::len).sum();
+    let row_of: HashMap<[u8; FR_BYTES], usize> =
+        if odd_total.saturating_mul(delta_inverses.len()) >= n / 8 {
+            // Dense permutation: index every ω power once.
+            omega_powers
                 .iter()
                 .enumerate()
-                .find_map(|(to_column, inverse)| {
-                    row_of
-                        .get(&(*value * inverse))
-                        .map(|to_row| (to_column, *to_row))
-                });
-            let (to_column, to_row) = target.ok_or_else(|| {
-                Error::Malformed(
-                    "a permutation value is not δ^column · ω^row: not a halo2 key".into(),
-                )
-            })?;
-            exceptions.push((*row, to_column, to_row));
-        }
-        all.push(exceptions);
-    }
-    Ok(all)
+                .map(|(row, omega)| (key(omega), row))
+                .collect()
+        } else {
+            // Sparse: one parallel pass over the ω powers finds the rows of the few
+            // candidates (the map holds the candidates, not the n powers).
+            let candidates: HashSet<[u8; FR_BYTES]> = odd_cells
+                .iter()
+                .flatten()
+                .flat_map(|(_, value)| delta_inverses.iter().map(move |inv| key(&(*value * inv))))
+                .collect();
+            omega_powers
+                .par_iter()
+                .enumerate()
+                .map(|(row, omega)| (key(omega), row))
+                .filter(|(omega, _)| candidates.contains(omega))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .collect()
+        };
+    odd_cells
+        .par_iter()
+        .map(|cells| {
+            cells
+                .iter()
+                .map(|(row, value)| {
+                    delta_inverses
+                        .iter()
+                        .enumerate()
+                        .find_map(|(to_column, inverse)| {
+                            row_of
+                                .get(&key(&(*value * inverse)))
+                                .map(|to_row| (*row, to_column, *to_row))
+                        })
+                        .ok_or_else(|| {
+                            Error::Malformed(
+                                "a permutation value is not δ^column · ω^row: not a halo2 key"
+                                    .into(),
+                            )
+                        })
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect()
 }
 
 /// `p(x)` for coefficients `coeffs`, by Horner's rule over blocks evaluated in parallel:

@@ -250,14 +250,23 @@ pub struct DenseConfig {
     f: Column<Fixed>,
 }
 
-/// Rows [`DenseCircuit`] fills (it needs `k >= 8`).
+/// Rows [`DenseCircuit::default`] fills (it needs `k >= 8`).
 pub const DENSE_ROWS: usize = 200;
 
 /// A circuit whose fixed column and permutation are dense: a full-size pseudo-random constant
 /// in every used row of its fixed column, and one copy chain through every used cell of both
 /// advice columns. The worst case for a compact layout. Gate: `f · (a - b) = 0`.
-#[derive(Clone, Debug, Default)]
-pub struct DenseCircuit;
+#[derive(Clone, Debug)]
+pub struct DenseCircuit {
+    /// Rows filled, from row 0 (at most the circuit's usable rows at its `k`).
+    pub rows: usize,
+}
+
+impl Default for DenseCircuit {
+    fn default() -> Self {
+        DenseCircuit { rows: DENSE_ROWS }
+    }
+}
 
 impl DenseCircuit {
     /// The pseudo-random, full-size constant of row `row`.
@@ -273,7 +282,7 @@ impl Circuit<Fr> for DenseCircuit {
     type Params = ();
 
     fn without_witnesses(&self) -> Self {
-        Self
+        self.clone()
     }
 
     fn configure(meta: &mut ConstraintSystem<Fr>) -> Self::Config {
@@ -299,7 +308,7 @@ impl Circuit<Fr> for DenseCircuit {
             |mut region| {
                 let value = Value::known(Fr::from(7u64));
                 let mut previous = None;
-                for row in 0..DENSE_ROWS {
+                for row in 0..self.rows {
                     region.assign_fixed(config.f, row, Self::constant(row));
                     let a = region.assign_advice(config.a, row, value);
                     let b = region.assign_advice(config.b, row, value);

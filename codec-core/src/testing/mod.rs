@@ -100,7 +100,7 @@ pub const DENSE_K: u32 = 8;
 /// [`DenseCircuit`] at [`DENSE_K`], generated once per process.
 pub fn dense() -> &'static Fixture<DenseCircuit> {
     static FIXTURE: OnceLock<Fixture<DenseCircuit>> = OnceLock::new();
-    FIXTURE.get_or_init(|| generate(DENSE_K, DenseCircuit, vec![], false))
+    FIXTURE.get_or_init(|| generate(DENSE_K, DenseCircuit::default(), vec![], false))
 }
 
 /// halo2's own `RawBytes` serialization of a proving key: the reference for key equality
