@@ -7,8 +7,10 @@
 //! - *canonical* (`SerdeFormat::Processed`): `PrimeField::to_repr` (little-endian, reduced),
 //!   points compressed to 32 bytes.
 //!
-//! None of these functions relies on the in-memory layout of `Fr`: elements are converted
-//! through halo2curves' own `SerdeObject` and `PrimeField` APIs.
+//! Single elements are converted through halo2curves' own `SerdeObject` and `PrimeField`
+//! APIs. The bulk functions [`read_fr_vec`] and [`write_fr_slice`] move raw-encoded
+//! polynomials without conversion where [`crate::raw_view`] has proven that `Fr`'s memory is
+//! its raw encoding, and fall back to the conversions otherwise.
 
 use std::io::{self, Write};
 
