@@ -6,6 +6,8 @@
 //! only has to win), the data small, and both sides are timed alternately, the minimum of
 //! several runs each, so that a noisy machine slows both rather than one.
 
+// The guard measures the rawbytes backend: nothing to compare without it.
+#![cfg(feature = "rawbytes")]
 // Test code: failing loudly is its job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
