@@ -137,9 +137,15 @@ pub(crate) fn read_file<K: KeyCodec + ?Sized>(
     if matches!(decoded, Err(Error::Io(_))) {
         return decoded;
     }
-    // As in `read`: a checksum mismatch explains a decode error or a leftover payload.
+    // As in `read`: a checksum mismatch explains a decode error or a leftover payload. After
+    // a decode error the reader may have stopped inside a bulk read, so the payload is hashed
+    // afresh from the file.
     if verify {
-        if let Some(digest) = payload.drain_and_digest() {
+        let digest = match decoded {
+            Ok(_) => payload.drain_and_digest(),
+            Err(_) => hash_file_range(file, HEADER_LEN as u64, header.payload_len),
+        };
+        if let Some(digest) = digest {
             verify_checksum(&header, digest)?;
         }
     }
@@ -148,6 +154,26 @@ pub(crate) fn read_file<K: KeyCodec + ?Sized>(
         return Err(Error::TrailingBytes { count: left });
     }
     Ok(key)
+}
+
+/// XXH3-64 of `len` bytes of `file` from `offset`, or `None` if they cannot be read.
+#[cfg(unix)]
+fn hash_file_range(file: &std::fs::File, offset: u64, len: u64) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+
+    let mut hasher = Xxh3::new();
+    let mut buffer = vec![0u8; RELEASE_STEP.min(usize::try_from(len).unwrap_or(usize::MAX))];
+    let mut done = 0u64;
+    while done < len {
+        let step = buffer
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        let chunk = buffer.get_mut(..step)?;
+        file.read_exact_at(chunk, offset + done).ok()?;
+        hasher.update(chunk);
+        done += step as u64;
+    }
+    Some(hasher.digest())
 }
 
 /// Reads a container held in memory: header and length checks, then the payload checksum,

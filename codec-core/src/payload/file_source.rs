@@ -66,6 +66,8 @@ impl<'a> FileSource<'a> {
 
     /// Fills `dst` from the file, checking each [`BULK_STEP`] piece right after reading it;
     /// pieces are read and checked in parallel (rayon). Bytes already buffered are used first.
+    /// After an error the position and the running hash are unspecified: the caller stops
+    /// reading (the container then hashes the payload afresh to tell corruption apart).
     pub(super) fn read_parallel(
         &mut self,
         dst: &mut [u8],
