@@ -14,15 +14,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use codec_core::circuit::{
-    expect_count, pack_bits, permutation_columns, rows, stored_selector_count, PkParts, VkParts,
-};
-use codec_core::field::{encode_fr, encode_g1, read_g1_vec, FieldEncoding, FR_BYTES};
+use codec_core::circuit::{expect_count, rows, PkParts, VkParts};
+use codec_core::field::{encode_fr, FieldEncoding, FR_BYTES};
 use codec_core::halo2_proofs::arithmetic::Field;
 use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{DecodeContext, Error, PayloadReader, Result};
+use codec_core::{Error, PayloadReader, Result};
 use rayon::prelude::*;
 
 use crate::varint;
@@ -31,48 +29,6 @@ const TAG_ZERO: u8 = 0;
 const TAG_SMALL: u8 = 1;
 const TAG_NEGATED_SMALL: u8 = 2;
 const TAG_FULL: u8 = 3;
-
-pub(crate) fn write_vk(parts: &VkParts, out: &mut Vec<u8>) -> Result<()> {
-    out.extend_from_slice(&parts.k.to_le_bytes());
-    out.push(u8::from(parts.compress_selectors));
-    let count = u32::try_from(parts.fixed_commitments.len())
-        .map_err(|_| Error::Malformed("more than 2^32 fixed columns".into()))?;
-    out.extend_from_slice(&count.to_le_bytes());
-    for point in parts
-        .fixed_commitments
-        .iter()
-        .chain(&parts.permutation_commitments)
-    {
-        out.extend_from_slice(&encode_g1(point, FieldEncoding::Raw));
-    }
-    for selector in &parts.selectors {
-        out.extend_from_slice(&pack_bits(selector));
-    }
-    Ok(())
-}
-
-pub(crate) fn read_vk(input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<VkParts> {
-    let k = input.read_u32_le("verifying key k")?;
-    context.check_payload_k(k)?;
-    let compress_selectors = input.read_flag("compress_selectors flag")?;
-    let num_fixed = input.read_u32_le("fixed commitment count")? as usize;
-    let num_permutation = permutation_columns(&context.cs);
-    let raw = |reader: &mut PayloadReader<'_>, count, what| {
-        read_g1_vec(reader, count, FieldEncoding::Raw, context.validation, what)
-    };
-    let fixed_commitments = raw(input, num_fixed, "fixed commitment")?;
-    let permutation_commitments = raw(input, num_permutation, "permutation commitment")?;
-    let n = rows(k);
-    let num_selectors = stored_selector_count(&context.cs, compress_selectors);
-    let selectors = input.read_packed_bits(num_selectors, n, "selectors")?;
-    Ok(VkParts {
-        k,
-        compress_selectors,
-        fixed_commitments,
-        permutation_commitments,
-        selectors,
-    })
-}
 
 /// What a compact proving key stores besides its verifying key.
 pub(crate) struct StoredPk {
@@ -262,8 +218,6 @@ fn permutation_exceptions(pk: &ProvingKey<G1Affine>) -> Result<Vec<Vec<(usize, u
                 .enumerate()
                 .map(|(row, omega)| (key(omega), row))
                 .filter(|(omega, _)| candidates.contains(omega))
-                .collect::<Vec<_>>()
-                .into_iter()
                 .collect()
         };
     odd_cells

@@ -30,6 +30,7 @@ mod varint;
 use std::io::Write;
 
 use codec_core::circuit::VkParts;
+use codec_core::field::FieldEncoding;
 use codec_core::{
     CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, PayloadReader, Result,
 };
@@ -53,7 +54,7 @@ impl KeyCodec for CompactCodec {
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
         let parts = VkParts::of(key.vk())?;
         let mut buf = Vec::new();
-        layout::write_vk(&parts, &mut buf)?;
+        codec_core::vk_layout::write(&parts, FieldEncoding::Raw, &mut buf)?;
         if let KeyRef::Proving(pk) = key {
             layout::write_pk(pk, &mut buf)?;
         }
@@ -68,7 +69,7 @@ impl KeyCodec for CompactCodec {
                 mode: context.mode,
             });
         }
-        let vk_parts = layout::read_vk(input, context)?;
+        let vk_parts = codec_core::vk_layout::read(input, context, FieldEncoding::Raw)?;
         match context.kind {
             KeyKind::Verifying => context.assemble(vk_parts, None),
             KeyKind::Proving => {

@@ -27,6 +27,7 @@ pub mod header;
 mod options;
 mod payload;
 pub mod raw_view;
+pub mod vk_layout;
 
 #[cfg(feature = "testing")]
 pub mod testing;

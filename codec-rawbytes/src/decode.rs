@@ -1,9 +1,7 @@
 //! Reads halo2's key layout with every count, length and value checked.
 
-use codec_core::circuit::{
-    expect_count, permutation_columns, rows, stored_selector_count, PkParts, PkShape, VkParts,
-};
-use codec_core::field::{read_fr_vec, read_g1_vec, FieldEncoding, FR_BYTES};
+use codec_core::circuit::{expect_count, PkParts, PkShape, VkParts};
+use codec_core::field::{read_fr_vec, FieldEncoding, FR_BYTES};
 use codec_core::halo2curves::bn256::Fr;
 use codec_core::{DecodeContext, Error, Key, KeyKind, PayloadReader, Result, Validation};
 
@@ -40,36 +38,7 @@ fn read_vk_parts(
             "halo2 verifying key version byte {version:#04x}, expected {VK_VERSION:#04x}"
         )));
     }
-    let k = input.read_u32_le("verifying key k")?;
-    context.check_payload_k(k)?;
-    let compress_selectors = input.read_flag("compress_selectors flag")?;
-    let num_fixed = input.read_u32_le("fixed commitment count")? as usize;
-    let fixed_commitments = read_g1_vec(
-        input,
-        num_fixed,
-        encoding,
-        context.validation,
-        "fixed commitment",
-    )?;
-    let num_permutation = permutation_columns(&context.cs);
-    let permutation_commitments = read_g1_vec(
-        input,
-        num_permutation,
-        encoding,
-        context.validation,
-        "permutation commitment",
-    )?;
-
-    let n = rows(k);
-    let num_selectors = stored_selector_count(&context.cs, compress_selectors);
-    let selectors = input.read_packed_bits(num_selectors, n, "selectors")?;
-    Ok(VkParts {
-        k,
-        compress_selectors,
-        fixed_commitments,
-        permutation_commitments,
-        selectors,
-    })
+    codec_core::vk_layout::read(input, context, encoding)
 }
 
 fn read_pk_polys(

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use codec_core::circuit::{pack_bits, VkParts};
-use codec_core::field::{encode_g1, write_fr_slice, FieldEncoding};
+use codec_core::circuit::VkParts;
+use codec_core::field::{write_fr_slice, FieldEncoding};
 use codec_core::halo2curves::bn256::Fr;
 use codec_core::{KeyRef, Result};
 
@@ -39,25 +39,8 @@ pub(crate) fn write_key(
 }
 
 fn write_vk(parts: &VkParts, encoding: FieldEncoding, out: &mut dyn Write) -> Result<()> {
-    let mut head = Vec::with_capacity(
-        16 + 64 * (parts.fixed_commitments.len() + parts.permutation_commitments.len()),
-    );
-    head.push(VK_VERSION);
-    head.extend_from_slice(&parts.k.to_le_bytes());
-    head.push(u8::from(parts.compress_selectors));
-    head.extend_from_slice(&u32_len(parts.fixed_commitments.len())?.to_le_bytes());
-    for point in parts
-        .fixed_commitments
-        .iter()
-        .chain(&parts.permutation_commitments)
-    {
-        head.extend_from_slice(&encode_g1(point, encoding));
-    }
-    out.write_all(&head)?;
-    for selector in &parts.selectors {
-        out.write_all(&pack_bits(selector))?;
-    }
-    Ok(())
+    out.write_all(&[VK_VERSION])?;
+    codec_core::vk_layout::write(parts, encoding, out)
 }
 
 fn write_poly(values: &[Fr], encoding: FieldEncoding, out: &mut dyn Write) -> Result<()> {
