@@ -77,10 +77,7 @@ impl<'a> FileSource<'a> {
         // `dst[j]` is the file's byte at `origin + j`; the first `from_buffer` bytes are
         // already in the buffer.
         let origin = self.next - self.buffered().len() as u64;
-        let from_buffer = dst.len().min(self.buffered().len());
-        let (head, _) = dst.split_at_mut(from_buffer);
-        head.copy_from_slice(self.buffered().get(..from_buffer).unwrap_or_default());
-        self.start += from_buffer;
+        let from_buffer = self.take_buffered(dst);
         let file = self.file;
         dst.par_chunks_mut(BULK_STEP)
             .enumerate()
@@ -95,7 +92,8 @@ impl<'a> FileSource<'a> {
                 check(piece)
             })?;
         if let Some(hasher) = &mut self.hasher {
-            hasher.update(dst);
+            // The buffered head was hashed as it was taken.
+            hasher.update(dst.get(from_buffer..).unwrap_or_default());
         }
         if dst.len() > from_buffer {
             // Everything buffered was used; the file position moves past `dst`.
