@@ -16,7 +16,8 @@
 //!   "k": u32,                          // the key has 2^k rows
 //!   "repeat": usize,                   // runs per median
 //!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
-//!   "fixture": { "origin": str, "seconds": f64, "key_memory_bytes": u64 },
+//!   "fixture": { "origin": str, "seconds": f64, "key_memory_bytes": u64,
+//!                "domain_memory_bytes": u64 | null },
 //!   "limits": {                        // the machine, same run, same byte count
 //!     "bytes": u64,                    // = the largest key file
 //!     "bulk_write_s": f64, "bulk_read_s": f64,
@@ -163,6 +164,10 @@ pub struct FixtureInfo {
     pub seconds: f64,
     /// Bytes of field elements the key holds in memory.
     pub key_memory_bytes: u64,
+    /// Resident memory the key's evaluation domain (twiddle tables) keeps: the rise of
+    /// this process's resident size across building one, if measurable. A loaded key
+    /// holds its field elements and this; a load's resident rise is compared with the sum.
+    pub domain_memory_bytes: Option<u64>,
 }
 
 /// Whether reads were cold.
@@ -219,6 +224,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed}, ~{eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let domain_memory_bytes = measure::domain_memory_bytes(pk);
     let mut harness_peak = rss::peak();
     let mut cold_effective = true;
     let mut rows = Vec::new();
@@ -317,6 +323,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
             origin: fixture.origin.clone(),
             seconds: fixture.seconds,
             key_memory_bytes: measure::key_memory_bytes(pk),
+            domain_memory_bytes,
         },
         limits,
         rows,

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use halo2_proofs::plonk::{Circuit, ProvingKey};
+use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::{
@@ -240,6 +241,19 @@ pub fn key_memory_bytes(pk: &ProvingKey<G1Affine>) -> u64 {
         .iter()
         .map(|p| std::mem::size_of_val(*p) as u64)
         .sum()
+}
+
+/// Resident memory an evaluation domain like `pk`'s keeps once built: the rise of the
+/// process's resident size across `EvaluationDomain::new` (its scratch space freed), or
+/// `None` where resident size cannot be read. A lower bound where the allocator reuses
+/// memory freed earlier.
+pub fn domain_memory_bytes(pk: &ProvingKey<G1Affine>) -> Option<u64> {
+    let vk = pk.get_vk();
+    let before = rss::current()?;
+    let domain = EvaluationDomain::<Fr>::new(vk.cs().degree() as u32, vk.get_domain().k());
+    let after = rss::current()?;
+    drop(domain);
+    Some(after.saturating_sub(before))
 }
 
 /// The machine's own limits for `bytes` bytes, measured in the same run as the keys.

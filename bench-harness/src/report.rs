@@ -82,10 +82,23 @@ pub fn table(report: &Report) -> String {
         limits.checksum_s,
         gbps(limits.checksum_s),
     );
+    let fixture = &report.fixture;
+    let key = match fixture.domain_memory_bytes {
+        Some(domain) => {
+            let whole = fixture.key_memory_bytes + domain;
+            format!(
+                "{} of field elements + {} of evaluation domain = {} (x 1.1 + 64 MiB = {}, issue 6's load RSS bound)",
+                mib(fixture.key_memory_bytes),
+                mib(domain),
+                mib(whole),
+                mib(whole + whole / 10 + (64 << 20)),
+            )
+        }
+        None => format!("{} of field elements", mib(fixture.key_memory_bytes)),
+    };
     let _ = writeln!(
         out,
-        "key in memory: {} of field elements; fixture: {} in {:.1} s; harness peak RSS: {}",
-        mib(report.fixture.key_memory_bytes),
+        "key in memory: {key}; fixture: {} in {:.1} s; harness peak RSS: {}",
         report.fixture.origin,
         report.fixture.seconds,
         report.harness_peak_rss_bytes.map_or("n/a".to_owned(), mib),

@@ -93,6 +93,8 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     for key in ["bulk_write_s", "bulk_read_s", "bytes"] {
         assert!(json["limits"][key].is_number(), "limits.{key}");
     }
+    // Building a k = 8 domain keeps well under a MiB: only its presence is checked here.
+    assert!(json["fixture"]["domain_memory_bytes"].is_number());
     let row = &json["rows"][0];
     for key in [
         "backend",

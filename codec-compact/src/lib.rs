@@ -29,7 +29,7 @@ mod varint;
 
 use std::io::Write;
 
-use codec_core::circuit::VkParts;
+use codec_core::circuit::{VkParts, VkPlan};
 use codec_core::field::FieldEncoding;
 use codec_core::{
     CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, PayloadReader, Result,
@@ -73,12 +73,10 @@ impl KeyCodec for CompactCodec {
         match context.kind {
             KeyKind::Verifying => context.assemble(vk_parts, None),
             KeyKind::Proving => {
-                let stored = layout::read_pk(input, &vk_parts)?;
-                let vk = codec_core::circuit::assemble_vk(
-                    context.cs.clone(),
-                    vk_parts,
-                    &context.limits,
-                )?;
+                // The evaluation domain (needed by the recomputation) is built on another
+                // thread while the stored columns are decoded.
+                let plan = VkPlan::new(context.cs.clone(), vk_parts, &context.limits)?;
+                let (vk, stored) = plan.finish_while(|shape| layout::read_pk(input, shape))?;
                 let parts = layout::recompute(&vk, stored)?;
                 codec_core::circuit::assemble_pk(vk, parts).map(Key::Proving)
             }

@@ -172,55 +172,158 @@ pub fn assemble_vk(
     parts: VkParts,
     limits: &Limits,
 ) -> Result<VerifyingKey<G1Affine>> {
-    check_k(parts.k, limits)?;
-    let n = rows(parts.k);
-    if n < cs.minimum_rows() {
-        return Err(Error::Structure {
-            what: "rows (2^k) against the circuit's minimum",
-            expected: cs.minimum_rows() as u64,
-            found: n as u64,
-        });
-    }
-    let degree = cs.degree();
-    check_extended_k(parts.k, degree)?;
-    expect_count(
-        "selector vectors",
-        stored_selector_count(&cs, parts.compress_selectors),
-        parts.selectors.len(),
-    )?;
-    for selector in &parts.selectors {
-        expect_count("selector length (2^k)", n, selector.len())?;
-    }
-    expect_count(
-        "permutation commitments",
-        permutation_columns(&cs),
-        parts.permutation_commitments.len(),
-    )?;
+    let plan = VkPlan::new(cs, parts, limits)?;
+    let domain = plan.build_domain();
+    plan.finish(domain)
+}
 
-    let (cs, selectors) = if parts.compress_selectors {
-        let (cs, _) = cs.compress_selectors(parts.selectors.clone());
-        (cs, parts.selectors)
-    } else {
-        let placeholder = vec![vec![false]; cs.num_selectors()];
-        let (cs, _) = cs.directly_convert_selectors_to_fixed(placeholder);
-        (cs, Vec::new())
-    };
-    expect_count(
-        "fixed commitments",
-        cs.num_fixed_columns(),
-        parts.fixed_commitments.len(),
-    )?;
-    let domain = EvaluationDomain::new(cs.degree() as u32, parts.k);
-    Ok(VerifyingKey::from_parts(
-        domain,
-        parts.fixed_commitments,
-        halo2_proofs::plonk::permutation::VerifyingKey::from_commitments(
-            parts.permutation_commitments,
-        ),
-        cs,
-        selectors,
-        parts.compress_selectors,
-    ))
+/// A verifying key checked against its circuit and waiting only for its evaluation domain:
+/// the one part of a verifying key whose construction costs time and memory in `2^k`
+/// (twiddle tables for `2^k` and the extended domain: about 0.9 s and 0.7 GiB at k = 22).
+/// Splitting it off lets a decoder build the domain on one thread while it reads the
+/// proving key's polynomials on others ([`crate::DecodeContext::assemble_proving_with`]).
+#[derive(Debug)]
+pub struct VkPlan {
+    cs: ConstraintSystem<Fr>,
+    k: u32,
+    fixed_commitments: Vec<G1Affine>,
+    permutation_commitments: Vec<G1Affine>,
+    selectors: Vec<Vec<bool>>,
+    compress_selectors: bool,
+}
+
+impl VkPlan {
+    /// Checks `parts` against the circuit's freshly configured constraint system and
+    /// converts its selectors as halo2's reader does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KOutOfRange`] for an impossible `k`, [`Error::Structure`] when a count or
+    /// length disagrees with the circuit (or the circuit needs more rows than `2^k`).
+    pub fn new(cs: ConstraintSystem<Fr>, parts: VkParts, limits: &Limits) -> Result<Self> {
+        check_k(parts.k, limits)?;
+        let n = rows(parts.k);
+        if n < cs.minimum_rows() {
+            return Err(Error::Structure {
+                what: "rows (2^k) against the circuit's minimum",
+                expected: cs.minimum_rows() as u64,
+                found: n as u64,
+            });
+        }
+        expect_count(
+            "selector vectors",
+            stored_selector_count(&cs, parts.compress_selectors),
+            parts.selectors.len(),
+        )?;
+        for selector in &parts.selectors {
+            expect_count("selector length (2^k)", n, selector.len())?;
+        }
+        expect_count(
+            "permutation commitments",
+            permutation_columns(&cs),
+            parts.permutation_commitments.len(),
+        )?;
+
+        let (cs, selectors) = if parts.compress_selectors {
+            let (cs, _) = cs.compress_selectors(parts.selectors.clone());
+            (cs, parts.selectors)
+        } else {
+            let placeholder = vec![vec![false]; cs.num_selectors()];
+            let (cs, _) = cs.directly_convert_selectors_to_fixed(placeholder);
+            (cs, Vec::new())
+        };
+        expect_count(
+            "fixed commitments",
+            cs.num_fixed_columns(),
+            parts.fixed_commitments.len(),
+        )?;
+        // The domain's degree is the converted constraint system's.
+        check_extended_k(parts.k, cs.degree())?;
+        Ok(VkPlan {
+            cs,
+            k: parts.k,
+            fixed_commitments: parts.fixed_commitments,
+            permutation_commitments: parts.permutation_commitments,
+            selectors,
+            compress_selectors: parts.compress_selectors,
+        })
+    }
+
+    /// Builds the evaluation domain the finished key needs (halo2's
+    /// `EvaluationDomain::new`, whose assertion on the extended domain [`VkPlan::new`]
+    /// already checked).
+    pub fn build_domain(&self) -> EvaluationDomain<Fr> {
+        EvaluationDomain::new(self.cs.degree() as u32, self.k)
+    }
+
+    /// Builds the evaluation domain on a second thread while `work` runs on this one (given
+    /// the proving key's shape), then finishes the verifying key. Both take most of a load's
+    /// time at large `k` and neither waits for the other: a decoder reading the polynomials
+    /// in `work` hides the domain's construction behind the reads.
+    ///
+    /// The domain's memory is allocated at once: call this only when the input already
+    /// justifies `2^k`-sized memory (for example, when the payload holds the polynomials'
+    /// bytes, [`PayloadReader::ensure_available`](crate::PayloadReader::ensure_available)).
+    ///
+    /// # Errors
+    ///
+    /// `work`'s error (the domain is still built, then dropped) and those of
+    /// [`VkPlan::finish`]. Should building the domain panic (what [`VkPlan::new`] checks
+    /// rules that out), the panic is reported as [`Error::Malformed`], not propagated.
+    pub fn finish_while<T>(
+        self,
+        work: impl FnOnce(&PkShape) -> Result<T>,
+    ) -> Result<(VerifyingKey<G1Affine>, T)> {
+        let shape = self.pk_shape();
+        let (domain, done) = std::thread::scope(|scope| {
+            let domain = scope.spawn(|| self.build_domain());
+            let done = work(&shape);
+            (domain.join(), done)
+        });
+        let done = done?;
+        let domain = domain.map_err(|_| {
+            Error::Malformed(format!(
+                "halo2's EvaluationDomain::new panicked for k = {}",
+                self.k
+            ))
+        })?;
+        Ok((self.finish(domain)?, done))
+    }
+
+    /// The proving key's shape this verifying key implies.
+    pub fn pk_shape(&self) -> PkShape {
+        PkShape {
+            rows: rows(self.k),
+            fixed_columns: self.cs.num_fixed_columns(),
+            permutation_columns: permutation_columns(&self.cs),
+        }
+    }
+
+    /// Builds the verifying key around `domain`, which should come from
+    /// [`VkPlan::build_domain`] of this plan.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Structure`] if `domain` was built for another `k` or constraint degree (a
+    /// caller's bug: such a key would not verify).
+    pub fn finish(self, domain: EvaluationDomain<Fr>) -> Result<VerifyingKey<G1Affine>> {
+        expect_count("evaluation domain k", self.k as usize, domain.k() as usize)?;
+        expect_count(
+            "evaluation domain quotient degree",
+            self.cs.degree().max(1) - 1,
+            domain.get_quotient_poly_degree(),
+        )?;
+        Ok(VerifyingKey::from_parts(
+            domain,
+            self.fixed_commitments,
+            halo2_proofs::plonk::permutation::VerifyingKey::from_commitments(
+                self.permutation_commitments,
+            ),
+            self.cs,
+            self.selectors,
+            self.compress_selectors,
+        ))
+    }
 }
 
 /// `EvaluationDomain::new` asserts that the extended domain fits the field's two-adicity;
@@ -270,18 +373,6 @@ pub struct PkShape {
 }
 
 impl PkShape {
-    /// The shape a proving key must have if its verifying key is `parts` (not yet checked
-    /// against the circuit; [`assemble_vk`] does that). Decoders read the polynomials with
-    /// this shape *before* assembling the verifying key, whose evaluation domain costs memory
-    /// proportional to `2^k`: memory then grows only with data actually present.
-    pub fn of_parts(parts: &VkParts) -> Self {
-        PkShape {
-            rows: rows(parts.k),
-            fixed_columns: parts.fixed_commitments.len(),
-            permutation_columns: parts.permutation_commitments.len(),
-        }
-    }
-
     /// The shape implied by a verifying key.
     pub fn of(vk: &VerifyingKey<G1Affine>) -> Self {
         PkShape {

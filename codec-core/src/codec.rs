@@ -104,6 +104,32 @@ impl DecodeContext {
         circuit::check_k(k, &self.limits)
     }
 
+    /// Builds a proving key whose polynomials `read_polys` decodes from `input`, checking the
+    /// verifying key's parts against the circuit first and building its evaluation domain on
+    /// another thread while the polynomials are read ([`circuit::VkPlan::finish_while`]).
+    /// Before anything `2^k`-sized is allocated, the payload must hold at least
+    /// [`FR_BYTES`](crate::field::FR_BYTES) per polynomial element: for backends that store
+    /// every element (rawbytes, rkyv), so that a short forged file cannot claim a large key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LimitExceeded`] when the payload is shorter than the polynomials, the errors of
+    /// [`circuit::VkPlan::new`], `read_polys`'s, and those of [`circuit::assemble_pk`].
+    pub fn assemble_proving_while_reading(
+        &self,
+        vk: circuit::VkParts,
+        input: &mut PayloadReader<'_>,
+        read_polys: impl FnOnce(&mut PayloadReader<'_>, &circuit::PkShape) -> Result<circuit::PkParts>,
+    ) -> Result<Key> {
+        let plan = circuit::VkPlan::new(self.cs.clone(), vk, &self.limits)?;
+        input.ensure_available(
+            plan.pk_shape().total_elements() * crate::field::FR_BYTES as u128,
+            "proving key polynomials",
+        )?;
+        let (vk, polys) = plan.finish_while(|shape| read_polys(input, shape))?;
+        circuit::assemble_pk(vk, polys).map(Key::Proving)
+    }
+
     /// Builds the requested key from decoded parts, checking them against the circuit. The
     /// verifying key (whose evaluation domain costs O(2^k) memory) is assembled last, after
     /// the polynomials were read: only data actually present justifies that memory.

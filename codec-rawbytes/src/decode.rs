@@ -1,7 +1,7 @@
 //! Reads halo2's key layout with every count, length and value checked.
 
 use codec_core::circuit::{expect_count, PkParts, PkShape, VkParts};
-use codec_core::field::{read_fr_vec, FieldEncoding, FR_BYTES};
+use codec_core::field::{read_fr_vec, FieldEncoding};
 use codec_core::halo2curves::bn256::Fr;
 use codec_core::{DecodeContext, Error, Key, KeyKind, PayloadReader, Result, Validation};
 
@@ -13,18 +13,15 @@ pub(crate) fn read_key(
     encoding: FieldEncoding,
 ) -> Result<Key> {
     let vk_parts = read_vk_parts(input, context, encoding)?;
-    // Polynomials first: the verifying key's evaluation domain costs O(2^k) memory, which
-    // only data actually read may justify.
-    let pk_parts = match context.kind {
-        KeyKind::Proving => Some(read_pk_polys(
-            input,
-            &PkShape::of_parts(&vk_parts),
-            encoding,
-            context.validation,
-        )?),
-        KeyKind::Verifying => None,
-    };
-    context.assemble(vk_parts, pk_parts)
+    match context.kind {
+        // The evaluation domain is built on another thread while the polynomials are read.
+        KeyKind::Proving => {
+            context.assemble_proving_while_reading(vk_parts, input, |input, shape| {
+                read_pk_polys(input, shape, encoding, context.validation)
+            })
+        }
+        KeyKind::Verifying => context.assemble(vk_parts, None),
+    }
 }
 
 fn read_vk_parts(
@@ -47,11 +44,6 @@ fn read_pk_polys(
     encoding: FieldEncoding,
     validation: Validation,
 ) -> Result<PkParts> {
-    // Every polynomial is 2^k elements: the whole key's size is known before the first one.
-    input.ensure_available(
-        shape.total_elements() * FR_BYTES as u128,
-        "proving key polynomials",
-    )?;
     let mut poly = |what: &'static str| read_poly(input, shape.rows, encoding, validation, what);
     let l0 = poly("l0")?;
     let l_last = poly("l_last")?;

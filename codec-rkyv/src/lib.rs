@@ -163,17 +163,16 @@ impl KeyCodec for RkyvCodec {
             });
         }
         let vk_parts = read_vk_parts(input, context)?;
-        // Polynomials first: the verifying key's evaluation domain costs O(2^k) memory, which
-        // only data actually read may justify.
-        let pk_parts = match context.kind {
-            KeyKind::Proving => Some(read_pk_polys(
-                input,
-                &PkShape::of_parts(&vk_parts),
-                context.validation,
-            )?),
-            KeyKind::Verifying => None,
-        };
-        context.assemble(vk_parts, pk_parts)
+        match context.kind {
+            // The evaluation domain is built on another thread while the polynomials are
+            // read; every element takes 32 bytes here too, as that helper requires.
+            KeyKind::Proving => {
+                context.assemble_proving_while_reading(vk_parts, input, |input, shape| {
+                    read_pk_polys(input, shape, context.validation)
+                })
+            }
+            KeyKind::Verifying => context.assemble(vk_parts, None),
+        }
     }
 }
 
