@@ -160,11 +160,20 @@ fn read_runs(input: &mut PayloadReader<'_>, n: usize) -> Result<Vec<Fr>> {
     Ok(values)
 }
 
-/// `[1, x, x^2, ..., x^(len-1)]`.
+/// `[1, x, x^2, ..., x^(len-1)]`, in parallel chunks (each starts from its own power).
 fn powers(x: Fr, len: usize) -> Vec<Fr> {
-    std::iter::successors(Some(Fr::ONE), |p| Some(*p * x))
-        .take(len)
-        .collect()
+    const CHUNK: usize = 1 << 14;
+    let mut out = vec![Fr::ZERO; len];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(index, chunk)| {
+            let mut current = x.pow_vartime([(index * CHUNK) as u64]);
+            for power in chunk {
+                *power = current;
+                current *= x;
+            }
+        });
+    out
 }
 
 /// Finds, for every permutation cell whose value is not its own `δ^column · ω^row`, the
@@ -524,6 +533,17 @@ mod evaluation_tests {
             let coeffs: Vec<Fr> = (0..len as u64).map(|i| Fr::from(i * i + 7)).collect();
             let plain = coeffs.iter().rev().fold(Fr::ZERO, |acc, c| acc * x + c);
             assert_eq!(evaluate_parallel(&coeffs, x), plain, "len {len}");
+        }
+    }
+
+    #[test]
+    fn parallel_powers_agree_with_repeated_multiplication() {
+        let x = Fr::from(0x9e37_79b9_u64);
+        for len in [0usize, 1, 2, (1 << 14) - 1, 1 << 14, (1 << 14) + 1, 3 << 14] {
+            let serial: Vec<Fr> = std::iter::successors(Some(Fr::ONE), |p| Some(*p * x))
+                .take(len)
+                .collect();
+            assert_eq!(powers(x, len), serial, "len {len}");
         }
     }
 }

@@ -73,10 +73,26 @@ impl KeyCodec for CompactCodec {
         match context.kind {
             KeyKind::Verifying => context.assemble(vk_parts, None),
             KeyKind::Proving => {
-                // The evaluation domain (needed by the recomputation) is built on another
-                // thread while the stored columns are decoded.
+                // The stored columns are parsed from memory: the rest of the payload in one
+                // read (a compact payload is small beside the key it rebuilds; borrowed when
+                // the payload is in memory) instead of millions of small reads, each through
+                // the reader's buffer and checksum. Meanwhile the evaluation domain the
+                // recomputation needs is built on another thread.
+                let rest =
+                    usize::try_from(input.remaining()).map_err(|_| Error::LimitExceeded {
+                        what: "compact payload length for this platform",
+                        requested: input.remaining(),
+                        limit: usize::MAX as u64,
+                    })?;
+                let rest = input.read_borrowed(rest, "compact proving key data")?;
+                let mut stored_input = PayloadReader::from_slice(&rest);
                 let plan = VkPlan::new(context.cs.clone(), vk_parts, &context.limits)?;
-                let (vk, stored) = plan.finish_while(|shape| layout::read_pk(input, shape))?;
+                let (vk, stored) =
+                    plan.finish_while(|shape| layout::read_pk(&mut stored_input, shape))?;
+                match stored_input.remaining() {
+                    0 => drop(rest),
+                    count => return Err(Error::TrailingBytes { count }),
+                }
                 let parts = layout::recompute(&vk, stored)?;
                 codec_core::circuit::assemble_pk(vk, parts).map(Key::Proving)
             }
