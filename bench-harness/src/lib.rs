@@ -16,6 +16,7 @@
 //!   "k": u32,                          // the key has 2^k rows
 //!   "repeat": usize,                   // runs per median
 //!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
+//!   "replace": bool,                   // saves replaced the previous run's file
 //!   "fixture": { "origin": str, "seconds": f64, "key_memory_bytes": u64,
 //!                "domain_memory_bytes": u64 | null },
 //!   "limits": {                        // the machine, same run, same byte count
@@ -103,6 +104,14 @@ pub struct Args {
     /// DONTNEED), to measure reads from the disk; the report says if the kernel refused.
     #[arg(long)]
     pub cold: bool,
+
+    /// Save every run after the first over the previous run's file, as a prover updating
+    /// its key does. By default each save goes to a path with no file: replacing a
+    /// multi-GB file costs differently by writer (halo2's `File::create` truncates the old
+    /// file before writing; keycodec's atomic save keeps it until the new one is durable,
+    /// so both occupy the page cache at once), which this flag measures.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// The circuits `--circuit` takes.
@@ -190,6 +199,8 @@ pub struct Report {
     pub repeat: usize,
     /// Cold reads.
     pub cold: Cold,
+    /// Saves replaced the previous run's file (`--replace`).
+    pub replace: bool,
     /// The key.
     pub fixture: FixtureInfo,
     /// The machine's limits.
@@ -242,6 +253,10 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
                     group.writer,
                     run + 1
                 ));
+                // Unless `--replace`, every save goes to a path with no file (see `Args`).
+                if !args.replace && path.exists() {
+                    std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+                }
                 writes.push(measure::write::<C>(group.writer, &path, pk, buffer)?);
                 file_bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
                 // The first read after a save is often slower (the kernel is still settling
@@ -319,6 +334,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
             requested: args.cold,
             effective: args.cold && cold_effective,
         },
+        replace: args.replace,
         fixture: FixtureInfo {
             origin: fixture.origin.clone(),
             seconds: fixture.seconds,

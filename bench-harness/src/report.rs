@@ -13,7 +13,7 @@ pub fn table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}, k = {}, medians of {} runs{}",
+        "{}, k = {}, medians of {} runs{}{}",
         match report.circuit {
             crate::CircuitName::StandardPlonk => "StandardPlonk",
             crate::CircuitName::Dense => "dense circuit",
@@ -24,6 +24,11 @@ pub fn table(report: &Report) -> String {
             (false, _) => "",
             (true, true) => ", cold reads (page cache dropped before each read)",
             (true, false) => ", cold reads REQUESTED BUT REFUSED by the kernel: reads were warm",
+        },
+        if report.replace {
+            ", saves replace the previous run's file"
+        } else {
+            ", saves to a new path"
         }
     );
     let _ = writeln!(

@@ -30,6 +30,7 @@ fn args(cache_dir: &Path, k: u32) -> Args {
         plot: Some(cache_dir.join("report.svg")),
         cache_dir: cache_dir.to_path_buf(),
         cold: false,
+        replace: false,
     }
 }
 
@@ -44,10 +45,17 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
         buffers: vec![Size::mib(1)],
         json: None,
         plot: None,
+        // Two runs, the second saving over the first's file.
+        repeat: 2,
+        replace: true,
         ..args(dir.path(), 8)
     };
     let report = run(&args).unwrap();
-    assert!(report.rows.iter().all(|row| row.verified));
+    assert!(report.replace);
+    assert!(report
+        .rows
+        .iter()
+        .all(|row| row.verified && row.write_runs.len() == 2));
     let size = |backend: &str, mode: &str| {
         report
             .rows
