@@ -278,37 +278,24 @@ fn evaluate_parallel(coeffs: &[Fr], x: Fr) -> Fr {
 ///
 /// Each coefficient-form polynomial `p` must be the inverse FFT of its Lagrange values `v`.
 /// Both sides are evaluated at one point `x` outside the domain: `p(x)` by Horner, and the
-/// interpolation `Σ v_j L_j(x)` with `L_j(x) = (x^n - 1)/n · ω^j/(x - ω^j)` (one batch
-/// inversion shared by all polynomials). Two distinct polynomials of degree < n agree at `x`
-/// with probability at most n/|F| (Schwartz–Zippel), and `x` is derived from the key, so an
-/// accidental inconsistency cannot be aimed at it.
+/// interpolation `Σ v_j L_j(x)` with `L_j(x) = (x^n - 1)/n · ω^j/(x - ω^j)`. Two distinct
+/// polynomials of degree < n agree at `x` with probability at most n/|F| (Schwartz–Zippel),
+/// and `x` is derived from the key, so an accidental inconsistency cannot be aimed at it.
+///
+/// The interpolation costs one multiplication per row only for dense columns. A column
+/// whose values are its base (zero for fixed columns, `δ^c · ω^j` for permutation column
+/// `c`) except on a few rows is the base's value at `x` (`0`, or `δ^c · x`) plus the few
+/// rows' terms; the basis over every row (one batch inversion of n elements) is built only
+/// if some column is dense. `l_active_row` uses `Σ_j L_j(x) = 1`.
 fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
     let domain = pk.get_vk().get_domain();
     let n = rows(domain.k());
-    let omega_powers = powers(domain.get_omega(), n);
     // A point derived from the key (its transcript representation), moved off the domain.
     let mut x = pk.get_vk().transcript_repr().square() + Fr::from(0x6b63_u64);
     while x.pow_vartime([n as u64]) == Fr::ONE {
         x += Fr::ONE;
     }
-    let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
-    let scale = (x.pow_vartime([n as u64]) - Fr::ONE) * n_inv;
-    let mut denominators: Vec<Fr> = omega_powers.par_iter().map(|w| x - w).collect();
-    denominators.par_chunks_mut(1 << 16).for_each(|chunk| {
-        codec_core::halo2_proofs::halo2curves::ff::BatchInvert::batch_invert(chunk.iter_mut());
-    });
-    let basis: Vec<Fr> = omega_powers
-        .par_iter()
-        .zip(denominators.par_iter())
-        .map(|(w, inv)| scale * w * inv)
-        .collect();
-    let interpolate = |values: &[Fr]| -> Fr {
-        values
-            .par_iter()
-            .zip(basis.par_iter())
-            .map(|(v, l)| *v * l)
-            .sum()
-    };
+    let lagrange = Interpolator::new(domain.get_omega(), n, x);
     let evaluate = |coeffs: &[Fr]| evaluate_parallel(coeffs, x);
     let refuse = |what: &str| {
         Error::Malformed(format!("{what} is not derivable the way halo2 keygen derives it: the compact layout cannot store this key"))
@@ -318,33 +305,56 @@ fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
     let last = n
         .checked_sub(blinding + 1)
         .ok_or_else(|| refuse("l_last"))?;
-    let basis_at = |row: usize| basis.get(row).copied().unwrap_or(Fr::ZERO);
-    let active: Fr = basis.iter().take(last).sum();
+    let ends = lagrange.basis_at_rows(&[0, last]);
+    let inactive: Fr = lagrange
+        .basis_at_rows(&(last..n).collect::<Vec<_>>())
+        .iter()
+        .sum();
     let checks = [
-        (evaluate(pk.l0().values()), basis_at(0), "l0"),
-        (evaluate(pk.l_last().values()), basis_at(last), "l_last"),
-        (evaluate(pk.l_active_row().values()), active, "l_active_row"),
+        (evaluate(pk.l0().values()), ends.first().copied(), "l0"),
+        (
+            evaluate(pk.l_last().values()),
+            ends.get(1).copied(),
+            "l_last",
+        ),
+        (
+            evaluate(pk.l_active_row().values()),
+            Some(Fr::ONE - inactive),
+            "l_active_row",
+        ),
     ];
     for (got, expected, what) in checks {
-        if got != expected {
+        if Some(got) != expected {
             return Err(refuse(what));
         }
     }
     let permutation = pk.permutation();
+    let delta_powers = powers(Fr::DELTA, permutation.permutations().len());
     let pairs = pk
         .fixed_values()
         .iter()
         .zip(pk.fixed_polys())
-        .map(|(v, p)| (v.values(), p.values(), "a fixed polynomial"))
+        .map(|(v, p)| (v.values(), p.values(), Base::Zero, "a fixed polynomial"))
         .chain(
             permutation
                 .permutations()
                 .iter()
                 .zip(permutation.polys())
-                .map(|(v, p)| (v.values(), p.values(), "a permutation polynomial")),
+                .zip(&delta_powers)
+                .map(|((v, p), delta)| {
+                    (
+                        v.values(),
+                        p.values(),
+                        Base::Linear(*delta),
+                        "a permutation polynomial",
+                    )
+                }),
         );
-    for (values, coeffs, what) in pairs {
-        if values.len() != n || coeffs.len() != n || evaluate(coeffs) != interpolate(values) {
+    for (values, coeffs, base, what) in pairs {
+        if values.len() != n
+            || coeffs.len() != n
+            || evaluate(coeffs) != lagrange.interpolate(values, base)
+        {
             return Err(refuse(what));
         }
     }
@@ -354,6 +364,97 @@ fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
         return Err(refuse("the polynomial counts"));
     }
     Ok(())
+}
+
+/// Interpolation at one point `x` off the domain of `n` rows: `Σ v_j L_j(x)` with
+/// `L_j(x) = (x^n - 1)/n · ω^j/(x - ω^j)`.
+struct Interpolator {
+    x: Fr,
+    n: usize,
+    scale: Fr,
+    omega_powers: Vec<Fr>,
+    /// The basis over every row, for dense columns: built at most once.
+    full_basis: std::sync::OnceLock<Vec<Fr>>,
+}
+
+impl Interpolator {
+    fn new(omega: Fr, n: usize, x: Fr) -> Self {
+        let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
+        Interpolator {
+            x,
+            n,
+            scale: (x.pow_vartime([n as u64]) - Fr::ONE) * n_inv,
+            omega_powers: powers(omega, n),
+            full_basis: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn omega_at(&self, row: usize) -> Fr {
+        self.omega_powers.get(row).copied().unwrap_or(Fr::ZERO)
+    }
+
+    /// `L_j(x)` for the given rows, with one batch inversion.
+    fn basis_at_rows(&self, rows: &[usize]) -> Vec<Fr> {
+        let mut inverses: Vec<Fr> = rows
+            .par_iter()
+            .map(|&j| self.x - self.omega_at(j))
+            .collect();
+        inverses.par_chunks_mut(1 << 16).for_each(|chunk| {
+            codec_core::halo2_proofs::halo2curves::ff::BatchInvert::batch_invert(chunk.iter_mut());
+        });
+        rows.par_iter()
+            .zip(inverses.par_iter())
+            .map(|(&j, inv)| self.scale * self.omega_at(j) * inv)
+            .collect()
+    }
+
+    /// `Σ v_j L_j(x)`. Where `values` equal `base` on all but an eighth of the rows, the
+    /// base's own value at `x` plus the other rows' terms (one multiplication per row to
+    /// compare with a linear base, none for zero); otherwise over every row, with the full
+    /// basis.
+    fn interpolate(&self, values: &[Fr], base: Base) -> Fr {
+        let base_at = |row: usize| match base {
+            Base::Zero => Fr::ZERO,
+            Base::Constant(c) => c,
+            Base::Linear(d) => d * self.omega_at(row),
+        };
+        let off: Vec<(usize, Fr)> = values
+            .par_iter()
+            .enumerate()
+            .filter_map(|(row, v)| {
+                let b = base_at(row);
+                (*v != b).then(|| (row, *v - b))
+            })
+            .collect();
+        if off.len() <= self.n / 8 {
+            let at_x = match base {
+                Base::Zero => Fr::ZERO,
+                Base::Constant(c) => c,
+                Base::Linear(d) => d * self.x,
+            };
+            let rows: Vec<usize> = off.iter().map(|(row, _)| *row).collect();
+            let basis = self.basis_at_rows(&rows);
+            at_x + off
+                .par_iter()
+                .zip(basis.par_iter())
+                .map(|((_, difference), l)| *difference * l)
+                .sum::<Fr>()
+        } else {
+            self.interpolate_dense(values)
+        }
+    }
+
+    /// `Σ v_j L_j(x)` over every row.
+    fn interpolate_dense(&self, values: &[Fr]) -> Fr {
+        let basis = self
+            .full_basis
+            .get_or_init(|| self.basis_at_rows(&(0..self.n).collect::<Vec<_>>()));
+        values
+            .par_iter()
+            .zip(basis.par_iter())
+            .map(|(v, l)| *v * l)
+            .sum()
+    }
 }
 
 /// Lagrange vectors with at most this many entries off their base are converted to
@@ -533,6 +634,39 @@ mod evaluation_tests {
             let coeffs: Vec<Fr> = (0..len as u64).map(|i| Fr::from(i * i + 7)).collect();
             let plain = coeffs.iter().rev().fold(Fr::ZERO, |acc, c| acc * x + c);
             assert_eq!(evaluate_parallel(&coeffs, x), plain, "len {len}");
+        }
+    }
+
+    /// The sparse interpolation (base value plus the differing rows) equals the one over
+    /// every row, and both equal the inverse FFT's polynomial evaluated at `x`.
+    #[test]
+    fn sparse_and_dense_interpolation_agree_with_the_inverse_fft() {
+        let k = 6;
+        let n = 1usize << k;
+        let domain = EvaluationDomain::<Fr>::new(3, k);
+        let x = Fr::from(0xdead_beef_u64);
+        let lagrange = Interpolator::new(domain.get_omega(), n, x);
+        let delta = Fr::from(5u64);
+        let linear: Vec<Fr> = powers(domain.get_omega(), n)
+            .iter()
+            .map(|w| delta * w)
+            .collect();
+        for (base, base_values) in [
+            (Base::Zero, vec![Fr::ZERO; n]),
+            (Base::Constant(Fr::from(3u64)), vec![Fr::from(3u64); n]),
+            (Base::Linear(delta), linear),
+        ] {
+            // 0, a few (sparse path) and many (dense path) rows off the base.
+            for changed in [0usize, 1, 3, n / 8, n / 8 + 1, n] {
+                let mut values = base_values.clone();
+                for (i, value) in values.iter_mut().enumerate().take(changed) {
+                    *value += Fr::from(i as u64 * 7 + 1);
+                }
+                let coeffs = inverse_fft(&domain, &values).unwrap();
+                let expected = evaluate_parallel(&coeffs, x);
+                assert_eq!(lagrange.interpolate(&values, base), expected, "{changed}");
+                assert_eq!(lagrange.interpolate_dense(&values), expected, "{changed}");
+            }
         }
     }
 

@@ -9,7 +9,8 @@ use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey};
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::testing::{
-    dense, generate, pk_bytes, prove_and_verify, DenseCircuit, Fixture, StandardPlonk,
+    dense, generate, pk_bytes, prove_and_verify, standard_plonk, DenseCircuit, Fixture,
+    StandardPlonk,
 };
 use codec_core::{KeyCodec, LoadOptions};
 
@@ -126,4 +127,48 @@ fn a_single_inconsistent_coefficient_is_refused() {
         "{:?}",
         result.err()
     );
+}
+
+/// StandardPlonk's sparse columns take the sparse interpolation: a changed fixed value, a
+/// changed permutation value or a changed `l_active_row` coefficient is refused too.
+#[test]
+fn sparse_columns_with_one_inconsistency_are_refused() {
+    use codec_core::halo2_proofs::plonk::permutation;
+    use codec_core::halo2_proofs::poly::Polynomial;
+    let pk = &standard_plonk().pk;
+    for case in 0..3 {
+        let mut fixed_values: Vec<_> = pk.fixed_values().to_vec();
+        let mut permutations: Vec<_> = pk.permutation().permutations().to_vec();
+        let mut l_active_row = pk.l_active_row().values().to_vec();
+        match case {
+            0 => {
+                let mut values = fixed_values[0].values().to_vec();
+                values[3] += Fr::from(1u64);
+                fixed_values[0] = Polynomial::new(values);
+            }
+            1 => {
+                let mut values = permutations[1].values().to_vec();
+                values[2] += Fr::from(1u64);
+                permutations[1] = Polynomial::new(values);
+            }
+            _ => l_active_row[0] += Fr::from(1u64),
+        }
+        let altered = ProvingKey::from_parts(
+            pk.get_vk().clone(),
+            pk.l0().clone(),
+            pk.l_last().clone(),
+            Polynomial::new(l_active_row),
+            fixed_values,
+            pk.fixed_polys().to_vec(),
+            permutation::ProvingKey::from_parts(permutations, pk.permutation().polys().to_vec()),
+        );
+        let result = CompactCodec.to_vec::<StandardPlonk, _>(&altered, ());
+        assert!(
+            matches!(result, Err(codec_core::Error::Malformed(_))),
+            "case {case}: {:?}",
+            result.err()
+        );
+    }
+    // The unaltered key is accepted.
+    assert!(CompactCodec.to_vec::<StandardPlonk, _>(pk, ()).is_ok());
 }

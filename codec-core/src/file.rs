@@ -43,6 +43,7 @@ pub fn save_atomic(
         ))
     })?;
     remove_stale_temps(dir, name);
+    release_cached_pages(path);
     let mut prefix = temp_prefix(name);
     prefix.push(format!("{}.", std::process::id()));
     let temp = tempfile::Builder::new()
@@ -61,6 +62,26 @@ pub fn save_atomic(
 }
 
 /// `.{name}.`: the start of every temporary file of a save to `name`.
+/// Asks the kernel to drop the cached pages of the file about to be replaced (Linux,
+/// `posix_fadvise(DONTNEED)`; a hint: the file itself is untouched, and pages another
+/// process has mapped stay). Until the rename, an atomic save needs the old file and the
+/// new one; without this the new one's pages come on top of the old one's in the page
+/// cache, and where fresh memory is expensive (a VM: replacing a 2.5 GB key took 3.6 to
+/// 6.4 s here against 1.3 to 2.2 s to a new path) that is most of the save.
+#[cfg(target_os = "linux")]
+fn release_cached_pages(path: &Path) {
+    // Only regular files: opening a FIFO for reading would block.
+    if !std::fs::metadata(path).is_ok_and(|meta| meta.is_file()) {
+        return;
+    }
+    if let Ok(file) = File::open(path) {
+        let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn release_cached_pages(_path: &Path) {}
+
 fn temp_prefix(name: &std::ffi::OsStr) -> std::ffi::OsString {
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(name);
