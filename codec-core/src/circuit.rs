@@ -181,7 +181,8 @@ pub fn assemble_vk(
 /// the one part of a verifying key whose construction costs time and memory in `2^k`
 /// (twiddle tables for `2^k` and the extended domain: about 0.9 s and 0.7 GiB at k = 22).
 /// Splitting it off lets a decoder build the domain on one thread while it reads the
-/// proving key's polynomials on others ([`crate::DecodeContext::assemble_proving_with`]).
+/// proving key's polynomials on others
+/// ([`crate::DecodeContext::assemble_proving_while_reading`]).
 #[derive(Debug)]
 pub struct VkPlan {
     cs: ConstraintSystem<Fr>,
@@ -268,8 +269,8 @@ impl VkPlan {
     /// # Errors
     ///
     /// `work`'s error (the domain is still built, then dropped) and those of
-    /// [`VkPlan::finish`]. Should building the domain panic (what [`VkPlan::new`] checks
-    /// rules that out), the panic is reported as [`Error::Malformed`], not propagated.
+    /// [`VkPlan::finish`]. Should building the domain panic (which [`VkPlan::new`]'s checks
+    /// rule out), the panic is reported as [`Error::Malformed`], not propagated.
     pub fn finish_while<T>(
         self,
         work: impl FnOnce(&PkShape) -> Result<T>,
