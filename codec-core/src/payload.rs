@@ -236,7 +236,7 @@ impl<'a> PayloadReader<'a> {
     }
 
     /// Fills `buf` from the payload and runs `check` on every piece of it, pieces of
-    /// [`BULK_STEP`] bytes (the last may be shorter) starting at multiples of it, each checked
+    /// 4 MiB (`BULK_STEP`; the last may be shorter) starting at multiples of it, each checked
     /// right after it was read, while it is in cache. Pieces are read and checked in parallel
     /// where the source allows: a file is read at explicit offsets by several threads at once
     /// (which also spreads the cost of faulting in fresh destination memory over the cores);

@@ -45,7 +45,7 @@ pub fn write(parts: &VkParts, encoding: FieldEncoding, out: &mut dyn Write) -> R
     Ok(())
 }
 
-/// Reads what [`write`] wrote: `k` is checked first ([`DecodeContext::check_payload_k`]),
+/// Reads what [`write()`] wrote: `k` is checked first ([`DecodeContext::check_payload_k`]),
 /// every count against the bytes left before allocating, every point unless trusted. The
 /// permutation-commitment and selector counts come from the circuit, as in halo2.
 ///
