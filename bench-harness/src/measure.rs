@@ -308,7 +308,7 @@ pub fn machine_limits(
         drop(file);
 
         if cold {
-            drop_page_cache(path);
+            codec_core::file::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut fresh = vec![0u8; len];
@@ -319,7 +319,7 @@ pub fn machine_limits(
         drop(fresh);
 
         if cold {
-            drop_page_cache(path);
+            codec_core::file::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut fresh = vec![0u8; len];
@@ -328,7 +328,7 @@ pub fn machine_limits(
         drop(fresh);
 
         if cold {
-            drop_page_cache(path);
+            codec_core::file::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut touched = vec![1u8; len];
@@ -362,14 +362,6 @@ fn parallel_read(path: &Path, out: &mut [u8]) -> std::io::Result<()> {
     out.par_chunks_mut(STEP)
         .enumerate()
         .try_for_each(|(index, piece)| file.read_exact_at(piece, (index * STEP) as u64))
-}
-
-/// Asks the kernel to drop `path`'s cached pages (they are clean: every write was synced).
-/// Returns whether the request was accepted.
-pub fn drop_page_cache(path: &Path) -> bool {
-    File::open(path)
-        .map(|file| rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).is_ok())
-        .unwrap_or(false)
 }
 
 /// The median of a non-empty sample (the mean of the middle two for even sizes).

@@ -78,13 +78,7 @@ impl KeyCodec for CompactCodec {
                 // the payload is in memory) instead of millions of small reads, each through
                 // the reader's buffer and checksum. Meanwhile the evaluation domain the
                 // recomputation needs is built on another thread.
-                let rest =
-                    usize::try_from(input.remaining()).map_err(|_| Error::LimitExceeded {
-                        what: "compact payload length for this platform",
-                        requested: input.remaining(),
-                        limit: usize::MAX as u64,
-                    })?;
-                let rest = input.read_borrowed(rest, "compact proving key data")?;
+                let rest = input.read_rest("compact proving key data")?;
                 let mut stored_input = PayloadReader::from_slice(&rest);
                 let plan = VkPlan::new(context.cs.clone(), vk_parts, &context.limits)?;
                 let (vk, stored) =

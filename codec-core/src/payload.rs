@@ -383,28 +383,52 @@ impl<'a> PayloadReader<'a> {
         Ok(vectors)
     }
 
-    /// Reads the rest of the payload into a vector (for formats that need the whole payload
-    /// in memory). Memory grows with the bytes actually read when the length is unverified.
+    /// Takes the rest of the payload, as [`PayloadReader::read_borrowed`] does: borrowed
+    /// when the payload is in memory, read into a vector that grows with the bytes actually
+    /// read otherwise (for formats that parse a whole section from memory).
     ///
     /// # Errors
     ///
-    /// As [`PayloadReader::read_exact`].
-    pub fn read_to_end(&mut self, context: &'static str) -> Result<Vec<u8>> {
-        let total = usize::try_from(self.remaining).map_err(|_| Error::LimitExceeded {
+    /// [`Error::LimitExceeded`] if the rest does not fit this platform's address space, and
+    /// those of [`PayloadReader::read_borrowed`].
+    pub fn read_rest(&mut self, context: &'static str) -> Result<Cow<'a, [u8]>> {
+        let len = usize::try_from(self.remaining).map_err(|_| Error::LimitExceeded {
             what: "payload length for this platform",
             requested: self.remaining,
             limit: usize::MAX as u64,
         })?;
-        let mut out = Vec::with_capacity(self.prealloc(total));
-        let mut chunk = vec![0u8; total.min(1 << 20)];
-        while self.remaining > 0 {
-            let step = chunk
-                .len()
-                .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
-            let dst = chunk.get_mut(..step).unwrap_or_default();
-            self.read_exact(dst, context)?;
-            out.extend_from_slice(dst);
-        }
-        Ok(out)
+        self.read_borrowed(len, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rest_is_borrowed_from_memory_and_read_from_a_stream() -> Result<()> {
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
+        let mut memory = PayloadReader::from_slice(&bytes);
+        memory.read_u8("first byte")?;
+        let rest = memory.read_rest("rest")?;
+        assert!(matches!(rest, Cow::Borrowed(_)));
+        assert_eq!(&*rest, bytes.get(1..).unwrap_or_default());
+        assert_eq!(memory.remaining(), 0);
+
+        let mut source = bytes.as_slice();
+        let mut stream = PayloadReader::new(&mut source, bytes.len() as u64, false);
+        stream.read_u8("first byte")?;
+        let rest = stream.read_rest("rest")?;
+        assert!(matches!(rest, Cow::Owned(_)));
+        assert_eq!(&*rest, bytes.get(1..).unwrap_or_default());
+
+        // A stream shorter than its declared length is truncated, not a short slice.
+        let mut short = bytes.get(..100).unwrap_or_default();
+        let mut stream = PayloadReader::new(&mut short, 200, false);
+        assert!(matches!(
+            stream.read_rest("rest"),
+            Err(Error::Truncated { .. })
+        ));
+        Ok(())
     }
 }
