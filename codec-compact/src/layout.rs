@@ -40,11 +40,14 @@ pub(crate) struct StoredPk {
 }
 
 pub(crate) fn write_pk(pk: &ProvingKey<G1Affine>, out: &mut Vec<u8>) -> Result<()> {
-    check_derivable(pk)?;
+    // The ω powers the check and the permutation's mapping both need, computed once.
+    let domain = pk.get_vk().get_domain();
+    let omega_powers = powers(domain.get_omega(), rows(domain.k()));
+    check_derivable(pk, &omega_powers)?;
     for column in pk.fixed_values() {
         write_runs(column.values(), out);
     }
-    let exceptions = permutation_exceptions(pk)?;
+    let exceptions = permutation_exceptions(pk, &omega_powers)?;
     for column in &exceptions {
         varint::write(out, column.len() as u64);
         let mut previous = None;
@@ -160,6 +163,11 @@ fn read_runs(input: &mut PayloadReader<'_>, n: usize) -> Result<Vec<Fr>> {
     Ok(values)
 }
 
+/// `1/n` in the field (`0` for `n = 0`, which has no inverse).
+fn inverse_of(n: usize) -> Fr {
+    Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO)
+}
+
 /// `[1, x, x^2, ..., x^(len-1)]`, in parallel chunks (each starts from its own power).
 fn powers(x: Fr, len: usize) -> Vec<Fr> {
     const CHUNK: usize = 1 << 14;
@@ -177,14 +185,14 @@ fn powers(x: Fr, len: usize) -> Vec<Fr> {
 }
 
 /// Finds, for every permutation cell whose value is not its own `δ^column · ω^row`, the
-/// (column, row) it maps to.
-fn permutation_exceptions(pk: &ProvingKey<G1Affine>) -> Result<Vec<Vec<(usize, usize, usize)>>> {
-    let domain = pk.get_vk().get_domain();
+/// (column, row) it maps to. `omega_powers` are the domain's `n` powers of ω, and every
+/// permutation column has `n` values ([`check_derivable`] checked it).
+fn permutation_exceptions(
+    pk: &ProvingKey<G1Affine>,
+    omega_powers: &[Fr],
+) -> Result<Vec<Vec<(usize, usize, usize)>>> {
     let values = pk.permutation().permutations();
-    let Some(n) = values.first().map(|p| p.len()) else {
-        return Ok(Vec::new());
-    };
-    let omega_powers = powers(domain.get_omega(), n);
+    let n = omega_powers.len();
     let delta_powers = powers(Fr::DELTA, values.len());
     let delta_inverses: Vec<Fr> = delta_powers
         .iter()
@@ -207,6 +215,10 @@ fn permutation_exceptions(pk: &ProvingKey<G1Affine>) -> Result<Vec<Vec<(usize, u
     // Each odd value is δ^c · ω^r for some (c, r): for every column c, the ω power it would
     // need is `value / δ^c`, found through an index of ω powers by their first raw limb.
     let odd_total: usize = odd_cells.iter().map(Vec::len).sum();
+    if odd_total == 0 {
+        // The identity permutation (or none): nothing to look up.
+        return Ok(vec![Vec::new(); values.len()]);
+    }
     let index = if odd_total.saturating_mul(delta_inverses.len()) >= n / 8 {
         // Dense permutation: index every ω power.
         OmegaIndex::new(
@@ -246,7 +258,7 @@ fn permutation_exceptions(pk: &ProvingKey<G1Affine>) -> Result<Vec<Vec<(usize, u
                         .enumerate()
                         .find_map(|(to_column, inverse)| {
                             index
-                                .row_of(&(*value * inverse), &omega_powers)
+                                .row_of(&(*value * inverse), omega_powers)
                                 .map(|to_row| (*row, to_column, to_row))
                         })
                         .ok_or_else(|| {
@@ -356,15 +368,15 @@ fn evaluate_parallel(coeffs: &[Fr], x: Fr) -> Fr {
 /// `c`) except on a few rows is the base's value at `x` (`0`, or `δ^c · x`) plus the few
 /// rows' terms; the basis over every row (one batch inversion of n elements) is built only
 /// if some column is dense. `l_active_row` uses `Σ_j L_j(x) = 1`.
-fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
-    let domain = pk.get_vk().get_domain();
-    let n = rows(domain.k());
+/// `omega_powers` are the domain's `n` powers of ω.
+fn check_derivable(pk: &ProvingKey<G1Affine>, omega_powers: &[Fr]) -> Result<()> {
+    let n = omega_powers.len();
     // A point derived from the key (its transcript representation), moved off the domain.
     let mut x = pk.get_vk().transcript_repr().square() + Fr::from(0x6b63_u64);
     while x.pow_vartime([n as u64]) == Fr::ONE {
         x += Fr::ONE;
     }
-    let lagrange = Interpolator::new(domain.get_omega(), n, x);
+    let lagrange = Interpolator::new(omega_powers, x);
     let evaluate = |coeffs: &[Fr]| evaluate_parallel(coeffs, x);
     let refuse = |what: &str| {
         Error::Malformed(format!("{what} is not derivable the way halo2 keygen derives it: the compact layout cannot store this key"))
@@ -437,23 +449,24 @@ fn check_derivable(pk: &ProvingKey<G1Affine>) -> Result<()> {
 
 /// Interpolation at one point `x` off the domain of `n` rows: `Σ v_j L_j(x)` with
 /// `L_j(x) = (x^n - 1)/n · ω^j/(x - ω^j)`.
-struct Interpolator {
+struct Interpolator<'a> {
     x: Fr,
     n: usize,
     scale: Fr,
-    omega_powers: Vec<Fr>,
+    /// The domain's powers of ω, `n` of them.
+    omega_powers: &'a [Fr],
     /// The basis over every row, for dense columns: built at most once.
     full_basis: std::sync::OnceLock<Vec<Fr>>,
 }
 
-impl Interpolator {
-    fn new(omega: Fr, n: usize, x: Fr) -> Self {
-        let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
+impl<'a> Interpolator<'a> {
+    fn new(omega_powers: &'a [Fr], x: Fr) -> Self {
+        let n = omega_powers.len();
         Interpolator {
             x,
             n,
-            scale: (x.pow_vartime([n as u64]) - Fr::ONE) * n_inv,
-            omega_powers: powers(omega, n),
+            scale: (x.pow_vartime([n as u64]) - Fr::ONE) * inverse_of(n),
+            omega_powers,
             full_basis: std::sync::OnceLock::new(),
         }
     }
@@ -553,7 +566,7 @@ enum Base {
 /// term. Exact field arithmetic, so identical to halo2's inverse FFT of the same values.
 fn sparse_to_coeff(n: usize, omega_inv: Fr, base: Base, terms: &[(usize, Fr)]) -> Vec<Fr> {
     const CHUNK: usize = 1 << 14;
-    let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
+    let n_inv = inverse_of(n);
     let terms: Vec<(Fr, Fr)> = terms
         .iter()
         .map(|(row, value)| (omega_inv.pow_vartime([*row as u64]), *value * n_inv))
@@ -609,7 +622,7 @@ fn inverse_fft(domain: &EvaluationDomain<Fr>, values: &[Fr]) -> Result<Vec<Fr>> 
         domain.get_fft_data(n),
         true,
     );
-    let n_inv = Option::<Fr>::from(Fr::from(n as u64).invert()).unwrap_or(Fr::ZERO);
+    let n_inv = inverse_of(n);
     coeffs.par_iter_mut().for_each(|c| *c *= n_inv);
     Ok(coeffs)
 }
@@ -718,12 +731,10 @@ mod evaluation_tests {
         let n = 1usize << k;
         let domain = EvaluationDomain::<Fr>::new(3, k);
         let x = Fr::from(0xdead_beef_u64);
-        let lagrange = Interpolator::new(domain.get_omega(), n, x);
+        let omega_powers = powers(domain.get_omega(), n);
+        let lagrange = Interpolator::new(&omega_powers, x);
         let delta = Fr::from(5u64);
-        let linear: Vec<Fr> = powers(domain.get_omega(), n)
-            .iter()
-            .map(|w| delta * w)
-            .collect();
+        let linear: Vec<Fr> = omega_powers.iter().map(|w| delta * w).collect();
         for (base, base_values) in [
             (Base::Zero, vec![Fr::ZERO; n]),
             (Base::Constant(Fr::from(3u64)), vec![Fr::from(3u64); n]),
