@@ -18,7 +18,7 @@ use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Bn256, Fr, G1Affine};
 use indicatif::{ProgressBar, ProgressStyle};
-use keycodec::{KeyCodec, LoadOptions, RawBytesCodec, SaveOptions, Validation};
+use keycodec::{KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions, Validation};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::params::fast_setup;
@@ -65,7 +65,8 @@ impl Workload for DenseCircuit {
     const NAME: &'static str = "dense";
 
     fn at(k: u32) -> Self {
-        let blinding = codec_core::circuit::configure::<DenseCircuit>(()).blinding_factors();
+        let blinding =
+            keycodec::backend_api::circuit::configure::<DenseCircuit>(()).blinding_factors();
         DenseCircuit {
             rows: (1usize << k).saturating_sub(blinding + 1),
         }

@@ -27,7 +27,8 @@
 //!     "checksum_s": f64                // XXH3-64 of `bytes` in memory: integrity's cost
 //!   },
 //!   "rows": [{
-//!     "backend": str, "mode": str, "buffer_bytes": u64,
+//!     "backend": str, "mode": str,     // the file layout (wire mode)
+//!     "validation": "checked" | "trusted", "buffer_bytes": u64,
 //!     "write_s": f64, "read_s": f64,   // medians; rows of one file share write_s
 //!     "write_runs": [f64], "read_runs": [f64],
 //!     "file_bytes": u64, "write_gbps": f64, "read_gbps": f64,
@@ -42,6 +43,8 @@
 //! }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod fixture;
 pub mod measure;
 pub mod params;
@@ -54,7 +57,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::Size;
 use serde::Serialize;
 
-use measure::{groups, median, rss, Limits, BACKEND_NAMES};
+use measure::{backend_names, groups, median, rss, Limits};
 
 /// Measure saving and loading a halo2 proving key with every keycodec backend, against
 /// halo2's own reader and the machine's bulk I/O limits.
@@ -74,8 +77,8 @@ pub struct Args {
 
     /// Backends to measure, comma-separated. `halo2-native` is halo2's own pk.write /
     /// ProvingKey::read through a BufWriter / BufReader, the seed's reference.
-    #[arg(long, value_delimiter = ',', default_values_t = BACKEND_NAMES.map(String::from),
-          value_parser = clap::builder::PossibleValuesParser::new(BACKEND_NAMES))]
+    #[arg(long, value_delimiter = ',', default_values_t = backend_names().into_iter().map(String::from),
+          value_parser = clap::builder::PossibleValuesParser::new(backend_names()))]
     pub backends: Vec<String>,
 
     /// Buffer sizes for the BufReader / BufWriter around the file, comma-separated human
@@ -127,13 +130,15 @@ pub enum CircuitName {
 /// The default cache: the workspace's `target/bench-cache`.
 pub const DEFAULT_CACHE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench-cache");
 
-/// One row of the table: one backend, mode and buffer.
+/// One row of the table: one backend, wire mode, validation and buffer.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     /// Backend name (`rawbytes`, `bincode`, `rkyv`, `halo2-native`).
     pub backend: &'static str,
-    /// Mode (halo2 format, validation).
+    /// The file layout (the backend's wire mode; halo2's `SerdeFormat` for halo2-native).
     pub mode: &'static str,
+    /// `checked` or `trusted` (halo2's `RawBytesUnchecked` is `RawBytes` trusted).
+    pub validation: &'static str,
     /// Buffer capacity in bytes.
     pub buffer_bytes: u64,
     /// Median save time, seconds (durable: includes `sync_all`).
@@ -241,16 +246,15 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
     let mut rows = Vec::new();
     for group in &groups {
         for &buffer in &args.buffers {
-            let path = scratch
-                .join(format!("{}-{:?}.key", group.backend, group.writer).replace(['(', ')'], ""));
+            let path = scratch.join(format!("{}-{}.key", group.backend, group.writer.mode()));
             let mut writes = Vec::new();
             let mut reads = vec![(Vec::new(), None::<u64>, true); group.reads.len()];
             let mut file_bytes = 0;
             for run in 0..repeat {
                 bar.set_message(format!(
-                    "{} {:?} {buffer} run {}",
+                    "{} {} {buffer} run {}",
                     group.backend,
-                    group.writer,
+                    group.writer.mode(),
                     run + 1
                 ));
                 // Unless `--replace`, every save goes to a path with no file (see `Args`).
@@ -271,7 +275,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
                     };
                     if args.cold {
                         // The harness's files are clean when read: every save was synced.
-                        cold_effective &= codec_core::file::drop_cached_pages(&path);
+                        cold_effective &= codec_core::drop_cached_pages(&path);
                     }
                     harness_peak = harness_peak.max(rss::peak());
                     let measurable = rss::reset_peak();
@@ -289,11 +293,12 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
                 bar.inc(1);
             }
             std::fs::remove_file(&path).map_err(|e| e.to_string())?;
-            for ((mode, _), (times, peak, verified)) in group.reads.iter().zip(reads) {
+            for ((validation, _), (times, peak, verified)) in group.reads.iter().zip(reads) {
                 let (write_s, read_s) = (median(&writes), median(&times));
                 rows.push(Row {
                     backend: group.backend,
-                    mode,
+                    mode: group.writer.mode(),
+                    validation,
                     buffer_bytes: buffer.0,
                     write_s,
                     read_s,

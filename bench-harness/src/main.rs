@@ -1,5 +1,7 @@
 //! `cargo run --release -p bench-harness -- --help`
 
+#![forbid(unsafe_code)]
+
 use bench_harness::{report, run, Args};
 use clap::Parser;
 

@@ -10,115 +10,97 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::{
-    BincodeCodec, BufferConfig, CompactCodec, KeyCodec, LoadOptions, RawBytesCodec, RkyvCodec,
-    SaveOptions, Size, Validation,
+    Backend, BufferConfig, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions, Size, Validation,
 };
 use rayon::prelude::*;
 
 /// How a benchmark file is written.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub enum Writer {
-    /// keycodec's rawbytes backend in a halo2 format.
-    RawBytes(SerdeFormat),
-    /// keycodec's bincode backend.
-    Bincode,
-    /// keycodec's rkyv backend.
-    Rkyv,
-    /// keycodec's compact backend.
-    Compact,
+    /// A keycodec codec (one wire mode of one backend).
+    Codec(&'static dyn KeyCodec),
     /// halo2's own `pk.write` through a `BufWriter`, then `sync_all`.
     Native(SerdeFormat),
 }
 
 /// How a benchmark file is read back.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub enum Reader {
-    /// keycodec's rawbytes backend, with the codec in this format.
-    RawBytes(SerdeFormat),
-    /// keycodec's bincode backend.
-    Bincode,
-    /// keycodec's rkyv backend with this validation.
-    Rkyv(Validation),
-    /// keycodec's compact backend.
-    Compact,
+    /// A keycodec codec's `load`, with this validation.
+    Codec(&'static dyn KeyCodec, Validation),
     /// halo2's own `ProvingKey::read` through a `BufReader`.
     Native(SerdeFormat),
 }
 
+impl Writer {
+    /// The file layout's name, as the table shows it.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Writer::Codec(codec) => codec.wire_mode().name(),
+            Writer::Native(SerdeFormat::Processed) => "Processed",
+            Writer::Native(_) => "RawBytes",
+        }
+    }
+}
+
 /// One file layout, written once per run and read back by one or more readers.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Group {
     /// Backend name as shown in the table.
     pub backend: &'static str,
     /// How the file is written.
     pub writer: Writer,
-    /// (mode name, reader) pairs: each is a row of the table.
+    /// (validation name, reader) pairs: each is a row of the table.
     pub reads: Vec<(&'static str, Reader)>,
 }
 
-/// The backends the harness knows, by the names `--backends` takes.
-pub const BACKEND_NAMES: [&str; 5] = ["rawbytes", "bincode", "rkyv", "compact", "halo2-native"];
+/// The reference rows: halo2's own writer and reader.
+pub const HALO2_NATIVE: &str = "halo2-native";
 
-/// The groups of the named backends, in table order.
+/// The backends the harness knows, by the names `--backends` takes: keycodec's backend list
+/// and halo2's own reader.
+pub fn backend_names() -> Vec<&'static str> {
+    Backend::compiled()
+        .map(Backend::name)
+        .chain([HALO2_NATIVE])
+        .collect()
+}
+
+/// The groups of the named backends, in table order: for a keycodec backend, one per wire
+/// mode it writes, read checked and (where the mode can skip checks) trusted.
 pub fn groups(backends: &[String]) -> Vec<Group> {
     let mut out = Vec::new();
     for name in backends {
-        match name.as_str() {
-            "rawbytes" => {
-                out.push(Group {
-                    backend: "rawbytes",
-                    writer: Writer::RawBytes(SerdeFormat::RawBytes),
-                    reads: vec![
-                        ("RawBytes", Reader::RawBytes(SerdeFormat::RawBytes)),
-                        (
-                            "RawBytesUnchecked",
-                            Reader::RawBytes(SerdeFormat::RawBytesUnchecked),
-                        ),
-                    ],
-                });
-                out.push(Group {
-                    backend: "rawbytes",
-                    writer: Writer::RawBytes(SerdeFormat::Processed),
-                    reads: vec![("Processed", Reader::RawBytes(SerdeFormat::Processed))],
-                });
-            }
-            "bincode" => out.push(Group {
-                backend: "bincode",
-                writer: Writer::Bincode,
-                reads: vec![("serde", Reader::Bincode)],
-            }),
-            "rkyv" => out.push(Group {
-                backend: "rkyv",
-                writer: Writer::Rkyv,
+        if name == HALO2_NATIVE {
+            out.push(Group {
+                backend: HALO2_NATIVE,
+                writer: Writer::Native(SerdeFormat::RawBytes),
                 reads: vec![
-                    ("checked", Reader::Rkyv(Validation::Checked)),
-                    ("trusted", Reader::Rkyv(Validation::Trusted)),
+                    ("checked", Reader::Native(SerdeFormat::RawBytes)),
+                    ("trusted", Reader::Native(SerdeFormat::RawBytesUnchecked)),
                 ],
-            }),
-            "compact" => out.push(Group {
-                backend: "compact",
-                writer: Writer::Compact,
-                reads: vec![("recompute", Reader::Compact)],
-            }),
-            "halo2-native" => {
-                out.push(Group {
-                    backend: "halo2-native",
-                    writer: Writer::Native(SerdeFormat::RawBytes),
-                    reads: vec![
-                        ("RawBytes", Reader::Native(SerdeFormat::RawBytes)),
-                        (
-                            "RawBytesUnchecked",
-                            Reader::Native(SerdeFormat::RawBytesUnchecked),
-                        ),
-                    ],
-                });
-                out.push(Group {
-                    backend: "halo2-native",
-                    writer: Writer::Native(SerdeFormat::Processed),
-                    reads: vec![("Processed", Reader::Native(SerdeFormat::Processed))],
-                });
+            });
+            out.push(Group {
+                backend: HALO2_NATIVE,
+                writer: Writer::Native(SerdeFormat::Processed),
+                reads: vec![("checked", Reader::Native(SerdeFormat::Processed))],
+            });
+            continue;
+        }
+        let Some(backend) = name.parse::<Backend>().ok() else {
+            continue;
+        };
+        for &codec in backend.codecs().unwrap_or_default() {
+            let mut reads = vec![("checked", Reader::Codec(codec, Validation::Checked))];
+            let trusted = codec.effective_validation(codec.wire_mode(), Validation::Trusted);
+            if trusted == Validation::Trusted {
+                reads.push(("trusted", Reader::Codec(codec, Validation::Trusted)));
             }
-            _ => {}
+            out.push(Group {
+                backend: backend.name(),
+                writer: Writer::Codec(codec),
+                reads,
+            });
         }
     }
     out
@@ -140,16 +122,7 @@ pub fn write<C: Circuit<Fr, Params = ()>>(
     };
     let started = Instant::now();
     let result = match writer {
-        Writer::RawBytes(format) => RawBytesCodec::new(format)
-            .save::<C, _>(path, pk, (), &save)
-            .map_err(|e| e.to_string()),
-        Writer::Bincode => BincodeCodec
-            .save::<C, _>(path, pk, (), &save)
-            .map_err(|e| e.to_string()),
-        Writer::Rkyv => RkyvCodec
-            .save::<C, _>(path, pk, (), &save)
-            .map_err(|e| e.to_string()),
-        Writer::Compact => CompactCodec
+        Writer::Codec(codec) => codec
             .save::<C, _>(path, pk, (), &save)
             .map_err(|e| e.to_string()),
         Writer::Native(format) => native_write(path, pk, format, buffer).map_err(|e| e.to_string()),
@@ -192,17 +165,8 @@ pub fn read<C: Circuit<Fr, Params = ()>>(
     };
     let started = Instant::now();
     let pk = match reader {
-        Reader::RawBytes(format) => RawBytesCodec::new(format)
-            .load::<C, _>(path, (), &options(Validation::Checked))
-            .map_err(|e| e.to_string())?,
-        Reader::Bincode => BincodeCodec
-            .load::<C, _>(path, (), &options(Validation::Checked))
-            .map_err(|e| e.to_string())?,
-        Reader::Rkyv(validation) => RkyvCodec
+        Reader::Codec(codec, validation) => codec
             .load::<C, _>(path, (), &options(validation))
-            .map_err(|e| e.to_string())?,
-        Reader::Compact => CompactCodec
-            .load::<C, _>(path, (), &options(Validation::Checked))
             .map_err(|e| e.to_string())?,
         Reader::Native(format) => {
             let file = File::open(path).map_err(|e| e.to_string())?;
@@ -232,7 +196,7 @@ pub fn keys_equal(a: &ProvingKey<G1Affine>, b: &ProvingKey<G1Affine>) -> bool {
 }
 
 fn poly_slices(pk: &ProvingKey<G1Affine>) -> Vec<&[Fr]> {
-    codec_core::circuit::polynomials(pk).collect()
+    keycodec::backend_api::parts::polynomials(pk).collect()
 }
 
 /// Bytes of field elements a proving key holds in memory.
@@ -308,7 +272,7 @@ pub fn machine_limits(
         drop(file);
 
         if cold {
-            codec_core::file::drop_cached_pages(path);
+            codec_core::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut fresh = vec![0u8; len];
@@ -319,7 +283,7 @@ pub fn machine_limits(
         drop(fresh);
 
         if cold {
-            codec_core::file::drop_cached_pages(path);
+            codec_core::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut fresh = vec![0u8; len];
@@ -328,7 +292,7 @@ pub fn machine_limits(
         drop(fresh);
 
         if cold {
-            codec_core::file::drop_cached_pages(path);
+            codec_core::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut touched = vec![1u8; len];

@@ -33,9 +33,10 @@ pub fn table(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<13} {:<17} {:>6} {:>8} {:>8} {:>14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>3}",
+        "{:<13} {:<10} {:<8} {:>6} {:>8} {:>8} {:>14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>3}",
         "backend",
         "mode",
+        "values",
         "buffer",
         "write s",
         "read s",
@@ -52,9 +53,10 @@ pub fn table(report: &Report) -> String {
     for row in &report.rows {
         let _ = writeln!(
             out,
-            "{:<13} {:<17} {:>6} {:>8.3} {:>8.3} {:>14} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>3}",
+            "{:<13} {:<10} {:<8} {:>6} {:>8.3} {:>8.3} {:>14} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>3}",
             row.backend,
             row.mode,
+            row.validation,
             Size(row.buffer_bytes).to_string(),
             row.write_s,
             row.read_s,
@@ -201,7 +203,7 @@ pub fn write_plot(report: &Report, path: &Path) -> Result<(), String> {
 }
 
 fn series_name(row: &Row) -> String {
-    format!("{} {}", row.backend, row.mode)
+    format!("{} {} {}", row.backend, row.mode, row.validation)
 }
 
 fn series_names(rows: &[Row]) -> Vec<String> {

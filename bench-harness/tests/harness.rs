@@ -12,18 +12,18 @@
 use std::path::Path;
 
 use bench_harness::fixture::{load_or_build, pk_cache_path};
-use bench_harness::measure::{keys_equal, BACKEND_NAMES};
+use bench_harness::measure::{backend_names, keys_equal};
 use bench_harness::{run, Args, CircuitName, DEFAULT_CACHE_DIR};
 use codec_core::testing::StandardPlonk;
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
-use keycodec::{Backend, LoadOptions, SaveOptions, Size};
+use keycodec::{Backend, KeyCodecExt, LoadOptions, SaveOptions, Size};
 
 fn args(cache_dir: &Path, k: u32) -> Args {
     Args {
         k,
         circuit: CircuitName::StandardPlonk,
-        backends: BACKEND_NAMES.map(String::from).to_vec(),
+        backends: backend_names().into_iter().map(String::from).collect(),
         buffers: vec![Size::kib(8), Size::mib(1)],
         repeat: 1,
         json: Some(cache_dir.join("report.json")),
@@ -78,8 +78,8 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
     let args = args(dir.path(), 8);
     let report = run(&args).unwrap();
-    // 10 read rows (rawbytes 3, bincode 1, rkyv 2, compact 1, halo2-native 3) x 2 buffers.
-    assert_eq!(report.rows.len(), 20);
+    // 11 read rows (rawbytes 3, bincode 1, rkyv 2, compact 2, halo2-native 3) x 2 buffers.
+    assert_eq!(report.rows.len(), 22);
     assert!(report.rows.iter().all(|row| row.verified));
     assert!(report
         .rows
@@ -107,6 +107,7 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     for key in [
         "backend",
         "mode",
+        "validation",
         "buffer_bytes",
         "write_s",
         "read_s",
@@ -117,7 +118,7 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         assert!(row.get(key).is_some(), "rows[0].{key}");
     }
     let svg = std::fs::read_to_string(args.plot.as_ref().unwrap()).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("rkyv checked"));
+    assert!(svg.starts_with("<svg") && svg.contains("rkyv sections checked"));
     let table = bench_harness::report::table(&report);
     assert!(table.contains("halo2-native") && table.contains("machine limits"));
 }
@@ -168,16 +169,16 @@ fn k22_round_trip_every_backend() {
     std::fs::create_dir_all(&scratch).unwrap();
     for backend in Backend::compiled() {
         let path = scratch.join(format!("round-trip.{backend}"));
-        backend
+        let codec = backend.codec().unwrap();
+        codec
             .save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
             .unwrap();
         let options = LoadOptions {
             expected_k: Some(22),
             ..LoadOptions::default()
         };
-        let loaded: ProvingKey<G1Affine> = backend
-            .load::<StandardPlonk, _>(&path, (), &options)
-            .unwrap();
+        let loaded: ProvingKey<G1Affine> =
+            codec.load::<StandardPlonk, _>(&path, (), &options).unwrap();
         assert!(
             keys_equal(&fixture.pk, &loaded),
             "{backend}: loaded key differs"

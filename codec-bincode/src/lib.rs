@@ -32,6 +32,8 @@
 //! and byte strings are read by this crate's own `BincodeRead`, which refuses any longer
 //! than a chunk before allocating. A forged length prefix allocates nothing of its size.
 
+#![forbid(unsafe_code)]
+
 mod mirror;
 mod reader;
 mod scalars;
@@ -39,15 +41,18 @@ mod scalars;
 use std::io::{BufReader, BufWriter, Write};
 
 use bincode::Options;
-use codec_core::{
-    CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, PayloadReader, Result,
-    Validation,
+use codec_core::backend_api::{
+    CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyKind, KeyRef, PayloadReader,
+    Result, Validation, WireMode,
 };
 use reader::ChunkReader;
 
+/// This backend's id in the container header.
+pub const ID: CodecId = CodecId::new(2);
+
 /// The only wire mode: bincode 1.3.3, fixed-width little-endian integers, polynomials as
 /// 1 MiB byte strings of canonical scalars.
-pub const MODE_FIXINT_LE: u8 = 0;
+pub const MODE_FIXINT_LE: WireMode = WireMode::new(0, "serde");
 
 /// Buffer between bincode's small reads and writes (lengths, the verifying key) and the
 /// payload stream: a local buffer of a concrete type keeps each of those a memcpy instead of
@@ -65,16 +70,24 @@ fn options() -> impl Options {
 }
 
 impl KeyCodec for BincodeCodec {
-    fn id(&self) -> CodecId {
-        CodecId::Bincode
+    fn name(&self) -> &'static str {
+        "bincode"
     }
 
-    fn wire_mode(&self) -> u8 {
+    fn id(&self) -> CodecId {
+        ID
+    }
+
+    fn wire_modes(&self) -> &'static [WireMode] {
+        &[MODE_FIXINT_LE]
+    }
+
+    fn wire_mode(&self) -> WireMode {
         MODE_FIXINT_LE
     }
 
     /// Always checked: halo2curves' `Deserialize` checks every value.
-    fn effective_validation(&self, _requested: Validation) -> Validation {
+    fn effective_validation(&self, _mode: WireMode, _requested: Validation) -> Validation {
         Validation::Checked
     }
 
@@ -87,31 +100,24 @@ impl KeyCodec for BincodeCodec {
                 options().serialize_into(&mut writer, &mirror::PkRef::of(vk, pk))
             }
         }
-        .map_err(|err| bincode_error(*err))?;
-        writer.flush()?;
-        Ok(())
+        .map_err(|err| bincode_error(*err, "write"))?;
+        writer.flush().during("write")
     }
 
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
-        if context.mode != MODE_FIXINT_LE {
-            return Err(Error::UnsupportedMode {
-                codec: CodecId::Bincode,
-                mode: context.mode,
-            });
-        }
         let limited = options().with_limit(input.remaining());
         let mut reader = BufReader::with_capacity(STAGING, &mut *input);
         let key = match context.kind {
             KeyKind::Verifying => limited
                 .deserialize_from_custom::<_, mirror::VkOwned>(ChunkReader::new(&mut reader))
-                .map_err(|err| bincode_error(*err))
-                .and_then(|vk| context.assemble(vk.into_parts(context)?, None)),
+                .map_err(|err| bincode_error(*err, "read"))
+                .and_then(|vk| context.assemble_vk(vk.into_parts(context)?)),
             KeyKind::Proving => limited
                 .deserialize_from_custom::<_, mirror::PkOwned>(ChunkReader::new(&mut reader))
-                .map_err(|err| bincode_error(*err))
+                .map_err(|err| bincode_error(*err, "read"))
                 .and_then(|pk| {
                     let (vk, pk) = pk.into_parts(context)?;
-                    context.assemble(vk, Some(pk))
+                    context.assemble_pk(vk, pk)
                 }),
         }?;
         // Bytes the local buffer read ahead but bincode did not consume are left over.
@@ -127,19 +133,19 @@ impl KeyCodec for BincodeCodec {
 /// Maps bincode's errors onto the core's: an early end is truncation, the byte limit is a
 /// limit, and everything else (invalid values, bad lengths, bad tags) keeps bincode's message
 /// as the source.
-fn bincode_error(err: bincode::ErrorKind) -> Error {
+fn bincode_error(err: bincode::ErrorKind, operation: &'static str) -> Error {
     match err {
         bincode::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
             Error::Truncated {
                 context: "bincode payload",
             }
         }
-        bincode::ErrorKind::Io(io) => Error::Io(io),
+        bincode::ErrorKind::Io(io) => Error::io(operation, io),
         bincode::ErrorKind::SizeLimit => Error::Truncated {
             context: "bincode payload (read past the declared payload length)",
         },
         other => Error::Backend {
-            codec: CodecId::Bincode,
+            codec: "bincode",
             source: Box::new(other),
         },
     }

@@ -1,9 +1,8 @@
 //! serde mirrors of the key's data: borrowed for writing, owned for reading.
 
-use codec_core::circuit::{expect_count, pack_bits, rows, unpack_bits, PkParts, VkParts};
+use codec_core::backend_api::{DecodeContext, PkParts, Result, VkParts};
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{DecodeContext, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::scalars::{Scalars, ScalarsRef};
@@ -26,7 +25,7 @@ impl VkRef {
             compress_selectors: parts.compress_selectors,
             fixed_commitments: parts.fixed_commitments,
             permutation_commitments: parts.permutation_commitments,
-            selectors: parts.selectors.iter().map(|s| pack_bits(s)).collect(),
+            selectors: parts.selectors,
         })
     }
 }
@@ -75,25 +74,15 @@ pub(crate) struct VkOwned {
 }
 
 impl VkOwned {
-    /// Checks `k` and the selectors' sizes; the circuit checks happen in
-    /// [`DecodeContext::assemble`].
+    /// Checks `k`; the circuit checks happen on assembly.
     pub(crate) fn into_parts(self, context: &DecodeContext) -> Result<VkParts> {
         context.check_payload_k(self.k)?;
-        let n = rows(self.k);
-        let selectors = self
-            .selectors
-            .iter()
-            .map(|packed| {
-                expect_count("packed selector bytes", n.div_ceil(8), packed.len())
-                    .map(|()| unpack_bits(packed, n))
-            })
-            .collect::<Result<_>>()?;
         Ok(VkParts {
             k: self.k,
             compress_selectors: self.compress_selectors,
             fixed_commitments: self.fixed_commitments,
             permutation_commitments: self.permutation_commitments,
-            selectors,
+            selectors: self.selectors,
         })
     }
 }

@@ -12,7 +12,7 @@ use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::HEADER_LEN;
 use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
 use codec_core::testing::StandardPlonk;
-use codec_core::{CodecId, Error, KeyCodec, LoadOptions};
+use codec_core::{Error, KeyCodecExt, LoadOptions};
 
 /// Offset of l0 in the payload: after k (4), the flag (1), the two point vectors (8-byte
 /// length + 32 bytes per compressed point) and the selector list (8). l0 starts with its
@@ -72,7 +72,7 @@ fn non_canonical_scalar_is_refused() {
         matches!(
             result,
             Err(Error::Backend {
-                codec: CodecId::Bincode,
+                codec: "bincode",
                 ..
             })
         ),

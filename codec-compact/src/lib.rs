@@ -24,54 +24,72 @@
 //! and `k` against [`codec_core::Limits::max_k`]: that limit, not the file size, bounds what a
 //! load may allocate. Lower it when loading compact files from untrusted sources.
 
-mod layout;
+#![forbid(unsafe_code)]
+
+mod derivable;
+mod domain_math;
+mod exceptions;
+mod recompute;
 mod varint;
+mod wire;
 
 use std::io::Write;
 
-use codec_core::circuit::{VkParts, VkPlan};
-use codec_core::field::FieldEncoding;
-use codec_core::{
-    CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, PayloadReader, Result,
+use codec_core::backend_api::circuit::rows;
+use codec_core::backend_api::field::FieldEncoding;
+use codec_core::backend_api::{
+    assemble_pk, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyKind, KeyRef,
+    PayloadReader, Result, VkParts, VkPlan, WireMode,
 };
 
+/// This backend's id in the container header.
+pub const ID: CodecId = CodecId::new(4);
+
 /// The only wire mode.
-pub const MODE_RUNS_AND_MAPPING: u8 = 0;
+pub const MODE_RUNS_AND_MAPPING: WireMode = WireMode::new(0, "recompute");
 
 /// The compact codec.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompactCodec;
 
 impl KeyCodec for CompactCodec {
-    fn id(&self) -> CodecId {
-        CodecId::Compact
+    fn name(&self) -> &'static str {
+        "compact"
     }
 
-    fn wire_mode(&self) -> u8 {
+    fn id(&self) -> CodecId {
+        ID
+    }
+
+    fn wire_modes(&self) -> &'static [WireMode] {
+        &[MODE_RUNS_AND_MAPPING]
+    }
+
+    fn wire_mode(&self) -> WireMode {
         MODE_RUNS_AND_MAPPING
     }
 
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
         let parts = VkParts::of(key.vk())?;
         let mut buf = Vec::new();
-        codec_core::vk_layout::write(&parts, FieldEncoding::Raw, &mut buf)?;
+        codec_core::backend_api::vk_layout::write(&parts, FieldEncoding::Raw, &mut buf)?;
         if let KeyRef::Proving(pk) = key {
-            layout::write_pk(pk, &mut buf)?;
+            // The ω powers the check and the permutation's mapping both need, computed once.
+            let domain = pk.get_vk().get_domain();
+            let omega_powers = domain_math::powers(domain.get_omega(), rows(domain.k()));
+            derivable::check_derivable(pk, &omega_powers)?;
+            let exceptions = exceptions::permutation_exceptions(pk, &omega_powers)?;
+            let fixed: Vec<&[_]> = pk.fixed_values().iter().map(|p| p.values()).collect();
+            wire::write_pk(&fixed, &exceptions, &mut buf);
         }
-        out.write_all(&buf)?;
-        Ok(())
+        out.write_all(&buf).during("write")
     }
 
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
-        if context.mode != MODE_RUNS_AND_MAPPING {
-            return Err(Error::UnsupportedMode {
-                codec: CodecId::Compact,
-                mode: context.mode,
-            });
-        }
-        let vk_parts = codec_core::vk_layout::read(input, context, FieldEncoding::Raw)?;
+        let vk_parts =
+            codec_core::backend_api::vk_layout::read(input, context, FieldEncoding::Raw)?;
         match context.kind {
-            KeyKind::Verifying => context.assemble(vk_parts, None),
+            KeyKind::Verifying => context.assemble_vk(vk_parts),
             KeyKind::Proving => {
                 // The stored columns are parsed from memory: the rest of the payload in one
                 // read (a compact payload is small beside the key it rebuilds; borrowed when
@@ -82,13 +100,13 @@ impl KeyCodec for CompactCodec {
                 let mut stored_input = PayloadReader::from_slice(&rest);
                 let plan = VkPlan::new(context.cs.clone(), vk_parts, &context.limits)?;
                 let (vk, stored) =
-                    plan.finish_while(|shape| layout::read_pk(&mut stored_input, shape))?;
+                    plan.finish_while(|shape| wire::read_pk(&mut stored_input, shape))?;
                 match stored_input.remaining() {
                     0 => drop(rest),
                     count => return Err(Error::TrailingBytes { count }),
                 }
-                let parts = layout::recompute(&vk, stored)?;
-                codec_core::circuit::assemble_pk(vk, parts).map(Key::Proving)
+                let parts = recompute::recompute(&vk, stored)?;
+                assemble_pk(vk, parts).map(Key::Proving)
             }
         }
     }

@@ -11,7 +11,7 @@ use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
 use codec_core::testing::StandardPlonk;
-use codec_core::{Error, KeyCodec, LoadOptions};
+use codec_core::{Error, KeyCodecExt, LoadOptions};
 
 /// StandardPlonk's copy cycle through a[2], b[3] and c[4] leaves one exception in the last
 /// permutation column (row 4 maps to column 1, row 3): the payload ends with its varints

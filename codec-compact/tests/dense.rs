@@ -12,7 +12,7 @@ use codec_core::testing::{
     dense, generate, pk_bytes, prove_and_verify, standard_plonk, DenseCircuit, Fixture,
     StandardPlonk,
 };
-use codec_core::{KeyCodec, LoadOptions};
+use codec_core::{KeyCodecExt, LoadOptions};
 
 fn round_trip<C: Circuit<Fr, Params = ()>>(name: &str, fixture: &Fixture<C>) -> f64 {
     let file = CompactCodec.to_vec::<C, _>(&fixture.pk, ()).unwrap();
@@ -123,7 +123,7 @@ fn a_single_inconsistent_coefficient_is_refused() {
     );
     let result = CompactCodec.to_vec::<DenseCircuit, _>(&altered, ());
     assert!(
-        matches!(result, Err(codec_core::Error::Malformed(_))),
+        matches!(result, Err(codec_core::Error::NotStorable { .. })),
         "{:?}",
         result.err()
     );
@@ -164,7 +164,7 @@ fn sparse_columns_with_one_inconsistency_are_refused() {
         );
         let result = CompactCodec.to_vec::<StandardPlonk, _>(&altered, ());
         assert!(
-            matches!(result, Err(codec_core::Error::Malformed(_))),
+            matches!(result, Err(codec_core::Error::NotStorable { .. })),
             "case {case}: {:?}",
             result.err()
         );

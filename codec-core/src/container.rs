@@ -1,4 +1,5 @@
-//! Framing a backend's payload with the container header, and checking it on the way in.
+//! Framing a backend's payload with the container header, and checking it on the way in:
+//! one writer, and one reader for every source of bytes.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
@@ -8,12 +9,29 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::circuit::{check_k, fingerprint_of};
 use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
-use crate::error::{Error, Result};
-use crate::header::{Fingerprint, Header, KeyKind, HEADER_LEN};
+use crate::error::{Error, IoContext, Result};
+use crate::header::{Header, HEADER_LEN};
+use crate::ids::{Fingerprint, KeyKind, WireMode};
 use crate::options::{Integrity, LoadOptions};
-#[cfg(unix)]
-use crate::payload::FileSource;
-use crate::payload::{PayloadReader, Release, RELEASE_STEP};
+use crate::payload::PayloadReader;
+use crate::source::ReadAt;
+
+/// Where a container is read from.
+pub(crate) enum Input<'a> {
+    /// Bytes in memory, exactly one container.
+    Memory(&'a [u8]),
+    /// A stream, read in order from its current position; its length is unknown, so
+    /// allocations grow with the data actually read, and it may continue after the container.
+    Stream(&'a mut dyn Read),
+    /// A source of `len` bytes read at explicit offsets (a file), exactly one container: small
+    /// reads through a buffer of `buffer` bytes, bulk reads straight into the key's memory
+    /// from several threads.
+    At {
+        source: &'a dyn ReadAt,
+        len: u64,
+        buffer: usize,
+    },
+}
 
 /// Writes header placeholder, payload, then seeks back to write the real header.
 pub(crate) fn write<K: KeyCodec + ?Sized>(
@@ -22,8 +40,8 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
     fingerprint: Fingerprint,
     writer: &mut (impl Write + Seek),
 ) -> Result<()> {
-    let start = writer.stream_position()?;
-    writer.write_all(&[0u8; HEADER_LEN])?;
+    let start = writer.stream_position().during("seek in")?;
+    writer.write_all(&[0u8; HEADER_LEN]).during("write")?;
     let mut hashing = HashingWriter {
         inner: &mut *writer,
         hasher: Xxh3::new(),
@@ -33,215 +51,121 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
     let (payload_len, payload_checksum) = (hashing.written, hashing.hasher.digest());
     let header = Header {
         codec: codec.id(),
-        mode: codec.wire_mode(),
+        mode: codec.wire_mode().byte(),
         kind: key.kind(),
         k: key.vk().get_domain().k(),
         payload_len,
         payload_checksum,
         fingerprint,
     };
-    writer.seek(SeekFrom::Start(start))?;
-    writer.write_all(&header.to_bytes())?;
-    writer.seek(SeekFrom::Start(start + HEADER_LEN as u64 + payload_len))?;
-    writer.flush()?;
+    writer.seek(SeekFrom::Start(start)).during("seek in")?;
+    writer.write_all(&header.to_bytes()).during("write")?;
+    writer
+        .seek(SeekFrom::Start(start + HEADER_LEN as u64 + payload_len))
+        .during("seek in")?;
+    writer.flush().during("write")?;
     Ok(())
 }
 
-/// Reads a container from a stream: checks the header, decodes the payload while hashing it,
-/// then compares the checksum before returning the key. `total_len` is the real length of the
-/// source (header included) when known (a file): the declared payload length is checked
-/// against it before anything is decoded, and no bytes may follow the container.
+/// Reads one container: checks the header (before anything is decoded: codec, wire mode,
+/// kind, `k`, circuit, declared length against the real one where the source has one),
+/// decodes the payload while hashing exactly the bytes handed to the decoder (in memory,
+/// where they cannot change, before decoding them), and compares the checksum before
+/// returning the key.
 pub(crate) fn read<K: KeyCodec + ?Sized>(
     codec: &K,
     kind: KeyKind,
     cs: ConstraintSystem<Fr>,
-    reader: &mut impl Read,
-    total_len: Option<u64>,
+    input: Input<'_>,
     options: &LoadOptions,
 ) -> Result<Key> {
-    if total_len.is_some_and(|total| total < HEADER_LEN as u64) {
-        return Err(Error::Truncated {
-            context: "container header",
-        });
-    }
-    let mut header_bytes = [0u8; HEADER_LEN];
-    reader
-        .read_exact(&mut header_bytes)
-        .map_err(|err| Error::from_read(err, "container header"))?;
-    let header = Header::from_bytes(&header_bytes)?;
-    check_header(codec, kind, &header, &cs, options)?;
-    if let Some(total) = total_len {
+    // Bytes in memory cannot change while they are read: their checksum is verified before
+    // decoding, which refuses a damaged payload without decoding it. Every other source is
+    // hashed as the decoder reads it.
+    let (mut reader, total, memory) = match input {
+        Input::Memory(bytes) => (
+            PayloadReader::from_slice(bytes),
+            Some(bytes.len() as u64),
+            Some(bytes),
+        ),
+        Input::Stream(stream) => (PayloadReader::new(stream, u64::MAX, false), None, None),
+        Input::At {
+            source,
+            len,
+            buffer,
+        } => (PayloadReader::at(source, 0, len, buffer), Some(len), None),
+    };
+    let header = Header::from_bytes(&reader.read_array::<HEADER_LEN>("container header")?)?;
+    let mode = check_header(codec, kind, &header, &cs, options)?;
+    if let Some(total) = total {
         check_length(&header, total - HEADER_LEN as u64)?;
     }
-
-    let mut hashing = HashingReader {
-        inner: reader.take(header.payload_len),
-        hasher: Xxh3::new(),
-        enabled: options.integrity == Integrity::Verify,
-    };
-    let context = decode_context(codec, kind, header, cs, options);
-    let mut payload = PayloadReader::new(&mut hashing, header.payload_len, total_len.is_some());
-    let decoded = codec.decode(&mut payload, &context);
-    let left = payload.remaining();
-    if matches!(decoded, Err(Error::Io(_))) {
-        return decoded;
-    }
-    // Corruption explains most decode errors (and a leftover payload): when the checksum
-    // disagrees, report that. Drain what is left of the declared payload to find out.
-    if options.integrity == Integrity::Verify {
-        let drained = io::copy(&mut hashing, &mut io::sink()).is_ok() && hashing.inner.limit() == 0;
-        if drained {
-            verify_checksum(&header, hashing.hasher.digest())?;
-        }
-    }
-    let key = decoded?;
-    if left > 0 {
-        return Err(Error::TrailingBytes { count: left });
-    }
-    Ok(key)
-}
-
-/// Reads a container from a file at explicit offsets: as [`read`], but large reads go
-/// straight into the key's memory from several threads ([`FileSource`]), and small ones
-/// through a buffer of `buffer` bytes.
-#[cfg(unix)]
-pub(crate) fn read_file<K: KeyCodec + ?Sized>(
-    codec: &K,
-    kind: KeyKind,
-    cs: ConstraintSystem<Fr>,
-    file: &std::fs::File,
-    buffer: usize,
-    options: &LoadOptions,
-) -> Result<Key> {
-    use std::os::unix::fs::FileExt;
-
-    let total = file.metadata()?.len();
-    if total < HEADER_LEN as u64 {
-        return Err(Error::Truncated {
-            context: "container header",
-        });
-    }
-    let mut header_bytes = [0u8; HEADER_LEN];
-    file.read_exact_at(&mut header_bytes, 0)
-        .map_err(|err| Error::from_read(err, "container header"))?;
-    let header = Header::from_bytes(&header_bytes)?;
-    check_header(codec, kind, &header, &cs, options)?;
-    check_length(&header, total - HEADER_LEN as u64)?;
-
     let verify = options.integrity == Integrity::Verify;
-    let source = FileSource::new(file, HEADER_LEN as u64, buffer, verify);
-    let context = decode_context(codec, kind, header, cs, options);
-    let mut payload = PayloadReader::from_file(source, header.payload_len);
-    let decoded = codec.decode(&mut payload, &context);
-    let left = payload.remaining();
-    if matches!(decoded, Err(Error::Io(_))) {
-        return decoded;
+    if let (true, Some(bytes)) = (verify, memory) {
+        verify_checksum(
+            &header,
+            xxh3_64(bytes.get(HEADER_LEN..).unwrap_or_default()),
+        )?;
     }
-    // As in `read`: a checksum mismatch explains a decode error or a leftover payload. After
-    // a decode error the reader may have stopped inside a bulk read, so the payload is hashed
-    // afresh from the file.
-    if verify {
-        let digest = match decoded {
-            Ok(_) => payload.drain_and_digest(),
-            Err(_) => hash_file_range(file, HEADER_LEN as u64, header.payload_len),
-        };
-        if let Some(digest) = digest {
-            verify_checksum(&header, digest)?;
-        }
-    }
-    let key = decoded?;
-    if left > 0 {
-        return Err(Error::TrailingBytes { count: left });
-    }
-    Ok(key)
-}
-
-/// XXH3-64 of `len` bytes of `file` from `offset`, or `None` if they cannot be read.
-#[cfg(unix)]
-fn hash_file_range(file: &std::fs::File, offset: u64, len: u64) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
-
-    let mut hasher = Xxh3::new();
-    let mut buffer = vec![0u8; RELEASE_STEP.min(usize::try_from(len).unwrap_or(usize::MAX))];
-    let mut done = 0u64;
-    while done < len {
-        let step = buffer
-            .len()
-            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
-        let chunk = buffer.get_mut(..step)?;
-        file.read_exact_at(chunk, offset + done).ok()?;
-        hasher.update(chunk);
-        done += step as u64;
-    }
-    Some(hasher.digest())
-}
-
-/// Reads a container held in memory: header and length checks, then the payload checksum,
-/// all before decoding; the slice must hold exactly one container. With `release` (a memory
-/// mapping's), bytes are handed back to the kernel once hashed and once decoded, so that the
-/// mapping never keeps much of the file resident.
-pub(crate) fn read_slice<K: KeyCodec + ?Sized>(
-    codec: &K,
-    kind: KeyKind,
-    cs: ConstraintSystem<Fr>,
-    bytes: &[u8],
-    release: Option<Release<'_>>,
-    options: &LoadOptions,
-) -> Result<Key> {
-    let (header_bytes, rest) = bytes
-        .split_first_chunk::<HEADER_LEN>()
-        .ok_or(Error::Truncated {
-            context: "container header",
-        })?;
-    let header = Header::from_bytes(header_bytes)?;
-    check_header(codec, kind, &header, &cs, options)?;
-    check_length(&header, rest.len() as u64)?;
-    if options.integrity == Integrity::Verify {
-        verify_checksum(&header, checksum_releasing(rest, HEADER_LEN, release))?;
-    }
-    let context = decode_context(codec, kind, header, cs, options);
-    // The payload reader counts from the payload's start; the mapping from the file's.
-    let shifted =
-        release.map(|release| move |offset: usize, len: usize| release(HEADER_LEN + offset, len));
-    let mut payload = match &shifted {
-        Some(shifted) => PayloadReader::from_mapped(rest, shifted),
-        None => PayloadReader::from_slice(rest),
-    };
-    let key = codec.decode(&mut payload, &context)?;
-    match payload.remaining() {
-        0 => Ok(key),
-        left => Err(Error::TrailingBytes { count: left }),
-    }
-}
-
-/// XXH3-64 of `payload`, releasing each hashed window (`base` is the payload's offset in the
-/// mapping).
-fn checksum_releasing(payload: &[u8], base: usize, release: Option<Release<'_>>) -> u64 {
-    let Some(release) = release else {
-        return xxh3_64(payload);
-    };
-    let mut hasher = Xxh3::new();
-    for (index, window) in payload.chunks(RELEASE_STEP).enumerate() {
-        hasher.update(window);
-        release(base + index * RELEASE_STEP, window.len());
-    }
-    hasher.digest()
-}
-
-fn decode_context<K: KeyCodec + ?Sized>(
-    codec: &K,
-    kind: KeyKind,
-    header: Header,
-    cs: ConstraintSystem<Fr>,
-    options: &LoadOptions,
-) -> DecodeContext {
-    DecodeContext {
+    let hash_while_reading = verify && memory.is_none();
+    let mut payload = reader.narrow(header.payload_len, total.is_some(), hash_while_reading)?;
+    let context = DecodeContext {
         kind,
-        mode: header.mode,
+        mode,
         k: Some(header.k),
-        validation: codec.effective_validation(options.validation),
+        validation: codec.effective_validation(mode, options.validation),
         limits: options.limits,
         cs,
+    };
+    let decoded = codec.decode(&mut payload, &context);
+    let key = settle(decoded, &mut payload, &header, hash_while_reading)?;
+    if key.kind() != kind {
+        return Err(Error::Internal(format!(
+            "the {} decoder returned a {} for a {kind}",
+            codec.name(),
+            key.kind()
+        )));
+    }
+    Ok(key)
+}
+
+/// Turns a decoder's outcome into the load's: a key only when every byte of the payload was
+/// decoded and (when the reader hashed them) their checksum matches; after a decode error
+/// or a leftover payload, corruption (a checksum mismatch) is reported in preference, since
+/// it explains both.
+fn settle(
+    decoded: Result<Key>,
+    payload: &mut PayloadReader<'_>,
+    header: &Header,
+    verify: bool,
+) -> Result<Key> {
+    let left = payload.remaining();
+    let explain = |payload: &mut PayloadReader<'_>| -> Result<()> {
+        match payload.digest_afresh() {
+            Some(found) if verify => verify_checksum(header, found),
+            _ => Ok(()),
+        }
+    };
+    match decoded {
+        // The source failed: nothing to say about the bytes.
+        Err(err @ Error::Io { .. }) => Err(err),
+        Err(err) => {
+            explain(payload)?;
+            Err(err)
+        }
+        Ok(_) if left > 0 => {
+            explain(payload)?;
+            Err(Error::TrailingBytes { count: left })
+        }
+        Ok(key) => {
+            if verify {
+                let found = payload.digest().ok_or_else(|| {
+                    Error::Internal("the payload was decoded but its checksum was lost".into())
+                })?;
+                verify_checksum(header, found)?;
+            }
+            Ok(key)
+        }
     }
 }
 
@@ -261,19 +185,31 @@ fn check_length(header: &Header, available: u64) -> Result<()> {
     Ok(())
 }
 
+/// Checks what the header says against what the caller expects; returns the codec's own
+/// wire mode for the header's mode byte.
 fn check_header<K: KeyCodec + ?Sized>(
     codec: &K,
     kind: KeyKind,
     header: &Header,
     cs: &ConstraintSystem<Fr>,
     options: &LoadOptions,
-) -> Result<()> {
+) -> Result<WireMode> {
     if header.codec != codec.id() {
         return Err(Error::CodecMismatch {
             expected: codec.id(),
+            expected_name: codec.name(),
             found: header.codec,
         });
     }
+    let mode = codec
+        .wire_modes()
+        .iter()
+        .find(|mode| mode.byte() == header.mode)
+        .copied()
+        .ok_or(Error::UnsupportedMode {
+            codec: codec.name(),
+            mode: header.mode,
+        })?;
     if header.kind != kind {
         return Err(Error::KindMismatch {
             expected: kind,
@@ -303,7 +239,7 @@ fn check_header<K: KeyCodec + ?Sized>(
             limit: options.limits.max_payload_bytes,
         });
     }
-    Ok(())
+    Ok(mode)
 }
 
 fn verify_checksum(header: &Header, found: u64) -> Result<()> {
@@ -332,13 +268,25 @@ impl<W: Write> Write for HashingWriter<W> {
             // A whole polynomial handed over at once: hash it while the kernel copies it.
             // Only the hasher and the bytes cross threads; the writer stays on this one.
             let hasher = &mut self.hasher;
-            std::thread::scope(|scope| {
-                let hashing = scope.spawn(|| hasher.update(buf));
-                let written = self.inner.write_all(buf);
+            let inner = &mut self.inner;
+            let overlapped = std::thread::scope(|scope| -> io::Result<bool> {
+                let hashing = std::thread::Builder::new()
+                    .name("keycodec-hash".into())
+                    .spawn_scoped(scope, || hasher.update(buf));
+                let Ok(hashing) = hashing else {
+                    return Ok(false);
+                };
+                let written = inner.write_all(buf);
                 let hashed = hashing.join();
                 written?;
-                hashed.map_err(|_| io::Error::other("payload hashing thread panicked"))
+                hashed.map_err(|_| io::Error::other("payload hashing thread panicked"))?;
+                Ok(true)
             })?;
+            if !overlapped {
+                // No thread to spare: hash here.
+                self.inner.write_all(buf)?;
+                self.hasher.update(buf);
+            }
             self.written += buf.len() as u64;
             return Ok(buf.len());
         }
@@ -351,22 +299,5 @@ impl<W: Write> Write for HashingWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
-    }
-}
-
-/// Hashes what is read through it.
-struct HashingReader<R> {
-    inner: io::Take<R>,
-    hasher: Xxh3,
-    enabled: bool,
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if self.enabled {
-            self.hasher.update(buf.get(..n).unwrap_or(buf));
-        }
-        Ok(n)
     }
 }

@@ -1,8 +1,9 @@
 //! The one error type of the workspace.
 
 use std::io;
+use std::path::{Path, PathBuf};
 
-use crate::header::{CodecId, Fingerprint, KeyKind};
+use crate::ids::{CodecId, Fingerprint, KeyKind};
 
 /// `Result` with this workspace's [`enum@Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -16,8 +17,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// The operating system reported an I/O failure (not an early end of data).
-    #[error("I/O error: {0}")]
-    Io(#[from] io::Error),
+    #[error("could not {operation}{}: {source}", path.as_deref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    Io {
+        /// What was being done ("open", "read", "write", "rename over", ...).
+        operation: &'static str,
+        /// The file it was done to, when there is one.
+        path: Option<PathBuf>,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
 
     /// The data ended before the structure it declares was complete.
     #[error("truncated input: data ended while reading {context}")]
@@ -59,20 +68,36 @@ pub enum Error {
         field: &'static str,
     },
 
+    /// The header's key-kind byte names no kind this build knows.
+    #[error("container header names an unknown key kind (byte {found})")]
+    UnknownKeyKind {
+        /// The byte found.
+        found: u8,
+    },
+
     /// The file was written by another backend than the one loading it.
-    #[error("file was written by codec {found} but is being loaded with codec {expected}")]
+    #[error("file was written by {found} but is being loaded with {expected_name} ({expected})")]
     CodecMismatch {
         /// The codec doing the load.
         expected: CodecId,
-        /// The codec named in the header (`Unknown(n)` for an id this build does not know).
+        /// Its name.
+        expected_name: &'static str,
+        /// The codec named in the header.
         found: CodecId,
     },
 
-    /// The header names a codec mode (wire layout) that the codec does not know.
+    /// The header names a codec this build does not know (or has not compiled in).
+    #[error("file was written by {found}, which this build does not know")]
+    UnknownCodec {
+        /// The codec named in the header.
+        found: CodecId,
+    },
+
+    /// The header names a wire mode (payload layout) that the codec does not know.
     #[error("codec {codec} has no wire mode {mode}")]
     UnsupportedMode {
         /// The codec doing the load.
-        codec: CodecId,
+        codec: &'static str,
         /// The mode byte found in the header.
         mode: u8,
     },
@@ -103,7 +128,7 @@ pub enum Error {
     },
 
     /// The key's circuit size `k` is impossible for this field, or above the configured limit.
-    #[error("k = {k} is out of range (must be between 1 and {max})")]
+    #[error("k = {k} is out of range (must be between 1 and {max}; raise Limits::max_k up to 28 to accept more)")]
     KOutOfRange {
         /// The `k` found in the file.
         k: u32,
@@ -176,52 +201,117 @@ pub enum Error {
     #[error("malformed payload: {0}")]
     Malformed(String),
 
-    /// A backend-specific failure, kept as the source.
-    #[error("{codec} backend error")]
+    /// A backend-specific decoding failure, kept as the source.
+    #[error("{codec} payload refused by the backend's own decoder")]
     Backend {
         /// The backend that failed.
-        codec: CodecId,
+        codec: &'static str,
         /// The backend's own error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
-    /// A backend name was not recognised.
-    #[error("unknown backend `{name}` (known: {known})")]
-    UnknownBackend {
-        /// The name given.
-        name: String,
-        /// The names this build knows, comma-separated.
-        known: &'static str,
+    /// The backend cannot store this key in its layout (nothing was written).
+    #[error("the {codec} backend cannot store this key: {reason}")]
+    NotStorable {
+        /// The backend that refused.
+        codec: &'static str,
+        /// Why.
+        reason: String,
     },
 
-    /// A backend exists but was compiled out of this build.
-    #[error("backend `{backend}` is not compiled in: enable the Cargo feature `{feature}`")]
-    BackendNotCompiled {
-        /// The backend's name.
-        backend: &'static str,
-        /// The Cargo feature that enables it.
+    /// A feature this call needs was compiled out of this build.
+    #[error("{what} is not compiled in: enable the Cargo feature `{feature}`")]
+    NotCompiled {
+        /// What is missing (a backend, remote storage...).
+        what: String,
+        /// The Cargo feature of the `keycodec` crate that compiles it in.
         feature: &'static str,
     },
 
-    /// A human-readable size (such as `"8KiB"`) could not be parsed.
-    #[error("invalid size `{input}`: {reason}")]
-    InvalidSize {
-        /// The text given.
-        input: String,
-        /// Why it was rejected.
-        reason: &'static str,
-    },
+    /// A bug in keycodec or a backend (a broken internal invariant, a worker thread that
+    /// panicked), reported instead of panicking.
+    #[error("internal error: {0} (please report this)")]
+    Internal(String),
 }
 
 impl Error {
+    /// An I/O failure while doing `operation`, to no particular path (yet: see
+    /// [`Error::at_path`]).
+    pub fn io(operation: &'static str, source: io::Error) -> Self {
+        Error::Io {
+            operation,
+            path: None,
+            source,
+        }
+    }
+
     /// Maps an I/O error raised while reading `context`, turning an early end of data into
     /// [`Error::Truncated`].
     pub fn from_read(err: io::Error, context: &'static str) -> Self {
         if err.kind() == io::ErrorKind::UnexpectedEof {
             Error::Truncated { context }
         } else {
-            Error::Io(err)
+            Error::io("read", err)
         }
+    }
+
+    /// Names `path` in an [`Error::Io`] that names no path yet; other errors are returned as
+    /// they are.
+    #[must_use]
+    pub fn at_path(self, path: &Path) -> Self {
+        match self {
+            Error::Io {
+                operation,
+                path: None,
+                source,
+            } => Error::Io {
+                operation,
+                path: Some(path.to_path_buf()),
+                source,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Maps `io::Result`s into [`Error::Io`] naming the operation: `out.write_all(b).during("write")?`.
+/// The path, where there is one, is added by whoever knows it ([`Error::at_path`]).
+pub trait IoContext<T> {
+    /// The error, as a failure to do `operation`.
+    fn during(self, operation: &'static str) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn during(self, operation: &'static str) -> Result<T> {
+        self.map_err(|err| Error::io(operation, err))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_name_the_operation_and_the_path() {
+        let err = Error::io("open", io::Error::from(io::ErrorKind::NotFound))
+            .at_path(Path::new("keys/circuit.pk"));
+        let text = err.to_string();
+        assert!(
+            text.starts_with("could not open keys/circuit.pk: "),
+            "{text}"
+        );
+        // A path already named is kept.
+        let again = err.at_path(Path::new("other"));
+        assert!(again.to_string().contains("keys/circuit.pk"), "{again}");
+        let streamed = Error::from_read(io::Error::other("reset"), "payload");
+        assert!(
+            streamed.to_string().starts_with("could not read: "),
+            "{streamed}"
+        );
+        assert!(matches!(
+            Error::from_read(io::Error::from(io::ErrorKind::UnexpectedEof), "payload"),
+            Error::Truncated { context: "payload" }
+        ));
     }
 }

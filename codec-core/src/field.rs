@@ -9,7 +9,7 @@
 //!
 //! Single elements are converted through halo2curves' own `SerdeObject` and `PrimeField`
 //! APIs. The bulk functions [`read_fr_vec`] and [`write_fr_slice`] move raw-encoded
-//! polynomials without conversion where [`crate::raw_view`] has proven that `Fr`'s memory is
+//! polynomials without conversion where [`raw_view`](crate::backend_api::raw_view) has proven that `Fr`'s memory is
 //! its raw encoding, and fall back to the conversions otherwise.
 
 use std::io::{self, Write};
@@ -28,11 +28,11 @@ use crate::options::Validation;
 use crate::payload::PayloadReader;
 
 /// Bytes of one encoded scalar field element (either encoding).
-pub const FR_BYTES: usize = 32;
+pub use crate::raw_view::FR_BYTES;
 /// Bytes of one raw (uncompressed, Montgomery) G1 point.
-pub const G1_RAW_BYTES: usize = 64;
+pub(crate) const G1_RAW_BYTES: usize = 64;
 /// Bytes of one compressed G1 point.
-pub const G1_COMPRESSED_BYTES: usize = 32;
+pub(crate) const G1_COMPRESSED_BYTES: usize = 32;
 
 /// Elements converted per bulk step: 2 MiB of encoded data, small enough to stay in cache
 /// between the read and the conversion, large enough that spreading it over threads costs
@@ -79,7 +79,8 @@ pub fn encode_fr(value: &Fr, encoding: FieldEncoding) -> [u8; FR_BYTES] {
 /// # Errors
 ///
 /// [`Error::InvalidFieldElement`] when a checked value is not below the modulus.
-pub fn decode_fr(
+#[cfg(test)]
+fn decode_fr(
     bytes: &[u8; FR_BYTES],
     encoding: FieldEncoding,
     validation: Validation,
@@ -143,7 +144,7 @@ pub fn decode_g1(
 /// # Errors
 ///
 /// [`Error::Truncated`] or [`Error::InvalidPoint`].
-pub fn read_g1(
+pub(crate) fn read_g1(
     reader: &mut PayloadReader<'_>,
     encoding: FieldEncoding,
     validation: Validation,
@@ -210,7 +211,7 @@ pub fn encode_fr_chunk(values: &[Fr], encoding: FieldEncoding, out: &mut Vec<[u8
 /// # Errors
 ///
 /// [`Error::LimitExceeded`], [`Error::Truncated`] or [`Error::InvalidPoint`].
-pub fn read_g1_vec(
+pub(crate) fn read_g1_vec(
     reader: &mut PayloadReader<'_>,
     count: usize,
     encoding: FieldEncoding,
@@ -226,7 +227,7 @@ pub fn read_g1_vec(
 /// Reads `count` field elements, after checking the payload can hold them.
 ///
 /// Raw elements (on targets where `Fr`'s memory is its raw encoding, see
-/// [`crate::raw_view`]) are read straight into the vector's memory with
+/// [`raw_view`](crate::backend_api::raw_view)) are read straight into the vector's memory with
 /// [`PayloadReader::read_checked`], each piece checked below the modulus while in cache
 /// (unless trusted): no staging buffer, no per-element conversion, and from a file several
 /// threads at once. Otherwise data is read in 2 MiB steps and converted in parallel by
@@ -250,7 +251,7 @@ pub fn read_fr_vec(
                 .ok_or(Error::InvalidFieldElement { context })?;
             reader.read_checked(
                 bytes,
-                |piece| check_raw(piece, validation, context),
+                |piece| check_raw_elements(piece, validation, context),
                 context,
             )?;
             return Ok(values);
@@ -303,8 +304,18 @@ fn raw_below_modulus(element: &[u8], modulus: &[u64; 4]) -> bool {
     false // equal to the modulus
 }
 
-/// Checks that raw-encoded elements are below the modulus (nothing, when trusted).
-fn check_raw(bytes: &[u8], validation: Validation, context: &'static str) -> Result<()> {
+/// Checks that raw-encoded elements (Montgomery limbs, little-endian, 32 bytes each) are
+/// below the modulus, as halo2curves' `from_raw_bytes` does (nothing, when trusted).
+///
+/// # Errors
+///
+/// [`Error::InvalidFieldElement`] if one is not, or `bytes` is not a whole number of
+/// elements.
+pub fn check_raw_elements(
+    bytes: &[u8],
+    validation: Validation,
+    context: &'static str,
+) -> Result<()> {
     if validation == Validation::Trusted {
         return Ok(());
     }
@@ -321,7 +332,7 @@ fn check_raw(bytes: &[u8], validation: Validation, context: &'static str) -> Res
 }
 
 /// Writes field elements in `encoding`: raw elements straight from memory in one write where
-/// [`crate::raw_view`] allows, otherwise encoded in parallel in 2 MiB blocks so that the
+/// [`raw_view`](crate::backend_api::raw_view) allows, otherwise encoded in parallel in 2 MiB blocks so that the
 /// writer sees few, large writes.
 ///
 /// # Errors

@@ -7,7 +7,7 @@
 //! | 0 | 8 | magic `\x89KEYCDC\x1a` |
 //! | 8 | 2 | container version (currently 1) |
 //! | 10 | 1 | codec id ([`CodecId`]) |
-//! | 11 | 1 | codec wire mode (codec-specific) |
+//! | 11 | 1 | codec wire mode ([`WireMode`](crate::WireMode), codec-specific) |
 //! | 12 | 1 | key kind ([`KeyKind`]) |
 //! | 13 | 1 | curve id (1 = BN254) |
 //! | 14 | 2 | reserved, zero |
@@ -20,11 +20,10 @@
 //!
 //! The magic and the version never move, so any future version can be recognised.
 
-use std::fmt;
-
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
+use crate::ids::{CodecId, Fingerprint, KeyKind};
 
 /// Size in bytes of the container header.
 pub const HEADER_LEN: usize = 64;
@@ -39,132 +38,13 @@ pub const CONTAINER_VERSION: u16 = 1;
 /// The curve id of BN254, the only curve this build supports.
 pub const CURVE_BN254: u8 = 1;
 
-/// Identifies the backend that wrote a payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CodecId {
-    /// halo2's own `SerdeFormat` layouts (`codec-rawbytes`).
-    RawBytes,
-    /// serde + bincode (`codec-bincode`).
-    Bincode,
-    /// rkyv archives (`codec-rkyv`).
-    Rkyv,
-    /// Only the non-derivable data, the rest recomputed on load (`codec-compact`).
-    Compact,
-    /// An id this build does not know.
-    Unknown(u8),
-}
-
-impl CodecId {
-    /// The byte stored in the header.
-    pub fn to_byte(self) -> u8 {
-        match self {
-            CodecId::RawBytes => 1,
-            CodecId::Bincode => 2,
-            CodecId::Rkyv => 3,
-            CodecId::Compact => 4,
-            CodecId::Unknown(byte) => byte,
-        }
-    }
-
-    /// The id for a header byte; unknown bytes map to [`CodecId::Unknown`].
-    pub fn from_byte(byte: u8) -> Self {
-        match byte {
-            1 => CodecId::RawBytes,
-            2 => CodecId::Bincode,
-            3 => CodecId::Rkyv,
-            4 => CodecId::Compact,
-            other => CodecId::Unknown(other),
-        }
-    }
-
-    /// The lower-case name users type (`rawbytes`, `bincode`, `rkyv`).
-    pub fn name(self) -> &'static str {
-        match self {
-            CodecId::RawBytes => "rawbytes",
-            CodecId::Bincode => "bincode",
-            CodecId::Rkyv => "rkyv",
-            CodecId::Compact => "compact",
-            CodecId::Unknown(_) => "unknown",
-        }
-    }
-}
-
-impl fmt::Display for CodecId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CodecId::Unknown(byte) => write!(f, "unknown codec #{byte}"),
-            known => f.write_str(known.name()),
-        }
-    }
-}
-
-/// Whether a container holds a proving key or a verifying key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KeyKind {
-    /// A `ProvingKey` (which embeds its verifying key).
-    Proving,
-    /// A `VerifyingKey` alone.
-    Verifying,
-}
-
-impl KeyKind {
-    fn to_byte(self) -> u8 {
-        match self {
-            KeyKind::Proving => 1,
-            KeyKind::Verifying => 2,
-        }
-    }
-
-    fn from_byte(byte: u8) -> Result<Self> {
-        match byte {
-            1 => Ok(KeyKind::Proving),
-            2 => Ok(KeyKind::Verifying),
-            other => Err(Error::Malformed(format!("unknown key kind byte {other}"))),
-        }
-    }
-}
-
-impl fmt::Display for KeyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeyKind::Proving => "proving key",
-            KeyKind::Verifying => "verifying key",
-        })
-    }
-}
-
-/// A 128-bit fingerprint of a circuit's configured constraint system.
-///
-/// Computed by [`crate::circuit::fingerprint`] from the `Debug` form of the pinned
-/// constraint system that `Circuit::configure_with_params` produces: gates, columns, queries,
-/// lookups, permutation columns. Two circuit types (or parameterisations) with different
-/// constraint systems have different fingerprints. It is a guard against mistakes, not an
-/// authenticator: a forger can write any fingerprint.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Fingerprint(pub [u8; 16]);
-
-impl fmt::Display for Fingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for Fingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Fingerprint({self})")
-    }
-}
-
 /// The decoded container header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
     /// The backend that wrote the payload.
     pub codec: CodecId,
-    /// The backend's wire mode (for example halo2's `RawBytes` or `Processed`).
+    /// The backend's wire mode byte (for example halo2's `RawBytes` or `Processed`); the
+    /// container checks it against the codec's [`WireMode`](crate::WireMode)s.
     pub mode: u8,
     /// Proving or verifying key.
     pub kind: KeyKind,
@@ -188,12 +68,7 @@ impl Header {
         };
         writer.put(&MAGIC);
         writer.put(&CONTAINER_VERSION.to_le_bytes());
-        writer.put(&[
-            self.codec.to_byte(),
-            self.mode,
-            self.kind.to_byte(),
-            CURVE_BN254,
-        ]);
+        writer.put(&[self.codec.byte(), self.mode, self.kind.byte(), CURVE_BN254]);
         writer.put(&[0u8; 2]);
         writer.put(&self.k.to_le_bytes());
         writer.put(&[0u8; 4]);
@@ -217,8 +92,7 @@ impl Header {
     /// # Errors
     ///
     /// [`Error::BadMagic`], [`Error::UnsupportedVersion`], [`Error::HeaderChecksum`],
-    /// [`Error::ReservedField`], [`Error::CurveMismatch`] or [`Error::Malformed`] (unknown
-    /// key kind).
+    /// [`Error::ReservedField`], [`Error::CurveMismatch`] or [`Error::UnknownKeyKind`].
     pub fn from_bytes(bytes: &[u8; HEADER_LEN]) -> Result<Self> {
         let mut fields = FieldReader { rest: bytes };
         if fields.take::<8>()? != MAGIC {
@@ -250,9 +124,9 @@ impl Header {
             return Err(Error::CurveMismatch { found: curve });
         }
         Ok(Header {
-            codec: CodecId::from_byte(codec),
+            codec: CodecId::new(codec),
             mode,
-            kind: KeyKind::from_byte(kind)?,
+            kind: KeyKind::from_byte(kind).ok_or(Error::UnknownKeyKind { found: kind })?,
             k,
             payload_len,
             payload_checksum,
@@ -299,7 +173,7 @@ mod tests {
 
     fn sample() -> Header {
         Header {
-            codec: CodecId::RawBytes,
+            codec: CodecId::new(1),
             mode: 0,
             kind: KeyKind::Proving,
             k: 12,

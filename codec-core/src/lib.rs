@@ -1,46 +1,123 @@
-//! The core of keycodec: the [`KeyCodec`] trait every backend implements, the container
-//! header every backend writes, typed options, the one [`enum@Error`] type, atomic file saves,
-//! and (behind the `testing` feature) the conformance kit every backend's tests run.
+//! The core of keycodec: the [`KeyCodec`] trait every backend implements, the operations
+//! users call on any codec ([`KeyCodecExt`]), the container every backend's payload travels
+//! in, typed options, the one [`enum@Error`] type, and (behind the `testing` feature) the
+//! conformance kit every backend's tests run.
+//!
+//! Users normally depend on the `keycodec` facade, which re-exports what is here. Backend
+//! authors find everything they need in [`backend_api`].
 //!
 //! # The container
 //!
-//! Every file is a 64-byte [`Header`] followed by the backend's payload. The header names the
+//! Every file is a 64-byte header followed by the backend's payload. The header names the
 //! codec and its wire mode, the key kind, the curve, `k`, the payload's length and XXH3-64
-//! checksum, and a [`Fingerprint`] of the circuit. Loading checks, in order: magic, version,
-//! header checksum, codec, key kind, `k`, circuit fingerprint, declared length against the
-//! real length (for files and slices); then the backend decodes with every count checked
-//! before allocation, and the payload checksum is compared before the key is returned.
+//! checksum, and a [`Fingerprint`] of the circuit (`docs/format.md` has the byte layout).
+//! Loading checks, in order: magic, version, header checksum, codec, wire mode, key kind,
+//! `k`, circuit fingerprint, declared length against the real length (for files and slices);
+//! then the backend decodes with every count checked before allocation, reading through one
+//! reader that hashes exactly the bytes it hands the decoder, and the checksum is compared
+//! before the key is returned.
 //!
 //! # Trust
 //!
 //! [`Validation::Checked`] (the default) checks every field element and point.
 //! [`Validation::Trusted`] skips value checks for files you wrote yourself; structure,
-//! lengths and checksums are still checked.
+//! lengths and checksums are still checked. The checksum detects corruption, not a
+//! different valid key for a circuit with the same fingerprint.
 
-pub mod circuit;
+mod assembly;
+mod circuit;
 mod codec;
 mod container;
 mod error;
-pub mod field;
-pub mod file;
-pub mod header;
+mod field;
+mod file;
+mod ids;
+mod ops;
 mod options;
 mod payload;
-pub mod raw_view;
-pub mod vk_layout;
+mod pk_parts;
+mod raw_view;
+mod source;
+mod vk_layout;
+mod vk_parts;
 
+pub mod header;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use codec::{DecodeContext, HaloKey, Key, KeyCodec, KeyRef, LoadMode};
+pub use codec::{HaloKey, KeyCodec};
 pub use error::{Error, Result};
-pub use header::{CodecId, Fingerprint, Header, KeyKind};
+pub use file::drop_cached_pages;
+pub use ids::{CodecId, Fingerprint, KeyKind, WireMode};
+pub use ops::KeyCodecExt;
 pub use options::{
-    BufferConfig, Integrity, Limits, LoadOptions, SaveOptions, Size, Validation, MAX_K,
+    BufferConfig, Integrity, Limits, LoadOptions, ParseSizeError, SaveOptions, Size, Validation,
+    MAX_K,
 };
-pub use payload::{PayloadReader, Release, RELEASE_STEP};
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users
 /// name exactly the same types.
 pub use halo2_proofs;
 pub use halo2curves;
+
+pub mod backend_api {
+    //! Everything a backend author needs, and nothing a user does.
+    //!
+    //! A backend is a crate with a codec type implementing [`KeyCodec`]: a name, an id, its
+    //! wire modes, and [`KeyCodec::encode`] / [`KeyCodec::decode`] of a payload. The container
+    //! (header, checksums, length checks) and every way of reading and writing it are provided
+    //! by the core. A decoder:
+    //!
+    //! - reads only through the [`PayloadReader`] it is given, and checks every declared count
+    //!   against [`PayloadReader::ensure_available`] before allocating for it;
+    //! - decodes the verifying key's data into [`VkParts`] (for halo2's own layout,
+    //!   [`vk_layout::read`]), checks the payload's `k` with [`DecodeContext::check_payload_k`],
+    //!   and lets [`DecodeContext::assemble`] (or [`DecodeContext::assemble_vk`] /
+    //!   [`DecodeContext::assemble_pk`]) check every count and length against the circuit and
+    //!   build the key;
+    //! - reads polynomials in bulk with [`field::read_fr_vec`] and checks values unless the
+    //!   context's [`Validation`] is `Trusted`.
+    //!
+    //! An encoder writes the key's parts ([`VkParts::of`], [`parts::groups`]) to the writer it
+    //! is given, mapping I/O errors with [`IoContext::during`]. The conformance kit
+    //! (`codec_core::conformance_tests!(MyCodec::default());`, feature `testing`) checks all of
+    //! it; the facade's backend list is the one place a backend is registered.
+
+    pub use crate::assembly::{assemble_pk, VkPlan};
+    pub use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
+    pub use crate::error::{Error, IoContext, Result};
+    pub use crate::ids::{CodecId, KeyKind, WireMode};
+    pub use crate::options::{Limits, Validation};
+    pub use crate::payload::PayloadReader;
+    pub use crate::pk_parts::{PkParts, PkShape, PolyGroup};
+    pub use crate::vk_parts::VkParts;
+
+    /// The circuit's constraint system, row counts, and the structure check.
+    pub mod circuit {
+        pub use crate::circuit::{configure, expect_count, rows};
+    }
+
+    /// Byte encodings of BN254 scalars and G1 points, checked or trusted, one at a time and
+    /// in bulk.
+    pub mod field {
+        pub use crate::field::{
+            check_raw_elements, decode_fr_chunk, decode_g1, encode_fr, encode_fr_chunk, encode_g1,
+            read_fr_vec, write_fr_slice, FieldEncoding, FR_BYTES,
+        };
+    }
+
+    /// A proving key's polynomials in halo2's order (the [`PolyGroup`]s).
+    pub mod parts {
+        pub use crate::pk_parts::{groups, polynomials};
+    }
+
+    /// Scalars viewed as their raw bytes, where that is proven sound.
+    pub mod raw_view {
+        pub use crate::raw_view::{as_raw_bytes_mut, as_raw_elements, zeroed};
+    }
+
+    /// The verifying key's data in halo2-axiom's own byte layout.
+    pub mod vk_layout {
+        pub use crate::vk_layout::*;
+    }
+}

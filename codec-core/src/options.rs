@@ -5,8 +5,6 @@ use std::str::FromStr;
 
 use bytesize::ByteSize;
 
-use crate::error::{Error, Result};
-
 /// A byte count that parses from and prints as a human size (`"8KiB"`, `"1MiB"`, `"1GiB"`).
 ///
 /// Binary suffixes (`KiB`, `MiB`, `GiB`) are powers of 1024, decimal ones (`KB`, `MB`) powers
@@ -36,13 +34,19 @@ impl Size {
     }
 }
 
-impl FromStr for Size {
-    type Err = Error;
+/// A size that did not parse (see [`Size`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid size `{input}`: expected a number with an optional unit such as B, KiB, MiB, GiB")]
+pub struct ParseSizeError {
+    input: String,
+}
 
-    fn from_str(input: &str) -> Result<Self> {
-        let parsed: ByteSize = input.trim().parse().map_err(|_| Error::InvalidSize {
+impl FromStr for Size {
+    type Err = ParseSizeError;
+
+    fn from_str(input: &str) -> Result<Self, ParseSizeError> {
+        let parsed: ByteSize = input.trim().parse().map_err(|_| ParseSizeError {
             input: input.to_owned(),
-            reason: "expected a number with an optional unit such as B, KiB, MiB, GiB",
         })?;
         Ok(Size(parsed.as_u64()))
     }
@@ -65,17 +69,13 @@ impl fmt::Display for Size {
     }
 }
 
-/// Capacities of the buffered reader and writer the file helpers put around a file.
+/// Capacities of the buffered reader and writer put around a file.
 ///
-/// The default (1 MiB each) was chosen by measurement (README, k = 22): halo2's own reader,
-/// which imports use, loads 1.7x faster with 1 MiB than with 1 KiB, and 1 GiB only costs a
-/// gigabyte of memory.
-///
-/// Since the fast path (README), keycodec's own loads and saves move polynomial data past the
-/// buffer, straight between the file and the key's memory: the buffer only serves small
-/// reads and writes (lengths, the verifying key), so file loads and saves use at most
-/// [`BufferConfig::MAX_USEFUL`] of it (more would only cost memory: a 1 GiB buffer made the
-/// same k = 22 load 2.7x slower). halo2's own reader, behind imports, uses all of it.
+/// keycodec's own loads and saves move polynomial data past the buffer, straight between the
+/// file and the key's memory: the buffer only serves small reads and writes (lengths, the
+/// verifying key), so they use at most [`BufferConfig::MAX_USEFUL`] of it (more would only
+/// cost memory). Imports of headerless halo2 files, read by halo2's element-at-a-time layout,
+/// use all of it. The default is 1 MiB each (`docs/performance.md` has the measurements).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferConfig {
     /// Capacity of the buffer used when loading.
@@ -171,7 +171,7 @@ pub struct LoadOptions {
     pub validation: Validation,
     /// Allocation and size limits.
     pub limits: Limits,
-    /// If set, a key for any other `k` is refused with [`Error::KMismatch`].
+    /// If set, a key for any other `k` is refused with [`crate::Error::KMismatch`].
     pub expected_k: Option<u32>,
     /// Verify the payload checksum, or skip it.
     pub integrity: Integrity,
@@ -210,10 +210,8 @@ mod tests {
         ] {
             assert_eq!(text.parse::<Size>().ok(), Some(Size(bytes)), "{text}");
         }
-        assert!(matches!(
-            "lots".parse::<Size>(),
-            Err(Error::InvalidSize { .. })
-        ));
+        let err = "lots".parse::<Size>().unwrap_err();
+        assert!(err.to_string().contains("`lots`"), "{err}");
     }
 
     #[test]

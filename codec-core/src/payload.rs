@@ -1,83 +1,76 @@
-//! A reader bounded by the payload length the header declares.
+//! The one reader every decoder reads through, over every source of bytes.
 //!
-//! Decoders read through [`PayloadReader`], never from the raw source: a read past the
+//! A [`PayloadReader`] hands out a payload of declared length from memory, a stream, or a
+//! source read at explicit offsets (a file, an object read by ranges). A read past the
 //! declared length is [`Error::Truncated`], and [`PayloadReader::ensure_available`] lets a
 //! decoder check a declared count against the bytes left *before* it allocates.
+//!
+//! When the container asks it to, the reader hashes every byte it hands out, in the order it
+//! hands them out: the checksum the container verifies is the checksum of exactly the bytes
+//! the decoder saw, whatever happens to the source meanwhile (a file rewritten or truncated
+//! while it loads yields a checksum mismatch or a truncation, never a key from other bytes).
 
 use std::borrow::Cow;
 use std::io::{self, Read};
 
 use rayon::prelude::*;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::error::{Error, Result};
-
-#[cfg(unix)]
-mod file_source;
-#[cfg(unix)]
-pub(crate) use file_source::FileSource;
-
-/// Consumed bytes of a memory-mapped payload are handed back to the kernel in steps of this
-/// size, so that a mapped load never keeps more than this much of the file resident beside
-/// the decoded key.
-pub const RELEASE_STEP: usize = 64 << 20;
-
-/// Tells the owner of a memory mapping that `len` bytes at `offset` (relative to the slice
-/// given to [`PayloadReader::from_mapped`]) will not be read again.
-pub type Release<'a> = &'a (dyn Fn(usize, usize) + Sync);
+use crate::source::{hash_range, AtSource, ReadAt, BULK_STEP};
 
 /// Elements pre-allocated at once when the payload length is only declared, not verified
-/// against a real file length (32 MiB of field elements).
+/// against a real source length (32 MiB of field elements).
 const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 20;
 
 /// Bytes pre-allocated at once for a borrowed read from a stream.
 const UNVERIFIED_PREALLOC_BYTES: usize = 32 << 20;
-
-/// Bytes a bulk read ([`PayloadReader::read_checked`]) reads and checks as one piece: few
-/// system calls, and small enough that the check finds the bytes still in cache.
-pub(crate) const BULK_STEP: usize = 4 << 20;
 
 /// Reads a payload of known declared length.
 pub struct PayloadReader<'a> {
     source: Source<'a>,
     remaining: u64,
     length_verified: bool,
+    hash: Hash,
 }
 
-/// Where the payload comes from: a stream, or memory (a slice or a memory-mapped file) that
-/// can be borrowed without copying.
+/// Where the payload comes from.
 enum Source<'a> {
+    /// Bytes in memory: `rest` not yet handed out, `whole` the payload from its start.
+    Memory { rest: &'a [u8], whole: &'a [u8] },
+    /// A stream, read in order.
     Stream(&'a mut dyn Read),
-    Memory(Memory<'a>),
-    #[cfg(unix)]
-    File(FileSource<'a>),
+    /// A source read at explicit offsets; the payload is `len` bytes from `origin`.
+    At {
+        reader: AtSource<'a>,
+        origin: u64,
+        len: u64,
+    },
 }
 
-/// A payload in memory, and how much of it has been read and released.
-struct Memory<'a> {
-    rest: &'a [u8],
-    consumed: usize,
-    released: usize,
-    release: Option<Release<'a>>,
+/// The running hash of the bytes handed out.
+enum Hash {
+    /// Not asked for.
+    Off,
+    /// Every byte handed out so far, in order. Boxed: the state is most of this size.
+    On(Box<Xxh3>),
+    /// A read failed part-way: which bytes were handed out is unknown.
+    Lost,
 }
 
-impl<'a> Memory<'a> {
-    /// Takes `len` bytes off the front, first releasing what earlier reads consumed once it
-    /// adds up to [`RELEASE_STEP`]. (Slices returned by earlier reads stay valid: releasing
-    /// a read-only file mapping only means the next access reads the file again.)
-    fn take(&mut self, len: usize, context: &'static str) -> Result<&'a [u8]> {
-        if let Some(release) = self.release {
-            if self.consumed - self.released >= RELEASE_STEP {
-                release(self.released, self.consumed - self.released);
-                self.released = self.consumed;
-            }
+impl Hash {
+    fn update(&mut self, bytes: &[u8]) {
+        if let Hash::On(hasher) = self {
+            hasher.update(bytes);
         }
-        let rest: &'a [u8] = self.rest;
-        let (head, tail) = rest
-            .split_at_checked(len)
-            .ok_or(Error::Truncated { context })?;
-        self.rest = tail;
-        self.consumed += len;
-        Ok(head)
+    }
+
+    /// Passes a read's outcome through; a failed read loses the hash.
+    fn after<T, E>(&mut self, result: std::result::Result<T, E>) -> std::result::Result<T, E> {
+        if result.is_err() && matches!(self, Hash::On(_)) {
+            *self = Hash::Lost;
+        }
+        result
     }
 }
 
@@ -89,19 +82,19 @@ impl Read for PayloadReader<'_> {
             .len()
             .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
         let dst = buf.get_mut(..len).unwrap_or_default();
-        let n = match &mut self.source {
-            Source::Stream(inner) => inner.read(dst)?,
-            #[cfg(unix)]
-            Source::File(file) => file.read(dst)?,
-            Source::Memory(memory) => {
-                let n = dst.len().min(memory.rest.len());
-                let head = memory
-                    .take(n, "payload")
-                    .map_err(|err| io::Error::new(io::ErrorKind::UnexpectedEof, err))?;
+        let read = match &mut self.source {
+            Source::Stream(inner) => inner.read(dst),
+            Source::At { reader, .. } => reader.read(dst),
+            Source::Memory { rest, .. } => {
+                let n = dst.len().min(rest.len());
+                let (head, tail) = rest.split_at(n);
                 dst.get_mut(..n).unwrap_or_default().copy_from_slice(head);
-                n
+                *rest = tail;
+                Ok(n)
             }
         };
+        let n = self.hash.after(read)?;
+        self.hash.update(dst.get(..n).unwrap_or_default());
         self.remaining -= n as u64;
         Ok(n)
     }
@@ -118,63 +111,112 @@ impl std::fmt::Debug for PayloadReader<'_> {
 
 impl<'a> PayloadReader<'a> {
     /// A reader over `inner` that will yield at most `len` bytes. `length_verified` says
-    /// whether `len` was checked against the real size of the source (a file's or a slice's
-    /// length); if not, allocations are grown as data arrives instead of made up front.
+    /// whether `len` was checked against the real size of the source (a file's length); if
+    /// not, allocations are grown as data arrives instead of made up front.
     pub fn new(inner: &'a mut dyn Read, len: u64, length_verified: bool) -> Self {
         PayloadReader {
             source: Source::Stream(inner),
             remaining: len,
             length_verified,
+            hash: Hash::Off,
         }
     }
 
     /// A reader over a payload held in memory (its length is the slice's, so verified).
     /// [`PayloadReader::read_borrowed`] then returns sub-slices without copying.
     pub fn from_slice(bytes: &'a [u8]) -> Self {
-        PayloadReader::in_memory(bytes, None)
-    }
-
-    /// A reader over a memory-mapped payload: as reading advances, consumed bytes are passed
-    /// to `release` (offsets relative to `bytes`) in steps of [`RELEASE_STEP`].
-    pub fn from_mapped(bytes: &'a [u8], release: Release<'a>) -> Self {
-        PayloadReader::in_memory(bytes, Some(release))
-    }
-
-    /// A reader over the `len` payload bytes of a file read at explicit offsets (see
-    /// [`FileSource`]); `len` was checked against the file's length.
-    #[cfg(unix)]
-    pub(crate) fn from_file(source: FileSource<'a>, len: u64) -> Self {
         PayloadReader {
-            source: Source::File(source),
-            remaining: len,
-            length_verified: true,
-        }
-    }
-
-    /// For a payload read from a file with hashing on: reads what is left of the payload
-    /// and returns the XXH3-64 of all of it; `None` otherwise, or if the rest cannot be read.
-    pub(crate) fn drain_and_digest(&mut self) -> Option<u64> {
-        #[cfg(unix)]
-        if let Source::File(_) = self.source {
-            io::copy(self, &mut io::sink()).ok()?;
-            if let Source::File(file) = &self.source {
-                return (self.remaining == 0).then(|| file.digest()).flatten();
-            }
-        }
-        None
-    }
-
-    fn in_memory(bytes: &'a [u8], release: Option<Release<'a>>) -> Self {
-        PayloadReader {
-            source: Source::Memory(Memory {
+            source: Source::Memory {
                 rest: bytes,
-                consumed: 0,
-                released: 0,
-                release,
-            }),
+                whole: bytes,
+            },
             remaining: bytes.len() as u64,
             length_verified: true,
+            hash: Hash::Off,
         }
+    }
+
+    /// A reader over `len` bytes of `source` from `offset`, with a buffer of `capacity` bytes
+    /// for small reads; `len` was checked against the source's length.
+    pub(crate) fn at(source: &'a dyn ReadAt, offset: u64, len: u64, capacity: usize) -> Self {
+        PayloadReader {
+            source: Source::At {
+                reader: AtSource::new(source, offset, capacity),
+                origin: offset,
+                len,
+            },
+            remaining: len,
+            length_verified: true,
+            hash: Hash::Off,
+        }
+    }
+
+    /// Narrows the reader to the next `len` bytes (the payload after a header just read),
+    /// whose length was checked against the source's when `verified`, and starts hashing
+    /// what it hands out from here when `hash` is set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if fewer than `len` bytes remain.
+    pub(crate) fn narrow(mut self, len: u64, verified: bool, hash: bool) -> Result<Self> {
+        if len > self.remaining {
+            return Err(Error::Truncated { context: "payload" });
+        }
+        self.remaining = len;
+        self.length_verified = verified;
+        match &mut self.source {
+            Source::Memory { rest, whole } => {
+                // The whole payload, for hashing it afresh; nothing else follows it.
+                let all: &'a [u8] = rest;
+                let usable = usize::try_from(len).unwrap_or(usize::MAX);
+                *rest = all.get(..usable).unwrap_or(all);
+                *whole = rest;
+            }
+            Source::At {
+                reader,
+                origin,
+                len: payload_len,
+            } => {
+                *origin = reader.position();
+                *payload_len = len;
+            }
+            Source::Stream(_) => {}
+        }
+        self.hash = if hash {
+            Hash::On(Box::new(Xxh3::new()))
+        } else {
+            Hash::Off
+        };
+        Ok(self)
+    }
+
+    /// The XXH3-64 of every byte handed out, when hashing and every byte of the payload has
+    /// been handed out; `None` otherwise.
+    pub(crate) fn digest(&self) -> Option<u64> {
+        match &self.hash {
+            Hash::On(hasher) if self.remaining == 0 => Some(hasher.digest()),
+            _ => None,
+        }
+    }
+
+    /// The XXH3-64 of the whole payload, for telling corruption from other errors after a
+    /// decode failed: hashed afresh from the source where it can be read again (memory, a
+    /// positioned source), otherwise by handing out and hashing what is left. `None` if the
+    /// bytes cannot be read.
+    pub(crate) fn digest_afresh(&mut self) -> Option<u64> {
+        match &self.source {
+            Source::Memory { whole, .. } => return Some(xxh3_64(whole)),
+            Source::At {
+                reader,
+                origin,
+                len,
+            } => {
+                return hash_range(reader.source(), *origin, *len);
+            }
+            Source::Stream(_) => {}
+        }
+        io::copy(self, &mut io::sink()).ok()?;
+        self.digest()
     }
 
     /// Bytes of the payload not yet read.
@@ -221,26 +263,32 @@ impl<'a> PayloadReader<'a> {
         if len > self.remaining {
             return Err(Error::Truncated { context });
         }
-        match &mut self.source {
-            Source::Stream(inner) => inner
-                .read_exact(buf)
-                .map_err(|err| Error::from_read(err, context))?,
-            #[cfg(unix)]
-            Source::File(file) => file
-                .read_exact(buf)
-                .map_err(|err| Error::from_read(err, context))?,
-            Source::Memory(memory) => buf.copy_from_slice(memory.take(buf.len(), context)?),
-        }
+        let read = match &mut self.source {
+            Source::Stream(inner) => inner.read_exact(buf),
+            Source::At { reader, .. } => reader.read_exact(buf),
+            Source::Memory { rest, .. } => match rest.split_at_checked(buf.len()) {
+                Some((head, tail)) => {
+                    buf.copy_from_slice(head);
+                    *rest = tail;
+                    Ok(())
+                }
+                None => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            },
+        };
+        self.hash
+            .after(read)
+            .map_err(|err| Error::from_read(err, context))?;
+        self.hash.update(buf);
         self.remaining -= len;
         Ok(())
     }
 
     /// Fills `buf` from the payload and runs `check` on every piece of it, pieces of
-    /// 4 MiB (`BULK_STEP`; the last may be shorter) starting at multiples of it, each checked
-    /// right after it was read, while it is in cache. Pieces are read and checked in parallel
-    /// where the source allows: a file is read at explicit offsets by several threads at once
-    /// (which also spreads the cost of faulting in fresh destination memory over the cores);
-    /// a stream is read in order and each piece checked in parallel parts.
+    /// 4 MiB (the last may be shorter) starting at multiples of it, each checked right after
+    /// it was read, while it is in cache. Pieces are read and checked in parallel where the
+    /// source allows: a positioned source (a file) is read at explicit offsets by several
+    /// threads at once (which also spreads the cost of faulting in fresh destination memory
+    /// over the cores); a stream is read in order and each piece checked in parallel parts.
     ///
     /// `check` must accept any piece length that is a multiple of its element size when
     /// `buf`'s length is.
@@ -258,52 +306,51 @@ impl<'a> PayloadReader<'a> {
         if len > self.remaining {
             return Err(Error::Truncated { context });
         }
-        match &mut self.source {
-            #[cfg(unix)]
-            Source::File(file) => {
-                file.read_parallel(buf, &check, context)?;
-                self.remaining -= len;
-            }
-            _ => {
-                for piece in buf.chunks_mut(BULK_STEP) {
-                    self.read_exact(piece, context)?;
-                    piece.par_chunks(BULK_STEP / 64).try_for_each(&check)?;
-                }
-            }
+        if let Source::At { reader, .. } = &mut self.source {
+            self.hash
+                .after(reader.read_parallel(buf, &check, context))?;
+            self.hash.update(buf);
+            self.remaining -= len;
+            return Ok(());
+        }
+        for piece in buf.chunks_mut(BULK_STEP) {
+            self.read_exact(piece, context)?;
+            piece.par_chunks(BULK_STEP / 64).try_for_each(&check)?;
         }
         Ok(())
     }
 
     /// Takes the next `len` bytes: borrowed without copying when the payload is in memory,
-    /// read into a new vector otherwise. The caller must check `len` against
-    /// [`PayloadReader::ensure_available`] semantics; this method refuses reads past the end.
+    /// read into a new vector that grows with the bytes actually read otherwise (a forged
+    /// length on a stream allocates no more than the stream delivers).
     ///
     /// # Errors
     ///
-    /// As [`PayloadReader::read_exact`].
+    /// [`Error::Truncated`] if fewer than `len` bytes remain, and those of
+    /// [`PayloadReader::read_exact`].
     pub fn read_borrowed(&mut self, len: usize, context: &'static str) -> Result<Cow<'a, [u8]>> {
-        self.ensure_available(len as u128, context)
-            .map_err(|_| Error::Truncated { context })?;
-        match &mut self.source {
-            Source::Memory(memory) => {
-                let head = memory.take(len, context)?;
-                self.remaining -= len as u64;
-                Ok(Cow::Borrowed(head))
-            }
-            _ => {
-                // Grow with the data actually read: a forged length on a stream must not
-                // allocate more than the stream delivers.
-                let mut owned = Vec::with_capacity(len.min(UNVERIFIED_PREALLOC_BYTES));
-                (&mut *self)
-                    .take(len as u64)
-                    .read_to_end(&mut owned)
-                    .map_err(|err| Error::from_read(err, context))?;
-                if owned.len() < len {
-                    return Err(Error::Truncated { context });
-                }
-                Ok(Cow::Owned(owned))
-            }
+        if len as u64 > self.remaining {
+            return Err(Error::Truncated { context });
         }
+        if let Source::Memory { rest, .. } = &mut self.source {
+            let all: &'a [u8] = rest;
+            let (head, tail) = all
+                .split_at_checked(len)
+                .ok_or(Error::Truncated { context })?;
+            *rest = tail;
+            self.hash.update(head);
+            self.remaining -= len as u64;
+            return Ok(Cow::Borrowed(head));
+        }
+        let mut owned = Vec::with_capacity(len.min(UNVERIFIED_PREALLOC_BYTES));
+        (&mut *self)
+            .take(len as u64)
+            .read_to_end(&mut owned)
+            .map_err(|err| Error::from_read(err, context))?;
+        if owned.len() < len {
+            return Err(Error::Truncated { context });
+        }
+        Ok(Cow::Owned(owned))
     }
 
     /// Reads a fixed-size array.
@@ -360,29 +407,6 @@ impl<'a> PayloadReader<'a> {
         Ok(u32::from_be_bytes(self.read_array(context)?))
     }
 
-    /// Reads `count` bit vectors of `len` bits each, stored 8 per byte, least significant bit
-    /// first (how halo2 packs selector activations), after checking the payload holds them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::LimitExceeded`] or [`Error::Truncated`].
-    pub fn read_packed_bits(
-        &mut self,
-        count: usize,
-        len: usize,
-        context: &'static str,
-    ) -> Result<Vec<Vec<bool>>> {
-        let per_vector = len.div_ceil(8);
-        self.ensure_available(count as u128 * per_vector as u128, context)?;
-        let mut packed = vec![0u8; if count == 0 { 0 } else { per_vector }];
-        let mut vectors = Vec::with_capacity(count);
-        for _ in 0..count {
-            self.read_exact(&mut packed, context)?;
-            vectors.push(crate::circuit::unpack_bits(&packed, len));
-        }
-        Ok(vectors)
-    }
-
     /// Takes the rest of the payload, as [`PayloadReader::read_borrowed`] does: borrowed
     /// when the payload is in memory, read into a vector that grows with the bytes actually
     /// read otherwise (for formats that parse a whole section from memory).
@@ -404,6 +428,10 @@ impl<'a> PayloadReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 13 + i / 7) as u8).collect()
+    }
 
     #[test]
     fn the_rest_is_borrowed_from_memory_and_read_from_a_stream() -> Result<()> {
@@ -429,6 +457,68 @@ mod tests {
             stream.read_rest("rest"),
             Err(Error::Truncated { .. })
         ));
+        Ok(())
+    }
+
+    /// Every source, read with every kind of read, hashes exactly the payload's bytes in
+    /// order: the digest equals the XXH3 of the payload, and hashing it afresh agrees.
+    #[test]
+    fn every_source_hashes_exactly_what_it_hands_out() -> Result<()> {
+        let header = 64usize;
+        let data = pattern(header + 2 * BULK_STEP + 1000);
+        let payload = &data[header..];
+        let expected = xxh3_64(payload);
+        let mut file = tempfile::tempfile().map_err(|e| Error::io("create", e))?;
+        std::io::Write::write_all(&mut file, &data).map_err(|e| Error::io("write", e))?;
+        let mut stream = data.as_slice();
+        let readers: Vec<(&str, PayloadReader<'_>)> = vec![
+            ("memory", PayloadReader::from_slice(&data)),
+            (
+                "stream",
+                PayloadReader::new(&mut stream, data.len() as u64, false),
+            ),
+            (
+                "file",
+                PayloadReader::at(&file, 0, data.len() as u64, 1 << 10),
+            ),
+        ];
+        for (name, mut reader) in readers {
+            reader.read_array::<64>("header")?;
+            let mut reader = reader.narrow(payload.len() as u64, true, true)?;
+            let mut out = Vec::new();
+            out.extend_from_slice(&reader.read_array::<3>("small")?);
+            let mut bulk = vec![0u8; BULK_STEP + 5];
+            reader.read_checked(&mut bulk, |_| Ok(()), "bulk")?;
+            out.extend_from_slice(&bulk);
+            out.extend_from_slice(&reader.read_borrowed(100, "borrowed")?);
+            let mut tail = Vec::new();
+            reader
+                .read_to_end(&mut tail)
+                .map_err(|e| Error::io("read", e))?;
+            out.extend_from_slice(&tail);
+            assert_eq!(out, payload, "{name}");
+            assert_eq!(reader.digest(), Some(expected), "{name}");
+            if name != "stream" {
+                assert_eq!(reader.digest_afresh(), Some(expected), "{name}");
+            }
+        }
+        Ok(())
+    }
+
+    /// A read that fails part-way loses the running hash: no digest is ever reported for
+    /// bytes that were not all handed out.
+    #[test]
+    fn a_failed_read_loses_the_hash() -> Result<()> {
+        let data = pattern(100);
+        let mut short = &data[..50];
+        let mut reader = PayloadReader::new(&mut short, 100, false).narrow(100, false, true)?;
+        let mut buf = [0u8; 80];
+        assert!(matches!(
+            reader.read_exact(&mut buf, "too much"),
+            Err(Error::Truncated { .. })
+        ));
+        assert_eq!(reader.digest(), None);
+        assert_eq!(reader.digest_afresh(), None);
         Ok(())
     }
 }

@@ -10,7 +10,7 @@
 //! relies on it only where it is proven:
 //! - at compile time, `Fr` has the size and alignment of `[u64; 4]` (so its one field fills it,
 //!   with no padding, and any 32 bytes are a valid `Fr` in memory);
-//! - at run time, once per process, [`layout_matches`] compares the view with halo2curves' own
+//! - at run time, once per process, `layout_matches` compares the view with halo2curves' own
 //!   `write_raw`/`from_raw_bytes_unchecked` on values whose limbs all differ. If it disagrees
 //!   (a big-endian target, a future halo2curves with another layout), every function here
 //!   returns `None` and callers take the converting path.
@@ -21,7 +21,8 @@ use halo2_proofs::halo2curves::ff::Field;
 use halo2curves::bn256::Fr;
 use halo2curves::serde::SerdeObject;
 
-use crate::field::FR_BYTES;
+/// Bytes of one scalar in memory, and of its encodings.
+pub const FR_BYTES: usize = 32;
 
 // The compile-time half of the layout argument (see the module docs).
 const _: () = assert!(std::mem::size_of::<Fr>() == FR_BYTES);
@@ -29,7 +30,7 @@ const _: () = assert!(std::mem::size_of::<Fr>() == std::mem::size_of::<[u64; 4]>
 const _: () = assert!(std::mem::align_of::<Fr>() == std::mem::align_of::<[u64; 4]>());
 
 /// Whether `Fr`'s memory is its raw encoding (checked once, then cached).
-pub fn layout_matches() -> bool {
+pub(crate) fn layout_matches() -> bool {
     static MATCHES: OnceLock<bool> = OnceLock::new();
     *MATCHES.get_or_init(check_layout)
 }
@@ -60,13 +61,13 @@ fn check_layout() -> bool {
     })
 }
 
-/// `values`' memory as bytes: their raw encoding, when [`layout_matches`].
-pub fn as_raw_bytes(values: &[Fr]) -> Option<&[u8]> {
+/// `values`' memory as bytes: their raw encoding, when the layout check passed.
+pub(crate) fn as_raw_bytes(values: &[Fr]) -> Option<&[u8]> {
     layout_matches().then(|| bytes_of(values))
 }
 
 /// `values`' memory as one 32-byte array per element: their raw encodings, when
-/// [`layout_matches`].
+/// the layout check passed (see the module docs).
 pub fn as_raw_elements(values: &[Fr]) -> Option<&[[u8; FR_BYTES]]> {
     layout_matches().then(|| {
         // SAFETY: as in `bytes_of` (every byte of `values` is initialised); `[u8; 32]` has
@@ -80,7 +81,7 @@ pub fn as_raw_elements(values: &[Fr]) -> Option<&[[u8; FR_BYTES]]> {
 }
 
 /// `values`' memory as writable bytes: writing a raw encoding into it sets the elements,
-/// when [`layout_matches`]. Any bytes are a valid `Fr` in memory; whether a value is below
+/// when the layout check passed (see the module docs). Any bytes are a valid `Fr` in memory; whether a value is below
 /// the modulus is the caller's to check.
 pub fn as_raw_bytes_mut(values: &mut [Fr]) -> Option<&mut [u8]> {
     layout_matches().then(|| bytes_of_mut(values))
@@ -88,7 +89,7 @@ pub fn as_raw_bytes_mut(values: &mut [Fr]) -> Option<&mut [u8]> {
 
 /// `count` zero elements in memory obtained zeroed from the allocator (for a large vector:
 /// fresh pages the kernel maps on first write, so filling it costs one pass, not two), when
-/// [`layout_matches`].
+/// the layout check passed (see the module docs).
 pub fn zeroed(count: usize) -> Option<Vec<Fr>> {
     if !layout_matches() {
         return None;
@@ -132,8 +133,13 @@ fn bytes_of_mut(values: &mut [Fr]) -> &mut [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::field::{decode_fr, encode_fr, FieldEncoding};
-    use crate::options::Validation;
+
+    /// halo2curves' own raw encoding of a scalar: the reference the views must agree with.
+    fn encode_fr(value: &Fr) -> Vec<u8> {
+        let mut out = Vec::new();
+        value.write_raw(&mut out).unwrap();
+        out
+    }
 
     #[test]
     fn the_layout_check_passes_on_this_target() {
@@ -149,7 +155,7 @@ mod tests {
         let bytes = as_raw_bytes(&values).unwrap();
         assert_eq!(bytes.len(), values.len() * FR_BYTES);
         for (value, chunk) in values.iter().zip(bytes.chunks_exact(FR_BYTES)) {
-            assert_eq!(chunk, encode_fr(value, FieldEncoding::Raw));
+            assert_eq!(chunk, encode_fr(value));
         }
     }
 
@@ -160,7 +166,7 @@ mod tests {
         let elements = as_raw_elements(&values).unwrap();
         assert_eq!(elements.len(), values.len());
         for (value, element) in values.iter().zip(elements) {
-            assert_eq!(*element, encode_fr(value, FieldEncoding::Raw));
+            assert_eq!(element.as_slice(), encode_fr(value));
         }
         assert_eq!(elements.as_flattened(), as_raw_bytes(&values).unwrap());
     }
@@ -169,19 +175,14 @@ mod tests {
     fn writing_through_the_view_sets_elements() {
         let mut rng = rand::thread_rng();
         let values: Vec<Fr> = (0..1000).map(|_| Fr::random(&mut rng)).collect();
-        let encoded: Vec<u8> = values
-            .iter()
-            .flat_map(|v| encode_fr(v, FieldEncoding::Raw))
-            .collect();
+        let encoded: Vec<u8> = values.iter().flat_map(encode_fr).collect();
         let mut target = vec![Fr::ZERO; values.len()];
         as_raw_bytes_mut(&mut target)
             .unwrap()
             .copy_from_slice(&encoded);
         assert_eq!(target, values);
         for (value, chunk) in target.iter().zip(encoded.chunks_exact(FR_BYTES)) {
-            let chunk: &[u8; FR_BYTES] = chunk.try_into().unwrap();
-            let decoded = decode_fr(chunk, FieldEncoding::Raw, Validation::Checked, "test");
-            assert_eq!(decoded.ok(), Some(*value));
+            assert_eq!(Fr::from_raw_bytes(chunk), Some(*value));
         }
     }
 

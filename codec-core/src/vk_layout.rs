@@ -7,11 +7,12 @@
 
 use std::io::Write;
 
-use crate::circuit::{pack_bits, permutation_columns, rows, stored_selector_count, VkParts};
+use crate::circuit::{permutation_columns, stored_selector_count};
 use crate::codec::DecodeContext;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::field::{encode_g1, read_g1_vec, FieldEncoding};
 use crate::payload::PayloadReader;
+use crate::vk_parts::{packed_selector_len, VkParts};
 
 /// Writes `parts` in halo2's layout: one write for the header and points, one per selector.
 ///
@@ -38,9 +39,9 @@ pub fn write(parts: &VkParts, encoding: FieldEncoding, out: &mut dyn Write) -> R
     {
         head.extend_from_slice(&encode_g1(point, encoding));
     }
-    out.write_all(&head)?;
-    for selector in &parts.selectors {
-        out.write_all(&pack_bits(selector))?;
+    out.write_all(&head).during("write")?;
+    for packed in &parts.selectors {
+        out.write_all(packed).during("write")?;
     }
     Ok(())
 }
@@ -69,7 +70,11 @@ pub fn read(
     let num_permutation = permutation_columns(&context.cs);
     let permutation_commitments = points(input, num_permutation, "permutation commitment")?;
     let num_selectors = stored_selector_count(&context.cs, compress_selectors);
-    let selectors = input.read_packed_bits(num_selectors, rows(k), "selectors")?;
+    let per_selector = packed_selector_len(k);
+    input.ensure_available(num_selectors as u128 * per_selector as u128, "selectors")?;
+    let selectors = (0..num_selectors)
+        .map(|_| Ok(input.read_borrowed(per_selector, "selectors")?.into_owned()))
+        .collect::<Result<_>>()?;
     Ok(VkParts {
         k,
         compress_selectors,

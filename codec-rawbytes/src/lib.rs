@@ -20,26 +20,32 @@
 //!
 //! Loading accepts either wire mode whatever the codec's own format: the header says which.
 
+#![forbid(unsafe_code)]
+
 mod decode;
 mod encode;
 
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
-use codec_core::circuit::configure;
-use codec_core::field::FieldEncoding;
+use codec_core::backend_api::circuit::configure;
+use codec_core::backend_api::field::FieldEncoding;
+use codec_core::backend_api::{
+    CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef, PayloadReader, Result,
+    Validation, WireMode,
+};
 use codec_core::halo2_proofs::plonk::Circuit;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::Fr;
-use codec_core::{
-    CodecId, DecodeContext, Error, HaloKey, Key, KeyCodec, KeyRef, LoadOptions, PayloadReader,
-    Result, Validation,
-};
+use codec_core::{HaloKey, KeyKind, LoadOptions};
 
+/// This backend's id in the container header.
+pub const ID: CodecId = CodecId::new(1);
 /// Wire mode of halo2's `RawBytes` (and `RawBytesUnchecked`) layout.
-pub const MODE_RAW_BYTES: u8 = 0;
+pub const MODE_RAW_BYTES: WireMode = WireMode::new(0, "RawBytes");
 /// Wire mode of halo2's `Processed` layout.
-pub const MODE_PROCESSED: u8 = 1;
+pub const MODE_PROCESSED: WireMode = WireMode::new(1, "Processed");
 
 /// The halo2-compatible codec. See the crate docs for the modes.
 #[derive(Clone, Copy, Debug)]
@@ -101,34 +107,40 @@ impl RawBytesCodec {
     ///
     /// # Errors
     ///
-    /// As [`RawBytesCodec::import`], plus [`Error::TrailingBytes`] and I/O errors.
+    /// As [`RawBytesCodec::import`], plus [`Error::TrailingBytes`] and [`Error::Io`] naming
+    /// the path.
     pub fn import_file<C: Circuit<Fr>, K: HaloKey>(
         &self,
         path: &Path,
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> Result<K> {
-        let (mut reader, len) =
-            codec_core::file::open_buffered(path, options.buffers.read_capacity)?;
-        if len > options.limits.max_payload_bytes {
-            return Err(Error::LimitExceeded {
-                what: "key file length",
-                requested: len,
-                limit: options.limits.max_payload_bytes,
-            });
-        }
-        let context = self.import_context::<C>(K::KIND, circuit_params, options);
-        let mut payload = PayloadReader::new(&mut reader, len, true);
-        let key = self.decode(&mut payload, &context)?;
-        match payload.remaining() {
-            0 => K::from_key(key),
-            count => Err(Error::TrailingBytes { count }),
-        }
+        let import = || {
+            let file = File::open(path).during("open")?;
+            let len = file.metadata().during("read the metadata of")?.len();
+            if len > options.limits.max_payload_bytes {
+                return Err(Error::LimitExceeded {
+                    what: "key file length",
+                    requested: len,
+                    limit: options.limits.max_payload_bytes,
+                });
+            }
+            let mut reader =
+                BufReader::with_capacity(options.buffers.read_capacity.as_usize(), file);
+            let context = self.import_context::<C>(K::KIND, circuit_params, options);
+            let mut payload = PayloadReader::new(&mut reader, len, true);
+            let key = self.decode(&mut payload, &context)?;
+            match payload.remaining() {
+                0 => K::from_key(key),
+                count => Err(Error::TrailingBytes { count }),
+            }
+        };
+        import().map_err(|err| err.at_path(path))
     }
 
     fn import_context<C: Circuit<Fr>>(
         &self,
-        kind: codec_core::KeyKind,
+        kind: KeyKind,
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> DecodeContext {
@@ -136,51 +148,58 @@ impl RawBytesCodec {
             kind,
             mode: self.wire_mode(),
             k: options.expected_k,
-            validation: self.effective_validation(options.validation),
+            validation: self.effective_validation(self.wire_mode(), options.validation),
             limits: options.limits,
             cs: configure::<C>(circuit_params),
         }
     }
 }
 
-/// The byte layout of a wire mode.
-fn encoding_of(mode: u8) -> Result<FieldEncoding> {
-    match mode {
-        MODE_RAW_BYTES => Ok(FieldEncoding::Raw),
-        MODE_PROCESSED => Ok(FieldEncoding::Canonical),
-        mode => Err(Error::UnsupportedMode {
-            codec: CodecId::RawBytes,
-            mode,
-        }),
-    }
-}
-
 impl KeyCodec for RawBytesCodec {
-    fn id(&self) -> CodecId {
-        CodecId::RawBytes
+    fn name(&self) -> &'static str {
+        "rawbytes"
     }
 
-    fn wire_mode(&self) -> u8 {
+    fn id(&self) -> CodecId {
+        ID
+    }
+
+    fn wire_modes(&self) -> &'static [WireMode] {
+        &[MODE_RAW_BYTES, MODE_PROCESSED]
+    }
+
+    fn wire_mode(&self) -> WireMode {
         match self.format {
             SerdeFormat::Processed => MODE_PROCESSED,
             SerdeFormat::RawBytes | SerdeFormat::RawBytesUnchecked => MODE_RAW_BYTES,
         }
     }
 
-    fn effective_validation(&self, requested: Validation) -> Validation {
-        match self.format {
-            SerdeFormat::RawBytesUnchecked => Validation::Trusted,
-            SerdeFormat::RawBytes | SerdeFormat::Processed => requested,
+    fn effective_validation(&self, mode: WireMode, requested: Validation) -> Validation {
+        if mode == MODE_PROCESSED {
+            // Canonical scalars and compressed points are checked by decoding them.
+            Validation::Checked
+        } else if matches!(self.format, SerdeFormat::RawBytesUnchecked) {
+            Validation::Trusted
+        } else {
+            requested
         }
     }
 
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
-        let encoding = encoding_of(self.wire_mode())?;
-        encode::write_key(key, encoding, out)
+        encode::write_key(key, encoding_of(self.wire_mode()), out)
     }
 
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
-        let encoding = encoding_of(context.mode)?;
-        decode::read_key(input, context, encoding)
+        decode::read_key(input, context, encoding_of(context.mode))
+    }
+}
+
+/// The byte layout of a wire mode (one of [`KeyCodec::wire_modes`]: the container checked).
+fn encoding_of(mode: WireMode) -> FieldEncoding {
+    if mode == MODE_PROCESSED {
+        FieldEncoding::Canonical
+    } else {
+        FieldEncoding::Raw
     }
 }

@@ -16,7 +16,7 @@ use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::testing::{
     lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk,
 };
-use codec_core::{Error, KeyCodec, LoadOptions, Validation};
+use codec_core::{Error, KeyCodecExt, LoadOptions, Validation};
 use codec_rawbytes::RawBytesCodec;
 
 const FORMATS: [SerdeFormat; 3] = [

@@ -18,11 +18,15 @@
 //!
 //! # Loading
 //!
-//! [`KeyCodec::load`] memory-maps the file ([`LoadMode::Mapped`]): the payload checksum is
-//! verified over the mapping, then each section is validated in place with `rkyv::access`
-//! (bytecheck) and its elements are converted straight from the mapping into the key's
-//! vectors. No heap buffer holds the file. A section whose bytes are not 16-byte aligned (a
-//! caller's slice that happens to be misaligned) is copied into an aligned buffer first.
+//! A polynomial section as this codec writes it is the elements' bytes followed by the
+//! archive's 16-byte root. Loading reads the elements straight into the key's vector (with
+//! parallel positioned reads from a file, range-checked while in cache), then the root into
+//! the same allocation right behind them, and validates the whole archive in place with
+//! `rkyv::access` (bytecheck): the root must point at exactly those elements. No buffer
+//! holds a second copy of the key. Any other valid archive (a section of another length) is
+//! read into an aligned buffer, validated there and converted. The verifying key's section
+//! is read into an aligned buffer (borrowed in place when the payload is in memory and
+//! aligned).
 //!
 //! # Validation
 //!
@@ -33,24 +37,31 @@
 //! plain bytes), so skipping it would save nothing measurable and would make a forged file
 //! undefined behaviour instead of an error.
 
+#![forbid(unsafe_code)]
+
 use std::borrow::Cow;
 use std::io::Write;
 
-use codec_core::circuit::{expect_count, pack_bits, rows, unpack_bits, PkParts, PkShape, VkParts};
-use codec_core::field::{
-    decode_fr_chunk, decode_g1, encode_fr_chunk, encode_g1, FieldEncoding, FR_BYTES,
+use codec_core::backend_api::circuit::expect_count;
+use codec_core::backend_api::field::{
+    check_raw_elements, decode_fr_chunk, decode_g1, encode_fr_chunk, encode_g1, FieldEncoding,
+    FR_BYTES,
+};
+use codec_core::backend_api::parts::polynomials;
+use codec_core::backend_api::{
+    CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef, PayloadReader, PkParts,
+    PkShape, Result, Validation, VkParts, WireMode,
 };
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{
-    CodecId, DecodeContext, Error, Key, KeyCodec, KeyKind, KeyRef, LoadMode, PayloadReader, Result,
-    Validation,
-};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 use rkyv::vec::ArchivedVec;
 
+/// This backend's id in the container header.
+pub const ID: CodecId = CodecId::new(3);
+
 /// The only wire mode: sectioned archives, 64-bit relative pointers.
-pub const MODE_SECTIONS_P64: u8 = 0;
+pub const MODE_SECTIONS_P64: WireMode = WireMode::new(0, "sections");
 
 /// Alignment of every section's archive.
 const SECTION_ALIGN: usize = 16;
@@ -62,6 +73,7 @@ struct VkSection {
     compress_selectors: bool,
     fixed_commitments: Vec<[u8; 64]>,
     permutation_commitments: Vec<[u8; 64]>,
+    /// Packed 8 rows per byte, as halo2 stores them.
     selectors: Vec<Vec<u8>>,
 }
 
@@ -95,16 +107,20 @@ where
 pub struct RkyvCodec;
 
 impl KeyCodec for RkyvCodec {
+    fn name(&self) -> &'static str {
+        "rkyv"
+    }
+
     fn id(&self) -> CodecId {
-        CodecId::Rkyv
+        ID
     }
 
-    fn wire_mode(&self) -> u8 {
+    fn wire_modes(&self) -> &'static [WireMode] {
+        &[MODE_SECTIONS_P64]
+    }
+
+    fn wire_mode(&self) -> WireMode {
         MODE_SECTIONS_P64
-    }
-
-    fn load_mode(&self) -> LoadMode {
-        LoadMode::Mapped
     }
 
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
@@ -112,7 +128,7 @@ impl KeyCodec for RkyvCodec {
         let raw_point = |point: &G1Affine| -> Result<[u8; 64]> {
             encode_g1(point, FieldEncoding::Raw)
                 .try_into()
-                .map_err(|_| Error::Malformed("raw point is not 64 bytes".into()))
+                .map_err(|_| Error::Internal("a raw point is not 64 bytes".into()))
         };
         let section = VkSection {
             k: parts.k,
@@ -127,19 +143,19 @@ impl KeyCodec for RkyvCodec {
                 .iter()
                 .map(raw_point)
                 .collect::<Result<_>>()?,
-            selectors: parts.selectors.iter().map(|s| pack_bits(s)).collect(),
+            selectors: parts.selectors,
         };
         write_section(out, &archive(&section)?)?;
         if let KeyRef::Proving(pk) = key {
             // One polynomial's elements and archive at a time, in buffers reused across
             // polynomials: the save never holds a second copy of the key.
-            // Where `Fr`'s memory is its raw encoding (codec_core::raw_view), a polynomial is
-            // archived straight from the key's memory, without the staging copy.
+            // Where `Fr`'s memory is its raw encoding (raw_view), a polynomial is archived
+            // straight from the key's memory, without the staging copy.
             let mut elements: PolySection = Vec::new();
             let mut archived = AlignedVec::<SECTION_ALIGN>::new();
-            for values in codec_core::circuit::polynomials(pk) {
+            for values in polynomials(pk) {
                 archived.clear();
-                archived = match codec_core::raw_view::as_raw_elements(values) {
+                archived = match codec_core::backend_api::raw_view::as_raw_elements(values) {
                     Some(raw) => {
                         rkyv::api::high::to_bytes_in::<_, rancor::Error>(&PolyRef(raw), archived)
                     }
@@ -156,23 +172,11 @@ impl KeyCodec for RkyvCodec {
     }
 
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
-        if context.mode != MODE_SECTIONS_P64 {
-            return Err(Error::UnsupportedMode {
-                codec: CodecId::Rkyv,
-                mode: context.mode,
-            });
-        }
-        let vk_parts = read_vk_parts(input, context)?;
-        match context.kind {
-            // The evaluation domain is built on another thread while the polynomials are
-            // read; every element takes 32 bytes here too, as that helper requires.
-            KeyKind::Proving => {
-                context.assemble_proving_while_reading(vk_parts, input, |input, shape| {
-                    read_pk_polys(input, shape, context.validation)
-                })
-            }
-            KeyKind::Verifying => context.assemble(vk_parts, None),
-        }
+        let vk = read_vk_parts(input, context)?;
+        // Every element takes 32 bytes here too, as `assemble` requires.
+        context.assemble(vk, input, |input, shape| {
+            read_pk_polys(input, shape, context.validation)
+        })
     }
 }
 
@@ -190,12 +194,18 @@ where
 }
 
 fn write_section(out: &mut dyn Write, bytes: &[u8]) -> Result<()> {
-    out.write_all(&(bytes.len() as u64).to_le_bytes())?;
-    out.write_all(&[0u8; 8])?;
-    out.write_all(bytes)?;
     let zeros = [0u8; SECTION_ALIGN];
-    out.write_all(zeros.get(..padding(bytes.len())).unwrap_or_default())?;
-    Ok(())
+    let frame = (bytes.len() as u64).to_le_bytes();
+    let parts = [
+        &frame[..],
+        &zeros[..8],
+        bytes,
+        zeros.get(..padding(bytes.len())).unwrap_or_default(),
+    ];
+    parts
+        .iter()
+        .try_for_each(|part| out.write_all(part))
+        .during("write")
 }
 
 fn padding(len: usize) -> usize {
@@ -204,9 +214,171 @@ fn padding(len: usize) -> usize {
 
 fn rkyv_error(err: rancor::Error) -> Error {
     Error::Backend {
-        codec: CodecId::Rkyv,
+        codec: "rkyv",
         source: Box::new(err),
     }
+}
+
+fn read_vk_parts(input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<VkParts> {
+    let what = "verifying key section";
+    let (len, pad) = read_frame(input, what)?;
+    let section = read_section(input, len, what)?;
+    read_padding(input, pad, what)?;
+    let archived =
+        rkyv::access::<ArchivedVkSection, rancor::Error>(section.bytes()).map_err(rkyv_error)?;
+    let k = archived.k.to_native();
+    context.check_payload_k(k)?;
+    let points = |archived: &ArchivedVec<[u8; 64]>, what| -> Result<Vec<G1Affine>> {
+        archived
+            .iter()
+            .map(|bytes| decode_g1(bytes, FieldEncoding::Raw, context.validation, what))
+            .collect()
+    };
+    Ok(VkParts {
+        k,
+        compress_selectors: archived.compress_selectors,
+        fixed_commitments: points(&archived.fixed_commitments, "fixed commitment")?,
+        permutation_commitments: points(
+            &archived.permutation_commitments,
+            "permutation commitment",
+        )?,
+        selectors: archived
+            .selectors
+            .iter()
+            .map(|packed| packed.as_slice().to_vec())
+            .collect(),
+    })
+}
+
+fn read_pk_polys(
+    input: &mut PayloadReader<'_>,
+    shape: &PkShape,
+    validation: Validation,
+) -> Result<PkParts> {
+    PkParts::read_groups(|group| {
+        (0..group.count(shape))
+            .map(|_| read_poly(input, shape.rows, validation))
+            .collect()
+    })
+}
+
+/// Bytes of a polynomial archive's root (`ArchivedVec`: a 64-bit relative pointer and a
+/// 64-bit length), which this codec's archives end with.
+const ROOT_LEN: usize = 16;
+
+/// Reads a section's frame: the archive's length, and the padding that follows it.
+fn read_frame(input: &mut PayloadReader<'_>, what: &'static str) -> Result<(usize, usize)> {
+    let len = u64::from_le_bytes(input.read_array(what)?);
+    if input.read_array::<8>(what)? != [0; 8] {
+        return Err(Error::Malformed(format!(
+            "{what}: non-zero section frame padding"
+        )));
+    }
+    let len = usize::try_from(len).map_err(|_| Error::LimitExceeded {
+        what,
+        requested: len,
+        limit: usize::MAX as u64,
+    })?;
+    let padded = len
+        .checked_add(padding(len))
+        .ok_or(Error::Truncated { context: what })?;
+    input.ensure_available(padded as u128, what)?;
+    Ok((len, padding(len)))
+}
+
+/// Reads the zero padding after an archive.
+fn read_padding(input: &mut PayloadReader<'_>, pad: usize, what: &'static str) -> Result<()> {
+    let mut zeros = [0u8; SECTION_ALIGN];
+    let zeros = zeros.get_mut(..pad).unwrap_or_default();
+    input.read_exact(zeros, what)?;
+    if zeros.iter().any(|&byte| byte != 0) {
+        return Err(Error::Malformed(format!(
+            "{what}: non-zero section padding"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads one polynomial section. The layout this codec writes (the elements, then the
+/// root) is read straight into the key's vector and validated there; any other archive of
+/// the right type goes through an aligned buffer.
+fn read_poly(
+    input: &mut PayloadReader<'_>,
+    rows: usize,
+    validation: Validation,
+) -> Result<Vec<Fr>> {
+    let what = "polynomial section";
+    let (len, pad) = read_frame(input, what)?;
+    let in_place_len = rows
+        .checked_mul(FR_BYTES)
+        .and_then(|n| n.checked_add(ROOT_LEN));
+    // The vector has room for the root behind the elements; `len` bytes are in the payload.
+    let in_place = (in_place_len == Some(len))
+        .then(|| codec_core::backend_api::raw_view::zeroed(rows + 1))
+        .flatten();
+    let values = match in_place {
+        Some(values) => read_poly_in_place(input, values, rows, validation)?,
+        None => {
+            let section = read_section(input, len, what)?;
+            let archived =
+                rkyv::access::<ArchivedVec<[u8; FR_BYTES]>, rancor::Error>(section.bytes())
+                    .map_err(rkyv_error)?;
+            expect_count("polynomial length (2^k)", rows, archived.len())?;
+            let mut values = Vec::with_capacity(rows);
+            decode_fr_chunk(
+                archived.as_slice().as_flattened(),
+                FieldEncoding::Raw,
+                validation,
+                "polynomial",
+                &mut values,
+            )?;
+            values
+        }
+    };
+    read_padding(input, pad, what)?;
+    Ok(values)
+}
+
+/// Reads an archive of `rows` elements followed by its root into `values` (`rows + 1`
+/// zeroed elements: the root lands in the last one), validates it there with bytecheck, and
+/// keeps the elements.
+fn read_poly_in_place(
+    input: &mut PayloadReader<'_>,
+    mut values: Vec<Fr>,
+    rows: usize,
+    validation: Validation,
+) -> Result<Vec<Fr>> {
+    let context = "polynomial";
+    let bytes = codec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
+        .ok_or_else(|| Error::Internal("raw view unavailable for a zeroed vector".into()))?;
+    let (elements, rest) = bytes.split_at_mut(rows * FR_BYTES);
+    input.read_checked(
+        elements,
+        |piece| check_raw_elements(piece, validation, context),
+        context,
+    )?;
+    let root = rest
+        .get_mut(..ROOT_LEN)
+        .ok_or_else(|| Error::Internal("no room for the archive root".into()))?;
+    input.read_exact(root, "polynomial section root")?;
+    let archive = bytes
+        .get(..rows * FR_BYTES + ROOT_LEN)
+        .ok_or_else(|| Error::Internal("archive outside its vector".into()))?;
+    let archived =
+        rkyv::access::<ArchivedVec<[u8; FR_BYTES]>, rancor::Error>(archive).map_err(rkyv_error)?;
+    expect_count("polynomial length (2^k)", rows, archived.len())?;
+    // A valid archive of `rows` elements in `rows * 32 + 16` bytes holds them at its start;
+    // what bytecheck validated is what the vector keeps.
+    if !std::ptr::eq(
+        archived.as_slice().as_flattened().as_ptr(),
+        archive.as_ptr(),
+    ) {
+        return Err(Error::Malformed(
+            "polynomial section: the archive's root points away from its elements".into(),
+        ));
+    }
+    values.truncate(rows);
+    Ok(values)
 }
 
 /// A section's archive bytes, 16-byte aligned: borrowed from the payload when they already
@@ -225,115 +397,21 @@ impl SectionBytes<'_> {
     }
 }
 
-/// Reads one section's frame and returns its archive bytes, aligned.
-fn next_section<'a>(input: &mut PayloadReader<'a>, what: &'static str) -> Result<SectionBytes<'a>> {
-    let len = u64::from_le_bytes(input.read_array(what)?);
-    if input.read_array::<8>(what)? != [0; 8] {
-        return Err(Error::Malformed(format!(
-            "{what}: non-zero section frame padding"
-        )));
-    }
-    let len = usize::try_from(len).map_err(|_| Error::LimitExceeded {
-        what,
-        requested: len,
-        limit: usize::MAX as u64,
-    })?;
-    let padded = len
-        .checked_add(padding(len))
-        .ok_or(Error::Truncated { context: what })?;
-    input.ensure_available(padded as u128, what)?;
-    let framed = input.read_borrowed(padded, what)?;
-    let (archive, pad) = framed
-        .split_at_checked(len)
-        .ok_or(Error::Truncated { context: what })?;
-    if pad.iter().any(|&byte| byte != 0) {
-        return Err(Error::Malformed(format!(
-            "{what}: non-zero section padding"
-        )));
-    }
-    if let Cow::Borrowed(all) = &framed {
-        let all: &'a [u8] = all;
-        if (all.as_ptr() as usize) % SECTION_ALIGN == 0 {
-            return Ok(SectionBytes::Borrowed(all.get(..len).unwrap_or_default()));
+/// Reads an archive of `len` bytes (its frame read, its length checked against the payload).
+fn read_section<'a>(
+    input: &mut PayloadReader<'a>,
+    len: usize,
+    what: &'static str,
+) -> Result<SectionBytes<'a>> {
+    let archive = input.read_borrowed(len, what)?;
+    if let Cow::Borrowed(archive) = archive {
+        if (archive.as_ptr() as usize) % SECTION_ALIGN == 0 {
+            return Ok(SectionBytes::Borrowed(archive));
         }
     }
     let mut aligned = AlignedVec::<SECTION_ALIGN>::with_capacity(len);
-    aligned.extend_from_slice(archive);
+    aligned.extend_from_slice(&archive);
     Ok(SectionBytes::Aligned(aligned))
-}
-
-fn read_vk_parts(input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<VkParts> {
-    let section = next_section(input, "verifying key section")?;
-    let archived =
-        rkyv::access::<ArchivedVkSection, rancor::Error>(section.bytes()).map_err(rkyv_error)?;
-    let k = archived.k.to_native();
-    context.check_payload_k(k)?;
-    let n = rows(k);
-    let points = |archived: &ArchivedVec<[u8; 64]>, what| -> Result<Vec<G1Affine>> {
-        archived
-            .iter()
-            .map(|bytes| decode_g1(bytes, FieldEncoding::Raw, context.validation, what))
-            .collect()
-    };
-    let selectors = archived
-        .selectors
-        .iter()
-        .map(|packed| {
-            expect_count("packed selector bytes", n.div_ceil(8), packed.len())
-                .map(|()| unpack_bits(packed.as_slice(), n))
-        })
-        .collect::<Result<_>>()?;
-    Ok(VkParts {
-        k,
-        compress_selectors: archived.compress_selectors,
-        fixed_commitments: points(&archived.fixed_commitments, "fixed commitment")?,
-        permutation_commitments: points(
-            &archived.permutation_commitments,
-            "permutation commitment",
-        )?,
-        selectors,
-    })
-}
-
-fn read_pk_polys(
-    input: &mut PayloadReader<'_>,
-    shape: &PkShape,
-    validation: Validation,
-) -> Result<PkParts> {
-    let mut poly = || read_poly(input, shape.rows, validation);
-    let l0 = poly()?;
-    let l_last = poly()?;
-    let l_active_row = poly()?;
-    let mut polys = |count: usize| (0..count).map(|_| poly()).collect::<Result<Vec<_>>>();
-    Ok(PkParts {
-        l0,
-        l_last,
-        l_active_row,
-        fixed_values: polys(shape.fixed_columns)?,
-        fixed_polys: polys(shape.fixed_columns)?,
-        permutation_values: polys(shape.permutation_columns)?,
-        permutation_polys: polys(shape.permutation_columns)?,
-    })
-}
-
-fn read_poly(
-    input: &mut PayloadReader<'_>,
-    rows: usize,
-    validation: Validation,
-) -> Result<Vec<Fr>> {
-    let section = next_section(input, "polynomial section")?;
-    let archived = rkyv::access::<ArchivedVec<[u8; FR_BYTES]>, rancor::Error>(section.bytes())
-        .map_err(rkyv_error)?;
-    expect_count("polynomial length (2^k)", rows, archived.len())?;
-    let mut values = Vec::with_capacity(rows);
-    decode_fr_chunk(
-        archived.as_slice().as_flattened(),
-        FieldEncoding::Raw,
-        validation,
-        "polynomial",
-        &mut values,
-    )?;
-    Ok(values)
 }
 
 #[cfg(test)]
@@ -345,7 +423,7 @@ mod tests {
         let values: Vec<Fr> = (0..1000u64)
             .map(|i| Fr::from(i * 0x9e37_79b9 + 1))
             .collect();
-        let raw = codec_core::raw_view::as_raw_elements(&values).unwrap_or_default();
+        let raw = codec_core::backend_api::raw_view::as_raw_elements(&values).unwrap_or_default();
         assert_eq!(raw.len(), values.len());
         let owned: PolySection = raw.to_vec();
         let from_vec = rkyv::to_bytes::<rancor::Error>(&owned).map_err(rkyv_error);

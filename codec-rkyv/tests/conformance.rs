@@ -12,7 +12,7 @@ use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::HEADER_LEN;
 use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
 use codec_core::testing::{pk_bytes, standard_plonk, StandardPlonk};
-use codec_core::{CodecId, Error, KeyCodec, LoadOptions};
+use codec_core::{Error, KeyCodecExt, LoadOptions};
 
 type Pk = ProvingKey<G1Affine>;
 
@@ -59,13 +59,7 @@ fn archive_truncated_at_the_root_is_refused() {
     refresh_checksums(&mut forged);
     let result = load(&forged);
     assert!(
-        matches!(
-            result,
-            Err(Error::Backend {
-                codec: CodecId::Rkyv,
-                ..
-            })
-        ),
+        matches!(result, Err(Error::Backend { codec: "rkyv", .. })),
         "{:?}",
         result.err()
     );
@@ -85,13 +79,7 @@ fn corrupted_relative_pointer_is_refused() {
         refresh_checksums(&mut forged);
         let result = load(&forged);
         assert!(
-            matches!(
-                result,
-                Err(Error::Backend {
-                    codec: CodecId::Rkyv,
-                    ..
-                })
-            ),
+            matches!(result, Err(Error::Backend { codec: "rkyv", .. })),
             "pointer {pointer}: {:?}",
             result.err()
         );

@@ -4,20 +4,26 @@
     not(feature = "rawbytes"),
     doc = "Save and load halo2 keys through pluggable, checked backends. See the README."
 )]
+#![forbid(unsafe_code)]
 
 mod backend;
 
-pub use backend::{load_any, Backend};
-#[cfg(feature = "bincode")]
-pub use codec_bincode::{self as bincode, BincodeCodec};
-#[cfg(feature = "compact")]
-pub use codec_compact::{self as compact, CompactCodec};
+pub use backend::{load_any, Backend, ParseBackendError};
 pub use codec_core::{
-    circuit, field, file, halo2_proofs, halo2curves, header, BufferConfig, CodecId, DecodeContext,
-    Error, Fingerprint, HaloKey, Header, Key, KeyCodec, KeyKind, KeyRef, Limits, LoadOptions,
-    PayloadReader, Result, SaveOptions, Size, Validation, MAX_K,
+    halo2_proofs, halo2curves, BufferConfig, CodecId, Error, Fingerprint, HaloKey, Integrity,
+    KeyCodec, KeyCodecExt, KeyKind, Limits, LoadOptions, ParseSizeError, Result, SaveOptions, Size,
+    Validation, WireMode, MAX_K,
 };
+
+/// For backend authors: the payload reader, the decode context, the key's parts and the
+/// field encodings a backend is written with (see the module's docs).
+pub use codec_core::backend_api;
+
+#[cfg(feature = "bincode")]
+pub use codec_bincode::BincodeCodec;
+#[cfg(feature = "compact")]
+pub use codec_compact::CompactCodec;
 #[cfg(feature = "rawbytes")]
-pub use codec_rawbytes::{self as rawbytes, RawBytesCodec};
+pub use codec_rawbytes::RawBytesCodec;
 #[cfg(feature = "rkyv")]
-pub use codec_rkyv::{self as rkyv, RkyvCodec};
+pub use codec_rkyv::RkyvCodec;

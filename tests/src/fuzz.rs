@@ -16,7 +16,7 @@ use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::{Header, HEADER_LEN};
 use codec_core::testing::StandardPlonk;
 use codec_core::{LoadOptions, Validation};
-use keycodec::Backend;
+use keycodec::{Backend, KeyCodecExt};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// The committed seed corpus.
@@ -149,13 +149,19 @@ pub fn fuzz_one(data: &[u8]) -> usize {
             ..LoadOptions::default()
         };
         for backend in Backend::compiled() {
-            let _ = backend.read_slice::<StandardPlonk, ProvingKey<G1Affine>>(data, (), &options);
-            let _ = backend.read_slice::<StandardPlonk, VerifyingKey<G1Affine>>(data, (), &options);
+            let _ = backend
+                .codec()
+                .unwrap()
+                .read_slice::<StandardPlonk, ProvingKey<G1Affine>>(data, (), &options);
+            let _ = backend
+                .codec()
+                .unwrap()
+                .read_slice::<StandardPlonk, VerifyingKey<G1Affine>>(data, (), &options);
             runs += 2;
         }
         #[cfg(feature = "rawbytes")]
         {
-            use codec_core::KeyCodec;
+            use codec_core::KeyCodecExt;
             let codec = keycodec::RawBytesCodec::default();
             let _ = codec.read::<StandardPlonk, ProvingKey<G1Affine>>(&mut &data[..], (), &options);
             let _ =
@@ -166,7 +172,7 @@ pub fn fuzz_one(data: &[u8]) -> usize {
         }
         #[cfg(feature = "bincode")]
         {
-            use codec_core::KeyCodec;
+            use codec_core::KeyCodecExt;
             let _ = keycodec::BincodeCodec.read::<StandardPlonk, ProvingKey<G1Affine>>(
                 &mut &data[..],
                 (),
@@ -176,7 +182,7 @@ pub fn fuzz_one(data: &[u8]) -> usize {
         }
         #[cfg(feature = "rkyv")]
         {
-            use codec_core::KeyCodec;
+            use codec_core::KeyCodecExt;
             let _ = keycodec::RkyvCodec.read::<StandardPlonk, ProvingKey<G1Affine>>(
                 &mut &data[..],
                 (),

@@ -1,6 +1,7 @@
 //! Shared proptest strategies for keycodec's integration and property tests, and the
 //! stable-toolchain fuzzer ([`fuzz`]).
 
+#![forbid(unsafe_code)]
 // Test code: failing loudly is its job.
 #![allow(
     clippy::unwrap_used,

@@ -1,5 +1,5 @@
 //! Key assembly with the evaluation domain built beside the polynomial reads
-//! (`VkPlan::finish_while`, `DecodeContext::assemble_proving_while_reading`).
+//! (`VkPlan::finish_while`, `DecodeContext::assemble`).
 
 // Test code: failing loudly is its job.
 #![allow(
@@ -9,11 +9,14 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::circuit::{configure, PkShape, VkParts, VkPlan};
+use codec_core::backend_api::circuit::configure;
+use codec_core::backend_api::{
+    DecodeContext, Error, KeyKind, Limits, PayloadReader, PkShape, Validation, VkParts, VkPlan,
+    WireMode,
+};
 use codec_core::halo2_proofs::poly::EvaluationDomain;
 use codec_core::halo2curves::bn256::Fr;
 use codec_core::testing::{standard_plonk, vk_bytes, StandardPlonk, STANDARD_PLONK_K};
-use codec_core::{DecodeContext, Error, KeyKind, Limits, PayloadReader, Validation};
 
 fn plan() -> VkPlan {
     let vk = standard_plonk().vk();
@@ -64,7 +67,7 @@ fn a_payload_shorter_than_the_polynomials_is_refused_before_reading() {
     let vk = standard_plonk().vk();
     let context = DecodeContext {
         kind: KeyKind::Proving,
-        mode: 0,
+        mode: WireMode::new(0, "test"),
         k: Some(STANDARD_PLONK_K),
         validation: Validation::Checked,
         limits: Limits::default(),
@@ -76,7 +79,7 @@ fn a_payload_shorter_than_the_polynomials_is_refused_before_reading() {
     let mut input = PayloadReader::from_slice(&bytes);
     let mut called = false;
     let err = context
-        .assemble_proving_while_reading(VkParts::of(vk).unwrap(), &mut input, |_, _| {
+        .assemble(VkParts::of(vk).unwrap(), &mut input, |_, _| {
             called = true;
             Err(Error::Malformed("unreachable".into()))
         })

@@ -12,21 +12,22 @@ use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::testing::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
 use codec_core::testing::{LookupCircuit, StandardPlonk};
-use keycodec::{load_any, Backend, Error, LoadOptions, SaveOptions};
+use keycodec::{load_any, Backend, Error, KeyCodecExt, LoadOptions, SaveOptions};
 
 fn file_round_trip<C: Circuit<Fr, Params = ()>>(backend: Backend, fixture: &Fixture<C>) {
     let dir = tempfile::tempdir().unwrap();
     let pk_path = dir.path().join(format!("{backend}.pk"));
     let vk_path = dir.path().join(format!("{backend}.vk"));
-    backend
+    let codec = backend.codec().unwrap();
+    codec
         .save::<C, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
         .unwrap();
-    backend
+    codec
         .save::<C, _>(&vk_path, fixture.vk(), (), &SaveOptions::default())
         .unwrap();
     assert_eq!(Backend::of_file(&pk_path).unwrap(), backend);
 
-    let pk: ProvingKey<G1Affine> = backend
+    let pk: ProvingKey<G1Affine> = codec
         .load::<C, _>(&pk_path, (), &LoadOptions::default())
         .unwrap();
     let vk: VerifyingKey<G1Affine> =
@@ -70,15 +71,22 @@ fn every_backend_round_trips_the_lookup_circuit() {
 fn a_file_from_one_backend_is_refused_by_another() {
     let pk = &standard_plonk().pk;
     for writer in Backend::compiled() {
-        let bytes = writer.to_vec::<StandardPlonk, _>(pk, ()).unwrap();
+        let bytes = writer
+            .codec()
+            .unwrap()
+            .to_vec::<StandardPlonk, _>(pk, ())
+            .unwrap();
         for reader in Backend::compiled().filter(|reader| *reader != writer) {
-            let result = reader.read_slice::<StandardPlonk, ProvingKey<G1Affine>>(
-                &bytes,
-                (),
-                &LoadOptions::default(),
-            );
+            let result = reader
+                .codec()
+                .unwrap()
+                .read_slice::<StandardPlonk, ProvingKey<G1Affine>>(
+                    &bytes,
+                    (),
+                    &LoadOptions::default(),
+                );
             assert!(
-                matches!(result, Err(Error::CodecMismatch { expected, found }) if expected == reader.codec_id() && found == writer.codec_id()),
+                matches!(result, Err(Error::CodecMismatch { expected, found, .. }) if expected == reader.id() && found == writer.id()),
                 "{writer} -> {reader}: {:?}",
                 result.err()
             );
@@ -92,8 +100,9 @@ fn all_backends_load_identical_keys() {
     let pk = &lookup().pk;
     let loaded: Vec<Vec<u8>> = Backend::compiled()
         .map(|backend| {
-            let bytes = backend.to_vec::<LookupCircuit, _>(pk, ()).unwrap();
-            let back: ProvingKey<G1Affine> = backend
+            let codec = backend.codec().unwrap();
+            let bytes = codec.to_vec::<LookupCircuit, _>(pk, ()).unwrap();
+            let back: ProvingKey<G1Affine> = codec
                 .read_slice::<LookupCircuit, _>(&bytes, (), &LoadOptions::default())
                 .unwrap();
             pk_bytes(&back)

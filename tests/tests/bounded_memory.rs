@@ -21,7 +21,7 @@ use codec_core::header::HEADER_LEN;
 use codec_core::testing::conformance::{refresh_checksums, rewrite_header};
 use codec_core::testing::{standard_plonk, StandardPlonk};
 use codec_core::LoadOptions;
-use keycodec::Backend;
+use keycodec::{Backend, KeyCodecExt};
 
 /// Counts live heap bytes and their high-water mark, delegating to the system allocator.
 struct Counting;
@@ -114,7 +114,11 @@ fn huge_declared_sizes_in_tiny_files_allocate_little() {
     let options = LoadOptions::default();
 
     for backend in Backend::compiled() {
-        let file = backend.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
+        let file = backend
+            .codec()
+            .unwrap()
+            .to_vec::<StandardPlonk, _>(&fixture.pk, ())
+            .unwrap();
 
         // 1. The header declares a payload of 1 TiB (the default limit) and k = 28; the
         //    stream holds 10 KiB. (The payload's own k disagrees, so also forge nothing else:
@@ -141,8 +145,12 @@ fn huge_declared_sizes_in_tiny_files_allocate_little() {
             let end = (HEADER_LEN + offset + 8).min(forged.len());
             forged[HEADER_LEN + offset..end].fill(0xff);
             refresh_checksums(&mut forged);
-            let (result, peak) =
-                peak_during(|| backend.read_slice::<StandardPlonk, Pk>(&forged, (), &options));
+            let (result, peak) = peak_during(|| {
+                backend
+                    .codec()
+                    .unwrap()
+                    .read_slice::<StandardPlonk, Pk>(&forged, (), &options)
+            });
             assert!(peak < BOUND, "{backend}: slice, word {offset}: peak {peak}");
             drop(result);
             rewrite_header(&mut forged, |h| {
@@ -206,5 +214,7 @@ fn headerless_halo2_files(options: &LoadOptions) {
 }
 
 fn backend_read(backend: Backend, bytes: &[u8], options: &LoadOptions) -> codec_core::Result<Pk> {
-    backend.read::<StandardPlonk, Pk>(&mut &bytes[..], (), options)
+    backend
+        .codec()?
+        .read::<StandardPlonk, Pk>(&mut &bytes[..], (), options)
 }

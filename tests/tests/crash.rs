@@ -23,7 +23,7 @@ use codec_core::testing::conformance::leftover_temp_files;
 use codec_core::testing::{generate, StandardPlonk};
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
-use keycodec::{Backend, LoadOptions, SaveOptions};
+use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
 
 const CHILD_DIR: &str = "KEYCODEC_CRASH_CHILD_DIR";
 /// Two keys of different sizes, so that a torn write could not pass for either.
@@ -56,8 +56,11 @@ fn crash_child_helper() {
 
 /// Crash safety is the core's (every backend saves through it): test it with whichever
 /// backend this build has.
-fn backend() -> Backend {
-    Backend::compiled().next().expect("at least one backend")
+fn backend() -> &'static dyn KeyCodec {
+    Backend::compiled()
+        .next()
+        .and_then(|backend| backend.codec().ok())
+        .expect("at least one backend")
 }
 
 fn wait_for(path: &Path, limit: Duration) {

@@ -19,7 +19,7 @@ use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::testing::{generate, pk_bytes, StandardPlonk};
-use keycodec::{KeyCodec, LoadOptions, RawBytesCodec, SaveOptions};
+use keycodec::{KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions};
 
 /// Large enough that reading the polynomials, not building the domain, dominates.
 const K: u32 = 12;

@@ -15,7 +15,9 @@ use super::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixtur
 use super::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
 use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
 use crate::error::{Error, Result};
-use crate::header::{CodecId, Header, HEADER_LEN};
+use crate::header::{Header, HEADER_LEN};
+use crate::ids::{CodecId, WireMode};
+use crate::ops::KeyCodecExt;
 use crate::options::{Integrity, LoadOptions, SaveOptions, Validation};
 use crate::payload::PayloadReader;
 
@@ -44,6 +46,11 @@ macro_rules! conformance_tests {
             huge_declared_payload_is_refused,
             failed_save_keeps_previous_file
         );
+        #[cfg(unix)]
+        $crate::conformance_tests!(@cases $codec;
+            a_file_changed_while_it_loads_is_refused_or_loads_as_it_was,
+            a_file_changed_by_another_thread_never_loads_other_bytes
+        );
     };
     (@cases $codec:expr; $($case:ident),*) => {
         $(
@@ -55,7 +62,7 @@ macro_rules! conformance_tests {
     };
 }
 
-fn check_fixture<K: KeyCodec, C: Circuit<Fr, Params = ()>>(
+fn check_fixture<K: KeyCodec + ?Sized, C: Circuit<Fr, Params = ()>>(
     codec: &K,
     fixture: &Fixture<C>,
     options: &LoadOptions,
@@ -107,13 +114,13 @@ fn check_fixture<K: KeyCodec, C: Circuit<Fr, Params = ()>>(
 /// Real keys of both test circuits round-trip exactly (halo2 `RawBytes` equality, transcript
 /// representation included), and a proof made with the loaded proving key verifies against
 /// the loaded verifying key.
-pub fn round_trip_real_keys<K: KeyCodec>(codec: &K) {
+pub fn round_trip_real_keys<K: KeyCodec + ?Sized>(codec: &K) {
     check_fixture(codec, standard_plonk(), &LoadOptions::default());
     check_fixture(codec, lookup(), &LoadOptions::default());
 }
 
 /// `save` then `load` through the file system, including saving over an existing file.
-pub fn round_trip_through_files<K: KeyCodec>(codec: &K) {
+pub fn round_trip_through_files<K: KeyCodec + ?Sized>(codec: &K) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("key.pk");
     let fixture = lookup();
@@ -133,7 +140,7 @@ pub fn round_trip_through_files<K: KeyCodec>(codec: &K) {
 }
 
 /// Loading with [`Validation::Trusted`] yields the same key.
-pub fn trusted_mode_round_trips<K: KeyCodec>(codec: &K) {
+pub fn trusted_mode_round_trips<K: KeyCodec + ?Sized>(codec: &K) {
     let options = LoadOptions {
         validation: Validation::Trusted,
         ..LoadOptions::default()
@@ -143,7 +150,7 @@ pub fn trusted_mode_round_trips<K: KeyCodec>(codec: &K) {
 
 /// Every prefix of a small proving-key file is an error: [`Error::Truncated`] from a stream,
 /// and `Truncated` or [`Error::LengthMismatch`] from a slice (whose real length is known).
-pub fn every_truncation_is_an_error<K: KeyCodec>(codec: &K) {
+pub fn every_truncation_is_an_error<K: KeyCodec + ?Sized>(codec: &K) {
     let file = small_pk_file(codec);
     let options = LoadOptions::default();
     for end in 0..file.len() {
@@ -168,7 +175,7 @@ pub fn every_truncation_is_an_error<K: KeyCodec>(codec: &K) {
 
 /// Every single-bit flip of a small proving-key file is reported as corruption (header or
 /// payload checksum, magic, version): none loads.
-pub fn every_bit_flip_is_detected<K: KeyCodec>(codec: &K) {
+pub fn every_bit_flip_is_detected<K: KeyCodec + ?Sized>(codec: &K) {
     let file = small_pk_file(codec);
     let options = LoadOptions::default();
     for bit in 0..file.len() * 8 {
@@ -183,11 +190,11 @@ pub fn every_bit_flip_is_detected<K: KeyCodec>(codec: &K) {
     }
 }
 
-/// The same damage through [`KeyCodec::load`] of a file (the path real users take: for
+/// The same damage through [`KeyCodecExt::load`] of a file (the path real users take: for
 /// buffered codecs, parallel positioned reads straight into the key): a sample of single-bit
 /// flips is reported as corruption, a sample of truncations as a length error, and forged
 /// bytes behind valid checksums never panic.
-pub fn damaged_files_are_refused<K: KeyCodec>(codec: &K) {
+pub fn damaged_files_are_refused<K: KeyCodec + ?Sized>(codec: &K) {
     let file = small_pk_file(codec);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("damaged.key");
@@ -243,7 +250,7 @@ fn reported_as_corruption<T>(result: &Result<T>) -> bool {
 
 /// With [`Integrity::Skip`] a payload whose recorded checksum is wrong still loads (the
 /// caller vouched for it); by default the same file is refused.
-pub fn skipping_the_checksum_is_explicit<K: KeyCodec>(codec: &K) {
+pub fn skipping_the_checksum_is_explicit<K: KeyCodec + ?Sized>(codec: &K) {
     let mut file = small_pk_file(codec);
     rewrite_header(&mut file, |header| header.payload_checksum ^= 1);
     let refused = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
@@ -269,7 +276,7 @@ pub fn skipping_the_checksum_is_explicit<K: KeyCodec>(codec: &K) {
 /// Corruption behind a *valid* checksum (a forger's file) never panics the decoder. Flips one
 /// bit in each of a spread of payload bytes and in every byte of the first 1 KiB, then fixes
 /// the checksum; each load must return (an error, or a key of the right shape).
-pub fn forged_corruption_never_panics<K: KeyCodec>(codec: &K) {
+pub fn forged_corruption_never_panics<K: KeyCodec + ?Sized>(codec: &K) {
     let file = small_pk_file(codec);
     let payload_len = file.len() - HEADER_LEN;
     let step = (payload_len / 512).max(1);
@@ -296,7 +303,7 @@ pub fn forged_corruption_never_panics<K: KeyCodec>(codec: &K) {
 }
 
 /// A key saved for one circuit does not load as another: [`Error::CircuitMismatch`].
-pub fn wrong_circuit_is_refused<K: KeyCodec>(codec: &K) {
+pub fn wrong_circuit_is_refused<K: KeyCodec + ?Sized>(codec: &K) {
     let file = small_pk_file(codec);
     let result = codec.read_slice::<LookupCircuit, Pk>(&file, (), &LoadOptions::default());
     assert!(
@@ -307,14 +314,19 @@ pub fn wrong_circuit_is_refused<K: KeyCodec>(codec: &K) {
 }
 
 /// A file naming another codec is refused with [`Error::CodecMismatch`] naming both.
-pub fn wrong_codec_is_refused<K: KeyCodec>(codec: &K) {
+pub fn wrong_codec_is_refused<K: KeyCodec + ?Sized>(codec: &K) {
     let mut file = small_pk_file(codec);
-    let other = CodecId::from_byte(codec.id().to_byte().wrapping_add(1));
+    let other = CodecId::new(codec.id().byte().wrapping_add(1));
     rewrite_header(&mut file, |header| header.codec = other);
     let result = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
     match result {
-        Err(Error::CodecMismatch { expected, found }) => {
+        Err(Error::CodecMismatch {
+            expected,
+            expected_name,
+            found,
+        }) => {
             assert_eq!(expected, codec.id());
+            assert_eq!(expected_name, codec.name());
             assert_eq!(found, other);
         }
         other => panic!("expected CodecMismatch, got {:?}", other.err()),
@@ -322,7 +334,7 @@ pub fn wrong_codec_is_refused<K: KeyCodec>(codec: &K) {
 }
 
 /// A proving-key file does not load as a verifying key, nor the reverse.
-pub fn wrong_kind_is_refused<K: KeyCodec>(codec: &K) {
+pub fn wrong_kind_is_refused<K: KeyCodec + ?Sized>(codec: &K) {
     let fixture = standard_plonk();
     let options = LoadOptions::default();
     let pk_file = codec
@@ -347,7 +359,7 @@ pub fn wrong_kind_is_refused<K: KeyCodec>(codec: &K) {
 
 /// A caller expecting another `k` gets [`Error::KMismatch`]; a forged impossible `k` gets
 /// [`Error::KOutOfRange`].
-pub fn wrong_k_is_refused<K: KeyCodec>(codec: &K) {
+pub fn wrong_k_is_refused<K: KeyCodec + ?Sized>(codec: &K) {
     let mut file = small_pk_file(codec);
     let options = LoadOptions {
         expected_k: Some(STANDARD_PLONK_K + 1),
@@ -371,7 +383,7 @@ pub fn wrong_k_is_refused<K: KeyCodec>(codec: &K) {
 }
 
 /// Bytes after a complete container are refused (slice and file).
-pub fn trailing_bytes_are_refused<K: KeyCodec>(codec: &K) {
+pub fn trailing_bytes_are_refused<K: KeyCodec + ?Sized>(codec: &K) {
     let mut file = small_pk_file(codec);
     file.push(0);
     let result = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
@@ -394,7 +406,7 @@ pub fn trailing_bytes_are_refused<K: KeyCodec>(codec: &K) {
 
 /// An empty input, or one shorter than the header, is [`Error::Truncated`]; a header with
 /// wrong magic is [`Error::BadMagic`].
-pub fn empty_and_short_inputs_are_truncated<K: KeyCodec>(codec: &K) {
+pub fn empty_and_short_inputs_are_truncated<K: KeyCodec + ?Sized>(codec: &K) {
     let options = LoadOptions::default();
     for input in [&[][..], &[0x89u8; 10][..], &[0u8; HEADER_LEN - 1][..]] {
         let result = codec.read_slice::<StandardPlonk, Pk>(input, (), &options);
@@ -412,7 +424,7 @@ pub fn empty_and_short_inputs_are_truncated<K: KeyCodec>(codec: &K) {
 
 /// A header declaring a payload of `u64::MAX` (or just above the limit) is refused before
 /// anything is allocated, from a slice and from a stream.
-pub fn huge_declared_payload_is_refused<K: KeyCodec>(codec: &K) {
+pub fn huge_declared_payload_is_refused<K: KeyCodec + ?Sized>(codec: &K) {
     let mut file = small_pk_file(codec);
     let options = LoadOptions::default();
     rewrite_header(&mut file, |header| header.payload_len = u64::MAX);
@@ -447,7 +459,7 @@ pub fn huge_declared_payload_is_refused<K: KeyCodec>(codec: &K) {
 
 /// A save that fails midway (an I/O error, or a panic inside the encoder) leaves the previous
 /// file intact and no temporary file behind.
-pub fn failed_save_keeps_previous_file<K: KeyCodec>(codec: &K) {
+pub fn failed_save_keeps_previous_file<K: KeyCodec + ?Sized>(codec: &K) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("key.pk");
     let fixture = standard_plonk();
@@ -466,7 +478,7 @@ pub fn failed_save_keeps_previous_file<K: KeyCodec>(codec: &K) {
             failing.save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
         }));
         match (failure, result) {
-            (Failure::IoError, Ok(Err(Error::Io(_)))) | (Failure::Panic, Err(_)) => {}
+            (Failure::IoError, Ok(Err(Error::Io { .. }))) | (Failure::Panic, Err(_)) => {}
             (_, other) => panic!(
                 "{failure:?}: unexpected outcome {:?}",
                 other.map(|r| r.err())
@@ -486,11 +498,243 @@ pub fn failed_save_keeps_previous_file<K: KeyCodec>(codec: &K) {
     // A save into a folder that does not exist fails cleanly.
     let missing = dir.path().join("missing").join("key.pk");
     let result = codec.save::<StandardPlonk, _>(&missing, &fixture.pk, (), &SaveOptions::default());
-    assert!(matches!(result, Err(Error::Io(_))));
+    match result {
+        Err(Error::Io {
+            path: Some(named), ..
+        }) => assert_eq!(named, missing.parent().unwrap()),
+        other => panic!(
+            "expected an I/O error naming the folder, got {:?}",
+            other.err()
+        ),
+    }
+}
+
+#[cfg(unix)]
+/// How a file is changed under a load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    /// Cut to half its length (`truncate`, a writer's `File::create` before it writes).
+    Truncate,
+    /// Every payload byte flipped in place, same length (`cp` over it, a rewrite through an
+    /// NFS or FUSE mount).
+    Rewrite,
+}
+
+#[cfg(unix)]
+/// How the loader reads the file.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// [`KeyCodecExt::load`]'s reader: positioned reads, parallel for bulk data.
+    Positioned,
+    /// [`KeyCodecExt::read`] of the open file: a stream.
+    Stream,
+}
+
+#[cfg(unix)]
+/// A file that changes on disk when its `change_at`-th read starts (a deterministic
+/// stand-in for another process writing it during a load).
+struct ChangingFile {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    change: Change,
+    change_at: usize,
+    reads: std::sync::atomic::AtomicUsize,
+    position: u64,
+}
+
+#[cfg(unix)]
+impl ChangingFile {
+    fn before_read(&self) {
+        let index = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if index == self.change_at {
+            apply(&self.path, self.change);
+        }
+    }
+}
+
+#[cfg(unix)]
+/// Changes the file at `path` in place (the same inode a reader has open).
+fn apply(path: &Path, change: Change) {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .expect("open to change");
+    let len = file.metadata().expect("metadata").len();
+    match change {
+        Change::Truncate => file.set_len(len / 2).expect("truncate"),
+        Change::Rewrite => {
+            use std::os::unix::fs::FileExt;
+            let mut payload = vec![0u8; (len - HEADER_LEN as u64) as usize];
+            file.read_exact_at(&mut payload, HEADER_LEN as u64)
+                .expect("read to rewrite");
+            payload.iter_mut().for_each(|byte| *byte ^= 0x5a);
+            file.write_all_at(&payload, HEADER_LEN as u64)
+                .expect("rewrite");
+        }
+    }
+}
+
+#[cfg(unix)]
+impl crate::source::ReadAt for ChangingFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.before_read();
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.before_read();
+        std::os::unix::fs::FileExt::read_at(&self.file, buf, offset)
+    }
+}
+
+#[cfg(unix)]
+impl std::io::Read for ChangingFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.before_read();
+        let n = std::os::unix::fs::FileExt::read_at(&self.file, buf, self.position)?;
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(unix)]
+/// Loads `path` while it changes at its `change_at`-th read; returns the outcome and how
+/// many reads the load made.
+fn load_while_changing<K: KeyCodec + ?Sized>(
+    codec: &K,
+    path: &Path,
+    mode: Mode,
+    change: Change,
+    change_at: usize,
+    options: &LoadOptions,
+) -> (Result<Pk>, usize) {
+    let mut file = ChangingFile {
+        file: std::fs::File::open(path).expect("open"),
+        path: path.to_path_buf(),
+        change,
+        change_at,
+        reads: std::sync::atomic::AtomicUsize::new(0),
+        position: 0,
+    };
+    let len = file.file.metadata().expect("metadata").len();
+    let cs = crate::circuit::configure::<StandardPlonk>(());
+    let result = match mode {
+        Mode::Positioned => {
+            let input = crate::container::Input::At {
+                source: &file,
+                len,
+                buffer: options.buffers.file_read_capacity(),
+            };
+            crate::container::read(codec, crate::ids::KeyKind::Proving, cs, input, options)
+        }
+        Mode::Stream => {
+            let input = crate::container::Input::Stream(&mut file);
+            crate::container::read(codec, crate::ids::KeyKind::Proving, cs, input, options)
+        }
+    }
+    .and_then(<Pk as crate::codec::HaloKey>::from_key);
+    let reads = file.reads.load(std::sync::atomic::Ordering::SeqCst);
+    (result, reads)
+}
+
+#[cfg(unix)]
+/// A file truncated, or rewritten in place, while it loads, at every read of the load in
+/// turn, through positioned reads and as a stream, checked and trusted (small buffers, so
+/// that a load makes many reads): the load returns the original key or an error, and when
+/// the rewrite came before a read it is an error. No key is ever built from bytes other
+/// than the checksummed ones.
+pub fn a_file_changed_while_it_loads_is_refused_or_loads_as_it_was<K: KeyCodec + ?Sized>(
+    codec: &K,
+) {
+    let original = small_pk_file(codec);
+    let expected = pk_bytes(&standard_plonk().pk);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("changing.pk");
+    for validation in [Validation::Checked, Validation::Trusted] {
+        let options = LoadOptions {
+            buffers: crate::options::BufferConfig::both(crate::options::Size(256)),
+            validation,
+            ..LoadOptions::default()
+        };
+        for mode in [Mode::Positioned, Mode::Stream] {
+            std::fs::write(&path, &original).expect("write");
+            let (untouched, reads) =
+                load_while_changing(codec, &path, mode, Change::Rewrite, usize::MAX, &options);
+            let untouched = untouched.expect("the unchanged file loads");
+            assert_eq!(pk_bytes(&untouched), expected);
+            assert!(reads >= 2, "{mode:?}: only {reads} reads");
+            for change in [Change::Truncate, Change::Rewrite] {
+                for change_at in 0..reads {
+                    std::fs::write(&path, &original).expect("write");
+                    let (result, _) =
+                        load_while_changing(codec, &path, mode, change, change_at, &options);
+                    let case = format!("{mode:?} {validation:?} {change:?} at read {change_at}");
+                    match result {
+                        Ok(pk) => {
+                            assert_eq!(pk_bytes(&pk), expected, "{case}: another key loaded");
+                            assert_ne!(change_at, 0, "{case}: the changed file loaded");
+                        }
+                        Err(err) => assert!(!matches!(err, Error::Internal(_)), "{case}: {err}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+/// The same with real threads through [`KeyCodecExt::load`] and [`KeyCodecExt::read`]: the
+/// file is truncated or rewritten at spread-out moments during loads of a larger key; every
+/// load returns the original key or an error.
+pub fn a_file_changed_by_another_thread_never_loads_other_bytes<K: KeyCodec + ?Sized>(codec: &K) {
+    let fixture = super::standard_plonk_k10();
+    let original = codec
+        .to_vec::<StandardPlonk, _>(&fixture.pk, ())
+        .expect("encode the k = 10 key");
+    let expected = pk_bytes(&fixture.pk);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("changing.pk");
+    let options = LoadOptions::default();
+    let load = |mode: Mode| -> Result<Pk> {
+        match mode {
+            Mode::Positioned => codec.load::<StandardPlonk, Pk>(&path, (), &options),
+            Mode::Stream => {
+                let mut file = std::fs::File::open(&path).expect("open");
+                codec.read::<StandardPlonk, Pk>(&mut file, (), &options)
+            }
+        }
+    };
+    for mode in [Mode::Positioned, Mode::Stream] {
+        std::fs::write(&path, &original).expect("write");
+        let started = std::time::Instant::now();
+        assert_eq!(pk_bytes(&load(mode).expect("unchanged")), expected);
+        let full = started.elapsed();
+        for change in [Change::Truncate, Change::Rewrite] {
+            for step in 0..8u32 {
+                std::fs::write(&path, &original).expect("write");
+                let delay = full * step / 8;
+                let result = std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        std::thread::sleep(delay);
+                        apply(&path, change);
+                    });
+                    load(mode)
+                });
+                if let Ok(pk) = result {
+                    assert_eq!(
+                        pk_bytes(&pk),
+                        expected,
+                        "{mode:?} {change:?} after {delay:?}: another key loaded"
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// A small proving-key container from `codec` (StandardPlonk at k = 4).
-pub fn small_pk_file<K: KeyCodec>(codec: &K) -> Vec<u8> {
+pub fn small_pk_file<K: KeyCodec + ?Sized>(codec: &K) -> Vec<u8> {
     codec
         .to_vec::<StandardPlonk, _>(&standard_plonk().pk, ())
         .expect("encode")
@@ -527,18 +771,26 @@ enum Failure {
 }
 
 /// Wraps a codec so that encoding fails after `fail_after` payload bytes.
-struct FailingCodec<'a, K> {
+struct FailingCodec<'a, K: ?Sized> {
     inner: &'a K,
     fail_after: usize,
     failure: Failure,
 }
 
-impl<K: KeyCodec> KeyCodec for FailingCodec<'_, K> {
+impl<K: KeyCodec + ?Sized> KeyCodec for FailingCodec<'_, K> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
     fn id(&self) -> CodecId {
         self.inner.id()
     }
 
-    fn wire_mode(&self) -> u8 {
+    fn wire_modes(&self) -> &'static [WireMode] {
+        self.inner.wire_modes()
+    }
+
+    fn wire_mode(&self) -> WireMode {
         self.inner.wire_mode()
     }
 

@@ -84,6 +84,17 @@ pub fn standard_plonk() -> &'static Fixture<StandardPlonk> {
     })
 }
 
+/// `StandardPlonk` at k = 10 (about 600 KiB in the full layouts): large enough that a load
+/// takes a while, for tests that change a file during one. Generated once per process.
+pub fn standard_plonk_k10() -> &'static Fixture<StandardPlonk> {
+    static FIXTURE: OnceLock<Fixture<StandardPlonk>> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let circuit = StandardPlonk(Fr::from(10u64));
+        let instances = circuit.instances();
+        generate(10, circuit, instances, false)
+    })
+}
+
 /// [`LookupCircuit`] at [`LOOKUP_K`] with selector compression, generated once per process.
 pub fn lookup() -> &'static Fixture<LookupCircuit> {
     static FIXTURE: OnceLock<Fixture<LookupCircuit>> = OnceLock::new();

@@ -3,10 +3,12 @@
 //! Writes inputs that made a decoder panic to `fuzz/crashes/`, and exits non-zero if any did.
 //! `-- --write-corpus` regenerates the seed corpus from the test circuits.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use codec_core::testing::{lookup, standard_plonk, LookupCircuit, StandardPlonk};
-use keycodec::Backend;
+use keycodec::{Backend, KeyCodecExt};
 use keycodec_tests::fuzz::{corpus, corpus_dir, run};
 
 fn main() -> ExitCode {
@@ -48,18 +50,21 @@ fn write_corpus() -> ExitCode {
         return ExitCode::FAILURE;
     }
     for backend in Backend::compiled() {
+        let Ok(codec) = backend.codec() else {
+            return ExitCode::FAILURE;
+        };
         let files = [
             (
                 "standard-plonk.pk",
-                backend.to_vec::<StandardPlonk, _>(&standard_plonk().pk, ()),
+                codec.to_vec::<StandardPlonk, _>(&standard_plonk().pk, ()),
             ),
             (
                 "standard-plonk.vk",
-                backend.to_vec::<StandardPlonk, _>(standard_plonk().vk(), ()),
+                codec.to_vec::<StandardPlonk, _>(standard_plonk().vk(), ()),
             ),
             (
                 "lookup.vk",
-                backend.to_vec::<LookupCircuit, _>(lookup().vk(), ()),
+                codec.to_vec::<LookupCircuit, _>(lookup().vk(), ()),
             ),
         ];
         for (name, bytes) in files {

@@ -1,0 +1,157 @@
+//! What users do with a codec: save and load files, write and read streams and slices.
+//! Provided once, for every [`KeyCodec`], by a blanket implementation.
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::Path;
+
+use halo2_proofs::plonk::Circuit;
+use halo2curves::bn256::Fr;
+
+use crate::circuit::{configure, fingerprint};
+use crate::codec::{HaloKey, KeyCodec};
+use crate::container::{self, Input};
+use crate::error::{IoContext, Result};
+use crate::file::save_atomic;
+use crate::options::{LoadOptions, SaveOptions};
+
+/// The operations users call on a codec: implemented for every [`KeyCodec`] (and for
+/// `dyn KeyCodec`), so a backend never implements it.
+///
+/// Every operation needs the circuit type `C` and its parameters, as halo2's own
+/// `ProvingKey::read` does: they fix the constraint system a key must match, whose
+/// fingerprint the container records.
+///
+/// ```no_run
+/// use codec_core::{KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
+/// # use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey};
+/// # use codec_core::halo2curves::bn256::{Fr, G1Affine};
+/// fn roundtrip<C: Circuit<Fr, Params = ()>>(
+///     codec: &dyn KeyCodec,
+///     pk: &ProvingKey<G1Affine>,
+/// ) -> codec_core::Result<ProvingKey<G1Affine>> {
+///     codec.save::<C, _>("circuit.pk".as_ref(), pk, (), &SaveOptions::default())?;
+///     codec.load::<C, _>("circuit.pk".as_ref(), (), &LoadOptions::default())
+/// }
+/// ```
+pub trait KeyCodecExt: KeyCodec {
+    /// Saves a key to `path` atomically and durably: a temporary file in the same folder is
+    /// written, synced and renamed over `path`, then the folder is synced. On any error the
+    /// temporary file is removed and `path` is untouched.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`](crate::Error::Io) naming the operation and path, and the codec's
+    /// encoding errors ([`Error::NotStorable`](crate::Error::NotStorable)).
+    fn save<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        path: &Path,
+        key: &K,
+        circuit_params: C::Params,
+        options: &SaveOptions,
+    ) -> Result<()> {
+        let fingerprint = fingerprint::<C>(circuit_params);
+        save_atomic(path, options.buffers.file_write_capacity(), |writer| {
+            container::write(self, key.as_key_ref(), fingerprint, writer)
+        })
+        .map_err(|err| err.at_path(path))
+    }
+
+    /// Loads a key from `path`: the header is checked against the file's real length
+    /// before anything is decoded; small reads go through a buffer of
+    /// [`BufferConfig::file_read_capacity`](crate::BufferConfig::file_read_capacity),
+    /// polynomial data straight into the key's memory from several threads. Every byte
+    /// decoded is the byte checksummed: a file changed while it loads is refused (a
+    /// checksum mismatch, a truncation) or, if the change came after the bytes were read,
+    /// loads as it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::read_slice`], plus [`Error::Io`](crate::Error::Io) naming the path.
+    fn load<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        path: &Path,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        let load = || {
+            let file = File::open(path).during("open")?;
+            let len = file.metadata().during("read the metadata of")?.len();
+            let input = Input::At {
+                source: &file,
+                len,
+                buffer: options.buffers.file_read_capacity(),
+            };
+            let cs = configure::<C>(circuit_params);
+            container::read(self, K::KIND, cs, input, options).and_then(K::from_key)
+        };
+        load().map_err(|err| err.at_path(path))
+    }
+
+    /// Writes a container (header and payload) at the writer's current position. The writer
+    /// must be seekable: the header, written last, records the payload's length and checksum.
+    ///
+    /// # Errors
+    ///
+    /// The writer's I/O errors and the codec's encoding errors.
+    fn write<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        writer: &mut (impl Write + Seek),
+        key: &K,
+        circuit_params: C::Params,
+    ) -> Result<()> {
+        let fingerprint = fingerprint::<C>(circuit_params);
+        container::write(self, key.as_key_ref(), fingerprint, writer)
+    }
+
+    /// Encodes a container into a new vector.
+    ///
+    /// # Errors
+    ///
+    /// The codec's encoding errors.
+    fn to_vec<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        key: &K,
+        circuit_params: C::Params,
+    ) -> Result<Vec<u8>> {
+        let mut cursor = std::io::Cursor::new(Vec::new());
+        self.write::<C, K>(&mut cursor, key, circuit_params)?;
+        Ok(cursor.into_inner())
+    }
+
+    /// Reads one container from a stream, checking header, circuit, lengths and checksum.
+    /// The stream's length is unknown, so allocations grow with the data actually read; the
+    /// stream may continue after the container.
+    ///
+    /// # Errors
+    ///
+    /// Any [`Error`](crate::Error) variant that describes bad input; see the crate docs.
+    fn read<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        reader: &mut impl Read,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        let cs = configure::<C>(circuit_params);
+        container::read(self, K::KIND, cs, Input::Stream(reader), options).and_then(K::from_key)
+    }
+
+    /// Decodes a container held in memory; the slice must hold exactly one container.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::read`], plus [`Error::LengthMismatch`](crate::Error::LengthMismatch)
+    /// and [`Error::TrailingBytes`](crate::Error::TrailingBytes) when the slice's length is
+    /// not the container's.
+    fn read_slice<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        bytes: &[u8],
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        let cs = configure::<C>(circuit_params);
+        container::read(self, K::KIND, cs, Input::Memory(bytes), options).and_then(K::from_key)
+    }
+}
+
+impl<T: KeyCodec + ?Sized> KeyCodecExt for T {}

@@ -1,0 +1,293 @@
+//! Bytes read at explicit offsets: a file (`pread`), or anything else that can serve a range
+//! of bytes on request, such as an object in object storage read by ranged requests.
+//!
+//! [`AtSource`] reads such a source from a starting offset onwards: small reads through a
+//! buffer, bulk reads straight into the destination from several threads at once. Why
+//! several threads: reading a file that is in the page cache into freshly allocated memory
+//! costs more in page faults than in copying, and a fault is handled on the thread that takes
+//! it, so reading two halves of a polynomial on two cores halves that cost (and a remote
+//! source serves several ranges at once).
+
+use std::fs::File;
+use std::io;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// Bytes a bulk read reads and checks as one piece: few system calls, and small enough that
+/// the check finds the bytes still in cache.
+pub(crate) const BULK_STEP: usize = 4 << 20;
+
+/// A source of bytes at explicit offsets. Reads may come from several threads at once.
+pub(crate) trait ReadAt: Sync {
+    /// Fills `buf` with the source's bytes from `offset`.
+    ///
+    /// # Errors
+    ///
+    /// `UnexpectedEof` when the source ends before `buf` is full; other I/O errors.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+
+    /// Reads what is there from `offset`, at most `buf.len()` bytes; returns how many (0 at
+    /// the end).
+    ///
+    /// # Errors
+    ///
+    /// I/O errors.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+}
+
+#[cfg(unix)]
+impl ReadAt for File {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(self, buf, offset)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, offset)
+    }
+}
+
+#[cfg(windows)]
+impl ReadAt for File {
+    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset)? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => {
+                    buf = std::mem::take(&mut buf).get_mut(n..).unwrap_or_default();
+                    offset += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        std::os::windows::fs::FileExt::seek_read(self, buf, offset)
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
+impl ReadAt for File {
+    fn read_exact_at(&self, _buf: &mut [u8], _offset: u64) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    fn read_at(&self, _buf: &mut [u8], _offset: u64) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// Reads a [`ReadAt`] source from a starting offset onwards, in order: small reads through a
+/// buffer, bulk reads ([`AtSource::read_parallel`]) straight into the destination.
+pub(crate) struct AtSource<'a> {
+    source: &'a dyn ReadAt,
+    /// Offset of the first byte not yet fetched into `buffer`.
+    next: u64,
+    /// Fetched bytes; `buffer[start..]` are not yet handed out.
+    buffer: Vec<u8>,
+    start: usize,
+    capacity: usize,
+}
+
+impl<'a> AtSource<'a> {
+    /// Reads `source` from `offset`, with a buffer of `capacity` bytes for small reads.
+    pub(crate) fn new(source: &'a dyn ReadAt, offset: u64, capacity: usize) -> Self {
+        AtSource {
+            source,
+            next: offset,
+            buffer: Vec::new(),
+            start: 0,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The source itself (to read a range again, apart from this reader's position).
+    pub(crate) fn source(&self) -> &'a dyn ReadAt {
+        self.source
+    }
+
+    /// The offset of the next byte this reader hands out.
+    pub(crate) fn position(&self) -> u64 {
+        self.next - self.buffered().len() as u64
+    }
+
+    fn buffered(&self) -> &[u8] {
+        self.buffer.get(self.start..).unwrap_or_default()
+    }
+
+    /// Hands out up to `dst.len()` buffered bytes; returns how many.
+    fn take_buffered(&mut self, dst: &mut [u8]) -> usize {
+        let n = dst.len().min(self.buffered().len());
+        let (head, _) = dst.split_at_mut(n);
+        head.copy_from_slice(self.buffered().get(..n).unwrap_or_default());
+        self.start += n;
+        n
+    }
+
+    /// Fills `dst`, checking each [`BULK_STEP`] piece right after reading it; pieces are read
+    /// and checked in parallel (rayon). Bytes already buffered are used first. After an error
+    /// the position is unspecified: the caller stops reading.
+    pub(crate) fn read_parallel(
+        &mut self,
+        dst: &mut [u8],
+        check: &(impl Fn(&[u8]) -> Result<()> + Sync),
+        context: &'static str,
+    ) -> Result<()> {
+        // `dst[j]` is the source's byte at `origin + j`; the first `from_buffer` bytes are
+        // already in the buffer.
+        let origin = self.position();
+        let from_buffer = self.take_buffered(dst);
+        let source = self.source;
+        dst.par_chunks_mut(BULK_STEP)
+            .enumerate()
+            .try_for_each(|(index, piece)| {
+                let piece_start = index * BULK_STEP;
+                let skip = from_buffer.saturating_sub(piece_start).min(piece.len());
+                let (_, unread) = piece.split_at_mut(skip);
+                if !unread.is_empty() {
+                    source
+                        .read_exact_at(unread, origin + (piece_start + skip) as u64)
+                        .map_err(|err| Error::from_read(err, context))?;
+                }
+                check(piece)
+            })?;
+        if dst.len() > from_buffer {
+            // Everything buffered was used; the position moves past `dst`.
+            self.buffer.clear();
+            self.start = 0;
+            self.next = origin + dst.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Reads at most `dst.len()` bytes in order; returns how many (0 at the end).
+    pub(crate) fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        if self.buffered().is_empty() {
+            if dst.len() >= self.capacity {
+                // A read at least as large as the buffer goes straight to `dst`.
+                let n = self.source.read_at(dst, self.next)?;
+                self.next += n as u64;
+                return Ok(n);
+            }
+            self.buffer.resize(self.capacity, 0);
+            let n = self.source.read_at(&mut self.buffer, self.next)?;
+            self.buffer.truncate(n);
+            self.start = 0;
+            self.next += n as u64;
+        }
+        Ok(self.take_buffered(dst))
+    }
+
+    /// Fills `dst` in order.
+    pub(crate) fn read_exact(&mut self, mut dst: &mut [u8]) -> io::Result<()> {
+        while !dst.is_empty() {
+            match self.read(dst)? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => dst = std::mem::take(&mut dst).get_mut(n..).unwrap_or_default(),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// XXH3-64 of `len` bytes of `source` from `offset`, or `None` if they cannot be read.
+pub(crate) fn hash_range(source: &dyn ReadAt, offset: u64, len: u64) -> Option<u64> {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buffer = vec![0u8; BULK_STEP.min(usize::try_from(len).unwrap_or(usize::MAX))];
+    let mut done = 0u64;
+    while done < len {
+        let step = buffer
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        let chunk = buffer.get_mut(..step)?;
+        source.read_exact_at(chunk, offset + done).ok()?;
+        hasher.update(chunk);
+        done += step as u64;
+    }
+    Some(hasher.digest())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file_with(bytes: &[u8]) -> File {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(bytes).unwrap();
+        file
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn small_and_bulk_reads_hand_out_the_source_in_order() {
+        let data = pattern(3 * BULK_STEP + 1000);
+        let file = file_with(&data);
+        let mut source = AtSource::new(&file, 10, 64);
+        let mut out = vec![0u8; data.len() - 10];
+        // Mixed: small buffered reads, a bulk read that starts inside the buffer, more small
+        // reads, a bulk read starting at an empty buffer, and a large plain read.
+        let (a, rest) = out.split_at_mut(5);
+        source.read_exact(a).unwrap();
+        let (b, rest) = rest.split_at_mut(BULK_STEP + 3);
+        source.read_parallel(b, &|_| Ok(()), "test").unwrap();
+        let (c, rest) = rest.split_at_mut(100);
+        source.read_exact(c).unwrap();
+        let (d, rest) = rest.split_at_mut(BULK_STEP);
+        source.read_parallel(d, &|_| Ok(()), "test").unwrap();
+        source.read_exact(rest).unwrap();
+        assert_eq!(out, data[10..]);
+        assert_eq!(source.position(), data.len() as u64);
+        let mut end = [0u8; 1];
+        assert_eq!(source.read(&mut end).unwrap(), 0);
+        assert_eq!(
+            hash_range(&file, 10, (data.len() - 10) as u64),
+            Some(xxhash_rust::xxh3::xxh3_64(&data[10..]))
+        );
+        assert_eq!(hash_range(&file, 10, data.len() as u64), None);
+    }
+
+    #[test]
+    fn pieces_are_checked_on_their_own_boundaries() {
+        let data = pattern(2 * BULK_STEP + 64);
+        let file = file_with(&data);
+        let mut source = AtSource::new(&file, 0, 1 << 10);
+        let mut head = [0u8; 32];
+        source.read_exact(&mut head).unwrap();
+        let mut out = vec![0u8; 2 * BULK_STEP];
+        let lens = std::sync::Mutex::new(Vec::new());
+        source
+            .read_parallel(
+                &mut out,
+                &|piece: &[u8]| {
+                    lens.lock().unwrap().push(piece.len());
+                    Ok(())
+                },
+                "test",
+            )
+            .unwrap();
+        assert_eq!(out, data[32..32 + 2 * BULK_STEP]);
+        assert_eq!(lens.into_inner().unwrap(), vec![BULK_STEP, BULK_STEP]);
+    }
+
+    #[test]
+    fn a_failed_check_or_a_short_source_is_an_error() {
+        let data = pattern(BULK_STEP + 10);
+        let file = file_with(&data);
+        let mut out = vec![0u8; BULK_STEP];
+        let refused = AtSource::new(&file, 0, 16).read_parallel(
+            &mut out,
+            &|_| Err(Error::InvalidFieldElement { context: "test" }),
+            "test",
+        );
+        assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
+        let mut too_long = vec![0u8; BULK_STEP + 11];
+        let short = AtSource::new(&file, 0, 16).read_parallel(&mut too_long, &|_| Ok(()), "tail");
+        assert!(matches!(short, Err(Error::Truncated { context: "tail" })));
+    }
+}

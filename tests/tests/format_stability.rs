@@ -1,0 +1,80 @@
+//! The committed corpus was written by earlier builds: every file still loads, to exactly the
+//! keys the test fixtures generate (keygen is deterministic). A change to any backend's file
+//! format fails here.
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
+use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use codec_core::header::{Header, HEADER_LEN};
+use codec_core::testing::{lookup, pk_bytes, standard_plonk, vk_bytes, Fixture};
+use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions};
+use keycodec_tests::fuzz::corpus;
+
+fn check<C: Circuit<Fr, Params = ()>>(
+    name: &str,
+    codec: &dyn KeyCodec,
+    bytes: &[u8],
+    fixture: &Fixture<C>,
+) {
+    let options = LoadOptions::default();
+    if name.ends_with(".pk") {
+        let pk: ProvingKey<G1Affine> = codec
+            .read_slice::<C, _>(bytes, (), &options)
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk), "{name}");
+    } else {
+        let vk: VerifyingKey<G1Affine> = codec
+            .read_slice::<C, _>(bytes, (), &options)
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()), "{name}");
+    }
+}
+
+#[test]
+fn every_corpus_container_loads_as_the_key_it_was_written_from() {
+    let mut checked = 0;
+    for (name, bytes) in corpus() {
+        let Ok(header) = Header::from_bytes(bytes[..HEADER_LEN].try_into().unwrap()) else {
+            continue; // a headerless halo2 file: see the next test
+        };
+        let backend = Backend::of_id(header.codec).unwrap_or_else(|| panic!("{name}: codec"));
+        let Ok(codec) = backend.codec() else {
+            continue; // compiled out of this build
+        };
+        assert!(
+            name.starts_with(backend.name()),
+            "{name} is a {backend} file"
+        );
+        if name.contains("standard-plonk") {
+            check(&name, codec, &bytes, standard_plonk());
+        } else {
+            check(&name, codec, &bytes, lookup());
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= Backend::compiled().count() * 2,
+        "{checked} files"
+    );
+}
+
+#[cfg(feature = "rawbytes")]
+#[test]
+fn the_headerless_halo2_file_imports() {
+    use codec_core::testing::StandardPlonk;
+    let (name, bytes) = corpus()
+        .into_iter()
+        .find(|(name, _)| name.starts_with("halo2-headerless"))
+        .expect("the headerless corpus file");
+    let pk: ProvingKey<G1Affine> = keycodec::RawBytesCodec::default()
+        .import::<StandardPlonk, _>(&mut bytes.as_slice(), (), &LoadOptions::default())
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+    assert_eq!(pk_bytes(&pk), pk_bytes(&standard_plonk().pk));
+}
