@@ -94,7 +94,7 @@ pub fn table(report: &Report) -> String {
         Some(domain) => {
             let whole = fixture.key_memory_bytes + domain;
             format!(
-                "{} of field elements + {} of evaluation domain = {} (x 1.1 + 64 MiB = {}, issue 6's load RSS bound)",
+                "{} of field elements + {} of evaluation domain = {} (x 1.1 + 64 MiB = {}, the load-RSS bound)",
                 mib(fixture.key_memory_bytes),
                 mib(domain),
                 mib(whole),

@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use bench_harness::fixture::{load_or_build, pk_cache_path};
-use bench_harness::measure::{backend_names, keys_equal};
+use bench_harness::measure::{backend_names, groups, keys_equal};
 use bench_harness::{run, Args, CircuitName, DEFAULT_CACHE_DIR};
 use codec_core::testing::StandardPlonk;
 use keycodec::halo2_proofs::plonk::ProvingKey;
@@ -78,8 +78,29 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
     let args = args(dir.path(), 8);
     let report = run(&args).unwrap();
-    // 11 read rows (rawbytes 3, bincode 1, rkyv 2, compact 2, halo2-native 3) x 2 buffers.
-    assert_eq!(report.rows.len(), 22);
+    // A row per read mode of every file layout of every backend, per buffer: for rawbytes
+    // RawBytes checked and trusted and Processed checked, for halo2's reader the same three.
+    let reads: usize = groups(&args.backends).iter().map(|g| g.reads.len()).sum();
+    assert_eq!(report.rows.len(), reads * args.buffers.len());
+    for (backend, mode, validation) in [
+        ("rawbytes", "RawBytes", "trusted"),
+        ("rawbytes", "Processed", "checked"),
+        ("halo2-native", "RawBytes", "trusted"),
+        ("halo2-native", "Processed", "checked"),
+    ] {
+        assert!(
+            report.rows.iter().any(|row| row.backend == backend
+                && row.mode == mode
+                && row.validation == validation),
+            "{backend} {mode} {validation}"
+        );
+    }
+    for backend in Backend::compiled() {
+        assert!(
+            report.rows.iter().any(|row| row.backend == backend.name()),
+            "{backend}"
+        );
+    }
     assert!(report.rows.iter().all(|row| row.verified));
     assert!(report
         .rows
