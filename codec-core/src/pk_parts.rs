@@ -9,7 +9,7 @@ use crate::circuit::{expect_count, permutation_columns, rows};
 use crate::error::Result;
 
 /// The proving key's polynomial data, as decoded (values and lengths not yet checked
-/// against the circuit: [`crate::assembly::assemble_pk`] does that).
+/// against the circuit: [`assemble_pk`](crate::backend_api::assemble_pk) does that).
 #[derive(Debug, Default)]
 pub struct PkParts {
     /// Lagrange basis polynomial for the first row, coefficient form.

@@ -8,7 +8,7 @@ use crate::circuit::{rows, stored_selector_count};
 use crate::error::{Error, Result};
 
 /// The verifying key's data, as every backend encodes and decodes it. Nothing here is
-/// checked against a circuit yet: [`crate::assembly::VkPlan::new`] does that.
+/// checked against a circuit yet: [`VkPlan::new`](crate::backend_api::VkPlan::new) does that.
 #[derive(Debug)]
 pub struct VkParts {
     /// The circuit has `2^k` rows.
