@@ -124,6 +124,7 @@ pub fn write<C: Circuit<Fr, Params = ()>>(
     let result = match writer {
         Writer::Codec(codec) => codec
             .save::<C, _>(path, pk, (), &save)
+            .map(|_digest| ())
             .map_err(|e| e.to_string()),
         Writer::Native(format) => native_write(path, pk, format, buffer).map_err(|e| e.to_string()),
     };

@@ -9,9 +9,10 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::circuit::{check_k, fingerprint_of};
 use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
+use crate::digest;
 use crate::error::{Error, IoContext, Result};
-use crate::header::{Header, HEADER_LEN};
-use crate::ids::{Fingerprint, KeyKind, WireMode};
+use crate::header::{Header, HEADER_LEN, PREFIX_LEN};
+use crate::ids::{Fingerprint, KeyDigest, KeyKind, WireMode};
 use crate::options::{Integrity, LoadOptions};
 use crate::payload::PayloadReader;
 use crate::source::ReadAt;
@@ -33,13 +34,14 @@ pub(crate) enum Input<'a> {
     },
 }
 
-/// Writes header placeholder, payload, then seeks back to write the real header.
+/// Writes header placeholder, payload, then seeks back to write the real header, which
+/// records the key's digest (computed beside the encoding, on another thread); returns it.
 pub(crate) fn write<K: KeyCodec + ?Sized>(
     codec: &K,
     key: KeyRef<'_>,
     fingerprint: Fingerprint,
     writer: &mut (impl Write + Seek),
-) -> Result<()> {
+) -> Result<KeyDigest> {
     let start = writer.stream_position().during("seek in")?;
     writer.write_all(&[0u8; HEADER_LEN]).during("write")?;
     let mut hashing = HashingWriter {
@@ -47,7 +49,22 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
         hasher: Xxh3::new(),
         written: 0,
     };
-    codec.encode(key, &mut hashing)?;
+    let (encoded, digest) = std::thread::scope(|scope| {
+        let digest = std::thread::Builder::new()
+            .name("keycodec-digest".into())
+            .spawn_scoped(scope, || digest::of_key_ref(key));
+        let encoded = codec.encode(key, &mut hashing);
+        let digest = match digest {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(Error::Internal("the digest thread panicked".into()))),
+            // No thread to spare: compute it here.
+            Err(_) => digest::of_key_ref(key),
+        };
+        (encoded, digest)
+    });
+    encoded?;
+    let digest = digest?;
     let (payload_len, payload_checksum) = (hashing.written, hashing.hasher.digest());
     let header = Header {
         codec: codec.id(),
@@ -57,6 +74,7 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
         payload_len,
         payload_checksum,
         fingerprint,
+        digest: Some(digest),
     };
     writer.seek(SeekFrom::Start(start)).during("seek in")?;
     writer.write_all(&header.to_bytes()).during("write")?;
@@ -64,7 +82,13 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
         .seek(SeekFrom::Start(start + HEADER_LEN as u64 + payload_len))
         .during("seek in")?;
     writer.flush().during("write")?;
-    Ok(())
+    Ok(digest)
+}
+
+/// A decoded key and, when the load computed it, its digest.
+pub(crate) struct Decoded {
+    pub(crate) key: Key,
+    pub(crate) digest: Option<KeyDigest>,
 }
 
 /// Reads one container: checks the header (before anything is decoded: codec, wire mode,
@@ -72,13 +96,18 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
 /// decodes the payload while hashing exactly the bytes handed to the decoder (in memory,
 /// where they cannot change, before decoding them), and compares the checksum before
 /// returning the key.
+///
+/// The key's digest is computed (its polynomials hashed as they are read) when `digest` is
+/// set or the options pin one, and then checked against the pin and the digest the header
+/// records.
 pub(crate) fn read<K: KeyCodec + ?Sized>(
     codec: &K,
     kind: KeyKind,
     cs: ConstraintSystem<Fr>,
     input: Input<'_>,
     options: &LoadOptions,
-) -> Result<Key> {
+    digest: bool,
+) -> Result<Decoded> {
     // Bytes in memory cannot change while they are read: their checksum is verified before
     // decoding, which refuses a damaged payload without decoding it. Every other source is
     // hashed as the decoder reads it.
@@ -95,16 +124,32 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
             buffer,
         } => (PayloadReader::at(source, 0, len, buffer), Some(len), None),
     };
-    let header = Header::from_bytes(&reader.read_array::<HEADER_LEN>("container header")?)?;
+    // The first bytes say how long the header is (version 1 or 2).
+    let mut header_bytes = [0u8; HEADER_LEN];
+    let (prefix, rest) = header_bytes.split_at_mut(PREFIX_LEN);
+    reader.read_exact(prefix, "container header")?;
+    let header_len = Header::len_of(prefix).map_err(|err| {
+        // Fewer bytes than any header: too short to say more.
+        if total.is_some_and(|total| total < HEADER_LEN as u64) {
+            Error::Truncated {
+                context: "container header",
+            }
+        } else {
+            err
+        }
+    })?;
+    let rest = rest.get_mut(..header_len - PREFIX_LEN).unwrap_or_default();
+    reader.read_exact(rest, "container header")?;
+    let header = Header::from_bytes(&header_bytes)?;
     let mode = check_header(codec, kind, &header, &cs, options)?;
     if let Some(total) = total {
-        check_length(&header, total - HEADER_LEN as u64)?;
+        check_length(&header, total - header_len as u64)?;
     }
     let verify = options.integrity == Integrity::Verify;
     if let (true, Some(bytes)) = (verify, memory) {
         verify_checksum(
             &header,
-            xxh3_64(bytes.get(HEADER_LEN..).unwrap_or_default()),
+            xxh3_64(bytes.get(header_len..).unwrap_or_default()),
         )?;
     }
     let hash_while_reading = verify && memory.is_none();
@@ -117,6 +162,10 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
         limits: options.limits,
         cs,
     };
+    let digest = digest || options.expected_digest.is_some();
+    if digest {
+        payload.record_polynomials();
+    }
     let decoded = codec.decode(&mut payload, &context);
     let key = settle(decoded, &mut payload, &header, hash_while_reading)?;
     if key.kind() != kind {
@@ -126,7 +175,47 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
             key.kind()
         )));
     }
-    Ok(key)
+    check_transcript(&key, options)?;
+    let digest = digest
+        .then(|| check_digest(&key, payload.recorded_polynomials(), &header, options))
+        .transpose()?;
+    Ok(Decoded { key, digest })
+}
+
+/// Checks the verifying key's `transcript_repr()` against the pin, if any.
+fn check_transcript(key: &Key, options: &LoadOptions) -> Result<()> {
+    let Some(expected) = options.expected_transcript else {
+        return Ok(());
+    };
+    let found = match key {
+        Key::Proving(pk) => pk.get_vk().transcript_repr(),
+        Key::Verifying(vk) => vk.transcript_repr(),
+    };
+    if found != expected {
+        return Err(Error::TranscriptMismatch { expected, found });
+    }
+    Ok(())
+}
+
+/// The key's digest, checked against what the header records and against the pin.
+fn check_digest(
+    key: &Key,
+    recorded: Option<Vec<[u8; 32]>>,
+    header: &Header,
+    options: &LoadOptions,
+) -> Result<KeyDigest> {
+    let found = digest::of_decoded(key, recorded)?;
+    if let Some(expected) = options.expected_digest {
+        if found != expected {
+            return Err(Error::DigestMismatch { expected, found });
+        }
+    }
+    if let Some(recorded) = header.digest {
+        if found != recorded {
+            return Err(Error::RecordedDigestMismatch { recorded, found });
+        }
+    }
+    Ok(found)
 }
 
 /// Turns a decoder's outcome into the load's: a key only when every byte of the payload was
@@ -194,6 +283,11 @@ fn check_header<K: KeyCodec + ?Sized>(
     cs: &ConstraintSystem<Fr>,
     options: &LoadOptions,
 ) -> Result<WireMode> {
+    if !options.codecs.contains(header.codec) {
+        return Err(Error::CodecNotAllowed {
+            found: header.codec,
+        });
+    }
     if header.codec != codec.id() {
         return Err(Error::CodecMismatch {
             expected: codec.id(),

@@ -3,7 +3,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::ids::{CodecId, Fingerprint, KeyKind};
+use halo2curves::bn256::Fr;
+
+use crate::ids::{CodecId, Fingerprint, KeyDigest, KeyKind};
 
 /// `Result` with this workspace's [`enum@Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -93,6 +95,13 @@ pub enum Error {
         found: CodecId,
     },
 
+    /// The file's codec is not among those the load accepts ([`crate::LoadOptions::codecs`]).
+    #[error("file was written by {found}, which this load does not accept (LoadOptions::codecs)")]
+    CodecNotAllowed {
+        /// The codec named in the header.
+        found: CodecId,
+    },
+
     /// The header names a wire mode (payload layout) that the codec does not know.
     #[error("codec {codec} has no wire mode {mode}")]
     UnsupportedMode {
@@ -159,6 +168,57 @@ pub enum Error {
     TrailingBytes {
         /// How many bytes were left over (at least this many, for streams).
         count: u64,
+    },
+
+    /// The key is valid but not the pinned one: its digest differs from
+    /// [`crate::LoadOptions::expected_digest`] (another key for the same circuit, another `k`,
+    /// other constants). Checked before the key is returned.
+    #[error("the key's digest {found} is not the pinned digest {expected}")]
+    DigestMismatch {
+        /// The pinned digest.
+        expected: KeyDigest,
+        /// The loaded key's digest.
+        found: KeyDigest,
+    },
+
+    /// The key's verifying key is not the pinned one: its `transcript_repr()` differs from
+    /// [`crate::LoadOptions::expected_transcript`].
+    #[error("the verifying key's transcript_repr {found:?} is not the pinned {expected:?}")]
+    TranscriptMismatch {
+        /// The pinned value.
+        expected: Fr,
+        /// The loaded verifying key's.
+        found: Fr,
+    },
+
+    /// The digest recorded in the file's header is not the digest of the key it holds: the
+    /// header was forged or the file assembled from parts.
+    #[error("the file records key digest {recorded}, but its key's digest is {found}")]
+    RecordedDigestMismatch {
+        /// The digest the header records.
+        recorded: KeyDigest,
+        /// The digest of the key decoded from the file.
+        found: KeyDigest,
+    },
+
+    /// Loading would spend memory the input's bytes do not justify beyond the memory budget.
+    #[error("{what} needs {requested} bytes of memory that the input does not justify, over the memory budget of {budget} bytes (raise Limits::memory_budget to allow it)")]
+    OverBudget {
+        /// What would be allocated or computed.
+        what: &'static str,
+        /// The bytes it would take.
+        requested: u64,
+        /// The budget ([`crate::Limits::memory_budget`]).
+        budget: u64,
+    },
+
+    /// The allocator could not provide memory the input justifies.
+    #[error("could not allocate {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// What was being allocated.
+        what: &'static str,
+        /// How much.
+        bytes: u64,
     },
 
     /// A declared size is larger than the configured limit or than the data can hold.

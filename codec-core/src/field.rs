@@ -244,21 +244,56 @@ pub fn read_fr_vec(
     validation: Validation,
     context: &'static str,
 ) -> Result<Vec<Fr>> {
+    read_elements(reader, count, encoding, validation, context, false)
+}
+
+/// Reads one polynomial of the key, `count` elements, as [`read_fr_vec`] does, and, when the
+/// key's digest is being computed, hashes it while reading
+/// ([`PayloadReader::read_polynomial`]). Read the key's polynomials with it, in halo2's order,
+/// and nothing else.
+///
+/// # Errors
+///
+/// As [`read_fr_vec`].
+pub fn read_polynomial(
+    reader: &mut PayloadReader<'_>,
+    count: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+) -> Result<Vec<Fr>> {
+    read_elements(reader, count, encoding, validation, context, true)
+}
+
+fn read_elements(
+    reader: &mut PayloadReader<'_>,
+    count: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+    polynomial: bool,
+) -> Result<Vec<Fr>> {
     reader.ensure_available(count as u128 * FR_BYTES as u128, context)?;
     if encoding == FieldEncoding::Raw && reader.prealloc(count) == count {
         if let Some(mut values) = crate::raw_view::zeroed(count) {
             let bytes = crate::raw_view::as_raw_bytes_mut(&mut values)
                 .ok_or(Error::InvalidFieldElement { context })?;
-            reader.read_checked(
-                bytes,
-                |piece| check_raw_elements(piece, validation, context),
-                context,
-            )?;
+            let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
+            if polynomial {
+                reader.read_polynomial(bytes, check, context)?;
+            } else {
+                reader.read_checked(bytes, check, context)?;
+            }
             return Ok(values);
         }
     }
+    // Converted in steps; a polynomial's steps are hashed as they are converted.
+    let hasher = polynomial
+        .then(|| reader.polynomial_hasher(count * FR_BYTES))
+        .flatten();
     let mut values = Vec::with_capacity(reader.prealloc(count));
     let mut staging = vec![0u8; count.min(CHUNK_ELEMENTS) * FR_BYTES];
+    let mut encoded = Vec::new();
     let mut left = count;
     while left > 0 {
         let step = left.min(CHUNK_ELEMENTS);
@@ -266,8 +301,22 @@ pub fn read_fr_vec(
             .get_mut(..step * FR_BYTES)
             .ok_or(Error::Truncated { context })?;
         reader.read_exact(bytes, context)?;
+        let start = values.len();
         decode_fr_chunk(bytes, encoding, validation, context, &mut values)?;
+        if let Some(hasher) = &hasher {
+            let new = values.get(start..).unwrap_or_default();
+            match crate::raw_view::as_raw_bytes(new) {
+                Some(raw) => hasher.add(start * FR_BYTES, raw),
+                None => {
+                    encode_fr_chunk(new, FieldEncoding::Raw, &mut encoded);
+                    hasher.add(start * FR_BYTES, encoded.as_flattened());
+                }
+            }
+        }
         left -= step;
+    }
+    if polynomial {
+        reader.record_polynomial(hasher)?;
     }
     Ok(values)
 }

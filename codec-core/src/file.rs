@@ -27,11 +27,11 @@ use crate::options::Size;
 /// I/O errors from creating, writing, syncing or renaming (those about the destination name
 /// no path: the caller knows it; those about the folder name the folder), and whatever
 /// `write` returns.
-pub(crate) fn save_atomic(
+pub(crate) fn save_atomic<T>(
     path: &Path,
     capacity: Size,
-    write: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
-) -> Result<()> {
+    write: impl FnOnce(&mut BufWriter<&File>) -> Result<T>,
+) -> Result<T> {
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -56,16 +56,17 @@ pub(crate) fn save_atomic(
         .tempfile_in(dir)
         .during("create a temporary file in")
         .map_err(|err| err.at_path(dir))?;
-    {
+    let written = {
         let mut writer = BufWriter::with_capacity(capacity.as_usize(), temp.as_file());
-        write(&mut writer)?;
+        let written = write(&mut writer)?;
         writer.flush().during("write")?;
-    }
+        written
+    };
     temp.as_file().sync_all().during("sync")?;
     temp.persist(path)
         .map_err(|err| Error::io("rename the temporary file over", err.error))?;
     sync_dir(dir).map_err(|err| err.at_path(dir))?;
-    Ok(())
+    Ok(written)
 }
 
 /// Asks the kernel to drop `path`'s cached pages (Linux, `posix_fadvise(DONTNEED)`; a hint:
@@ -191,7 +192,7 @@ mod tests {
         let dir = tempfile::tempdir().during("create")?;
         let path = dir.path().join("key");
         save_bytes(&path, b"first")?;
-        let failed = save_atomic(&path, Size::kib(8), |writer| {
+        let failed: Result<()> = save_atomic(&path, Size::kib(8), |writer| {
             writer.write_all(b"partial").during("write")?;
             Err(Error::Internal("injected".into()))
         });

@@ -1,39 +1,51 @@
 //! The self-describing container header every backend writes before its payload.
 //!
-//! Layout (64 bytes, little-endian):
+//! Layout of version 2 (96 bytes, little-endian), which this build writes:
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `\x89KEYCDC\x1a` |
-//! | 8 | 2 | container version (currently 1) |
+//! | 8 | 2 | container version (2) |
 //! | 10 | 1 | codec id ([`CodecId`]) |
 //! | 11 | 1 | codec wire mode ([`WireMode`](crate::WireMode), codec-specific) |
 //! | 12 | 1 | key kind ([`KeyKind`]) |
 //! | 13 | 1 | curve id (1 = BN254) |
-//! | 14 | 2 | reserved, zero |
+//! | 14 | 2 | flags: bit 0 set when the key digest is recorded; the others zero |
 //! | 16 | 4 | `k` (the circuit has `2^k` rows) |
 //! | 20 | 4 | reserved, zero |
 //! | 24 | 8 | payload length in bytes |
 //! | 32 | 8 | XXH3-64 of the payload |
 //! | 40 | 16 | circuit [`Fingerprint`] |
-//! | 56 | 8 | XXH3-64 of bytes 0..56 |
+//! | 56 | 32 | the [`KeyDigest`] (zero when not recorded) |
+//! | 88 | 8 | XXH3-64 of bytes 0..88 |
 //!
-//! The magic and the version never move, so any future version can be recognised.
+//! Version 1 (64 bytes, still read) has no key digest: bytes 14..16 are reserved and zero,
+//! and its checksum (of bytes 0..56) is at 56. The magic and the version never move, so any
+//! version can be recognised from the first 10 bytes ([`Header::len_of`]).
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
-use crate::ids::{CodecId, Fingerprint, KeyKind};
+use crate::ids::{CodecId, Fingerprint, KeyDigest, KeyKind};
 
-/// Size in bytes of the container header.
-pub const HEADER_LEN: usize = 64;
+/// Size in bytes of the container header this build writes (version 2).
+pub const HEADER_LEN: usize = 96;
+
+/// Size in bytes of a version 1 header.
+pub const HEADER_LEN_V1: usize = 64;
+
+/// Bytes that name a header's version: the magic and the version field.
+pub const PREFIX_LEN: usize = 10;
+
+/// Flag bit: the key digest is recorded.
+const FLAG_DIGEST: u16 = 1;
 
 /// The magic bytes that open every container. The high first byte and the `0x1a` at the end
 /// catch text-mode transfers, as PNG's signature does.
 pub const MAGIC: [u8; 8] = *b"\x89KEYCDC\x1a";
 
-/// The container version this build writes and reads.
-pub const CONTAINER_VERSION: u16 = 1;
+/// The container version this build writes (it reads 1 too).
+pub const CONTAINER_VERSION: u16 = 2;
 
 /// The curve id of BN254, the only curve this build supports.
 pub const CURVE_BN254: u8 = 1;
@@ -56,25 +68,34 @@ pub struct Header {
     pub payload_checksum: u64,
     /// Fingerprint of the circuit the key belongs to.
     pub fingerprint: Fingerprint,
+    /// The key's digest, as the writer recorded it (`None` in version 1 files). A claim until
+    /// a load recomputes it from the key's content.
+    pub digest: Option<KeyDigest>,
 }
 
 impl Header {
-    /// Encodes the header into its 64-byte form, header checksum included.
+    /// Encodes the header in version 2, header checksum included.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
         let mut writer = FieldWriter {
             buf: &mut out,
             pos: 0,
         };
+        let flags = if self.digest.is_some() {
+            FLAG_DIGEST
+        } else {
+            0
+        };
         writer.put(&MAGIC);
         writer.put(&CONTAINER_VERSION.to_le_bytes());
         writer.put(&[self.codec.byte(), self.mode, self.kind.byte(), CURVE_BN254]);
-        writer.put(&[0u8; 2]);
+        writer.put(&flags.to_le_bytes());
         writer.put(&self.k.to_le_bytes());
         writer.put(&[0u8; 4]);
         writer.put(&self.payload_len.to_le_bytes());
         writer.put(&self.payload_checksum.to_le_bytes());
         writer.put(&self.fingerprint.0);
+        writer.put(&self.digest.map_or([0u8; 32], |digest| digest.0));
         let (body, _) = out.split_at(HEADER_LEN - 8);
         let checksum = xxh3_64(body);
         let mut writer = FieldWriter {
@@ -85,33 +106,53 @@ impl Header {
         out
     }
 
-    /// Decodes and checks a header: magic, version, header checksum, reserved fields, curve,
-    /// and the key kind byte. Codec, `k` and fingerprint are left for the caller to compare
-    /// with what it expects.
+    /// The length of the header whose first [`PREFIX_LEN`] (or more) bytes are `prefix`:
+    /// [`HEADER_LEN`] for version 2, [`HEADER_LEN_V1`] for version 1.
     ///
     /// # Errors
     ///
-    /// [`Error::BadMagic`], [`Error::UnsupportedVersion`], [`Error::HeaderChecksum`],
-    /// [`Error::ReservedField`], [`Error::CurveMismatch`] or [`Error::UnknownKeyKind`].
-    pub fn from_bytes(bytes: &[u8; HEADER_LEN]) -> Result<Self> {
-        let mut fields = FieldReader { rest: bytes };
+    /// [`Error::Truncated`], [`Error::BadMagic`] or [`Error::UnsupportedVersion`].
+    pub fn len_of(prefix: &[u8]) -> Result<usize> {
+        let mut fields = FieldReader { rest: prefix };
         if fields.take::<8>()? != MAGIC {
             return Err(Error::BadMagic);
         }
-        let version = u16::from_le_bytes(fields.take()?);
-        if version != CONTAINER_VERSION {
-            return Err(Error::UnsupportedVersion {
-                found: version,
+        match u16::from_le_bytes(fields.take()?) {
+            1 => Ok(HEADER_LEN_V1),
+            2 => Ok(HEADER_LEN),
+            found => Err(Error::UnsupportedVersion {
+                found,
                 supported: CONTAINER_VERSION,
-            });
+            }),
         }
-        let (body, stored) = bytes.split_at(HEADER_LEN - 8);
+    }
+
+    /// Decodes and checks a whole header of either version: magic, version, header checksum,
+    /// reserved fields and flags, curve, and the key kind byte. Codec, `k` and fingerprint are
+    /// left for the caller to compare with what it expects.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] unless `bytes` is as long as [`Header::len_of`] says,
+    /// [`Error::BadMagic`], [`Error::UnsupportedVersion`], [`Error::HeaderChecksum`],
+    /// [`Error::ReservedField`], [`Error::CurveMismatch`] or [`Error::UnknownKeyKind`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let len = Header::len_of(bytes)?;
+        let bytes = bytes.get(..len).ok_or(Error::Truncated {
+            context: "container header",
+        })?;
+        let (body, stored) = bytes.split_at(len - 8);
         if stored != xxh3_64(body).to_le_bytes() {
             return Err(Error::HeaderChecksum);
         }
+        let mut fields = FieldReader {
+            rest: body.get(PREFIX_LEN..).unwrap_or_default(),
+        };
         let [codec, mode, kind, curve] = fields.take()?;
-        if fields.take::<2>()? != [0; 2] {
-            return Err(Error::ReservedField { field: "reserved0" });
+        let flags = u16::from_le_bytes(fields.take()?);
+        let version_2 = len == HEADER_LEN;
+        if flags & !FLAG_DIGEST != 0 || (flags != 0 && !version_2) {
+            return Err(Error::ReservedField { field: "flags" });
         }
         let k = u32::from_le_bytes(fields.take()?);
         if fields.take::<4>()? != [0; 4] {
@@ -120,6 +161,16 @@ impl Header {
         let payload_len = u64::from_le_bytes(fields.take()?);
         let payload_checksum = u64::from_le_bytes(fields.take()?);
         let fingerprint = Fingerprint(fields.take()?);
+        let digest = if version_2 {
+            let bytes: [u8; 32] = fields.take()?;
+            match flags & FLAG_DIGEST {
+                0 if bytes != [0; 32] => return Err(Error::ReservedField { field: "digest" }),
+                0 => None,
+                _ => Some(KeyDigest(bytes)),
+            }
+        } else {
+            None
+        };
         if curve != CURVE_BN254 {
             return Err(Error::CurveMismatch { found: curve });
         }
@@ -131,6 +182,7 @@ impl Header {
             payload_len,
             payload_checksum,
             fingerprint,
+            digest,
         })
     }
 }
@@ -180,6 +232,7 @@ mod tests {
             payload_len: 123_456,
             payload_checksum: 0xdead_beef,
             fingerprint: Fingerprint([7; 16]),
+            digest: Some(KeyDigest([9; 32])),
         }
     }
 
@@ -193,7 +246,8 @@ mod tests {
     fn header_layout_is_stable() {
         let bytes = sample().to_bytes();
         assert_eq!(bytes.get(..8), Some(&MAGIC[..]));
-        assert_eq!(bytes.get(8..10), Some(&[1u8, 0][..]));
+        assert_eq!(bytes.get(8..10), Some(&[2u8, 0][..]));
+        assert_eq!(bytes.get(56..88), Some(&[9u8; 32][..]));
         assert_eq!(bytes.get(16..20), Some(&12u32.to_le_bytes()[..]));
         assert_eq!(bytes.get(24..32), Some(&123_456u64.to_le_bytes()[..]));
     }
@@ -221,11 +275,43 @@ mod tests {
     fn wrong_curve_is_named() {
         let mut bytes = sample().to_bytes();
         bytes[13] = 2;
-        let checksum = xxh3_64(&bytes[..56]);
-        bytes[56..].copy_from_slice(&checksum.to_le_bytes());
+        let checksum = xxh3_64(&bytes[..88]);
+        bytes[88..].copy_from_slice(&checksum.to_le_bytes());
         assert!(matches!(
             Header::from_bytes(&bytes),
             Err(Error::CurveMismatch { found: 2 })
+        ));
+    }
+
+    /// A version 1 header (64 bytes, no digest) still decodes.
+    #[test]
+    fn version_1_headers_are_read() {
+        let mut v1 = [0u8; HEADER_LEN_V1];
+        v1[..8].copy_from_slice(&MAGIC);
+        v1[8] = 1;
+        v1[10..14].copy_from_slice(&[1, 0, 1, CURVE_BN254]);
+        v1[16..20].copy_from_slice(&12u32.to_le_bytes());
+        v1[24..32].copy_from_slice(&123_456u64.to_le_bytes());
+        v1[32..40].copy_from_slice(&0xdead_beef_u64.to_le_bytes());
+        v1[40..56].copy_from_slice(&[7; 16]);
+        let checksum = xxh3_64(&v1[..56]);
+        v1[56..].copy_from_slice(&checksum.to_le_bytes());
+        assert_eq!(Header::len_of(&v1).ok(), Some(HEADER_LEN_V1));
+        let header = Header::from_bytes(&v1).unwrap();
+        assert_eq!(
+            header,
+            Header {
+                digest: None,
+                ..sample()
+            }
+        );
+        // The digest flag does not exist in version 1.
+        v1[14] = 1;
+        let checksum = xxh3_64(&v1[..56]);
+        v1[56..].copy_from_slice(&checksum.to_le_bytes());
+        assert!(matches!(
+            Header::from_bytes(&v1),
+            Err(Error::ReservedField { .. })
         ));
     }
 
@@ -237,7 +323,7 @@ mod tests {
             Header::from_bytes(&bytes),
             Err(Error::UnsupportedVersion {
                 found: 9,
-                supported: 1
+                supported: 2
             })
         ));
     }

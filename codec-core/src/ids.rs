@@ -2,6 +2,7 @@
 //! which of its wire modes, which kind of key it holds, and which circuit it belongs to.
 
 use std::fmt;
+use std::str::FromStr;
 
 /// Identifies the backend that wrote a payload: the byte recorded in the container header.
 ///
@@ -138,6 +139,57 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
+/// A key's digest: 32 bytes, printed and parsed as 64 lowercase hex digits.
+///
+/// The same key has the same digest whichever backend stored it; a proving key's digest
+/// differs from its verifying key's. [`KeyDigest::of_pk`] and [`KeyDigest::of_vk`] compute
+/// it from a key in memory; saving returns it and a pinned load
+/// ([`LoadOptions::pin`](crate::LoadOptions::pin)) checks it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyDigest(pub [u8; 32]);
+
+impl fmt::Display for KeyDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for KeyDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KeyDigest({self})")
+    }
+}
+
+/// A digest that did not parse: not 64 hex digits.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid key digest `{input}`: expected 64 hexadecimal digits")]
+pub struct ParseDigestError {
+    input: String,
+}
+
+impl FromStr for KeyDigest {
+    type Err = ParseDigestError;
+
+    fn from_str(input: &str) -> std::result::Result<Self, ParseDigestError> {
+        let error = || ParseDigestError {
+            input: input.to_owned(),
+        };
+        let text = input.trim();
+        if text.len() != 64 || !text.is_ascii() {
+            return Err(error());
+        }
+        let mut bytes = [0u8; 32];
+        for (byte, pair) in bytes.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+            let pair = std::str::from_utf8(pair).map_err(|_| error())?;
+            *byte = u8::from_str_radix(pair, 16).map_err(|_| error())?;
+        }
+        Ok(KeyDigest(bytes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +207,17 @@ mod tests {
     fn wire_modes_compare_by_byte() {
         assert_eq!(WireMode::new(1, "a"), WireMode::new(1, "b"));
         assert_ne!(WireMode::new(1, "a"), WireMode::new(2, "a"));
+    }
+
+    #[test]
+    fn digests_print_and_parse_as_hex() {
+        let digest = KeyDigest(std::array::from_fn(|i| i as u8 * 7));
+        let text = digest.to_string();
+        assert_eq!(text.len(), 64);
+        assert_eq!(text.parse::<KeyDigest>().ok(), Some(digest));
+        assert_eq!(text.to_uppercase().parse::<KeyDigest>().ok(), Some(digest));
+        for bad in ["", "00", &text[1..], &format!("{}g", &text[1..])] {
+            assert!(bad.parse::<KeyDigest>().is_err(), "{bad}");
+        }
     }
 }

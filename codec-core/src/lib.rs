@@ -28,6 +28,7 @@ mod assembly;
 mod circuit;
 mod codec;
 mod container;
+mod digest;
 mod error;
 mod field;
 mod file;
@@ -36,6 +37,7 @@ mod ops;
 mod options;
 mod payload;
 mod pk_parts;
+mod poly_hash;
 mod raw_view;
 mod source;
 mod vk_layout;
@@ -48,11 +50,11 @@ pub mod testing;
 pub use codec::{HaloKey, KeyCodec};
 pub use error::{Error, Result};
 pub use file::drop_cached_pages;
-pub use ids::{CodecId, Fingerprint, KeyKind, WireMode};
+pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
 pub use options::{
-    BufferConfig, Integrity, Limits, LoadOptions, ParseSizeError, SaveOptions, Size, Validation,
-    MAX_K,
+    BufferConfig, CodecSet, Integrity, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
+    Validation, MAX_K,
 };
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users
@@ -102,7 +104,7 @@ pub mod backend_api {
     pub mod field {
         pub use crate::field::{
             check_raw_elements, decode_fr_chunk, decode_g1, encode_fr, encode_fr_chunk, encode_g1,
-            read_fr_vec, write_fr_slice, FieldEncoding, FR_BYTES,
+            read_fr_vec, read_polynomial, write_fr_slice, FieldEncoding, FR_BYTES,
         };
     }
 

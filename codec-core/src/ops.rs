@@ -10,9 +10,10 @@ use halo2curves::bn256::Fr;
 
 use crate::circuit::{configure, fingerprint};
 use crate::codec::{HaloKey, KeyCodec};
-use crate::container::{self, Input};
-use crate::error::{IoContext, Result};
+use crate::container::{self, Decoded, Input};
+use crate::error::{Error, IoContext, Result};
 use crate::file::save_atomic;
+use crate::ids::KeyDigest;
 use crate::options::{LoadOptions, SaveOptions};
 
 /// The operations users call on a codec: implemented for every [`KeyCodec`] (and for
@@ -37,19 +38,20 @@ use crate::options::{LoadOptions, SaveOptions};
 pub trait KeyCodecExt: KeyCodec {
     /// Saves a key to `path` atomically and durably: a temporary file in the same folder is
     /// written, synced and renamed over `path`, then the folder is synced. On any error the
-    /// temporary file is removed and `path` is untouched.
+    /// temporary file is removed and `path` is untouched. Returns the key's digest, which the
+    /// file also records: pin it in [`LoadOptions::expected_digest`].
     ///
     /// # Errors
     ///
-    /// [`Error::Io`](crate::Error::Io) naming the operation and path, and the codec's
-    /// encoding errors ([`Error::NotStorable`](crate::Error::NotStorable)).
+    /// [`Error::Io`] naming the operation and path, and the codec's encoding errors
+    /// ([`Error::NotStorable`]).
     fn save<C: Circuit<Fr>, K: HaloKey>(
         &self,
         path: &Path,
         key: &K,
         circuit_params: C::Params,
         options: &SaveOptions,
-    ) -> Result<()> {
+    ) -> Result<KeyDigest> {
         let fingerprint = fingerprint::<C>(circuit_params);
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
             container::write(self, key.as_key_ref(), fingerprint, writer)
@@ -67,29 +69,37 @@ pub trait KeyCodecExt: KeyCodec {
     ///
     /// # Errors
     ///
-    /// As [`KeyCodecExt::read_slice`], plus [`Error::Io`](crate::Error::Io) naming the path.
+    /// As [`KeyCodecExt::read_slice`], plus [`Error::Io`] naming the path.
     fn load<C: Circuit<Fr>, K: HaloKey>(
         &self,
         path: &Path,
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> Result<K> {
-        let load = || {
-            let file = File::open(path).during("open")?;
-            let len = file.metadata().during("read the metadata of")?.len();
-            let input = Input::At {
-                source: &file,
-                len,
-                buffer: options.buffers.file_read_capacity(),
-            };
-            let cs = configure::<C>(circuit_params);
-            container::read(self, K::KIND, cs, input, options).and_then(K::from_key)
-        };
-        load().map_err(|err| err.at_path(path))
+        load_file::<C, K>(self, path, circuit_params, options, false).map(|(key, _)| key)
     }
 
-    /// Writes a container (header and payload) at the writer's current position. The writer
-    /// must be seekable: the header, written last, records the payload's length and checksum.
+    /// Loads a key from `path` as [`KeyCodecExt::load`] does, and returns its digest too
+    /// (computed while the polynomials are read, and checked against the digest the file
+    /// records).
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::load`], plus [`Error::RecordedDigestMismatch`].
+    fn load_with_digest<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        path: &Path,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<(K, KeyDigest)> {
+        let (key, digest) = load_file::<C, K>(self, path, circuit_params, options, true)?;
+        let digest = digest.ok_or_else(|| Error::Internal("the digest was not computed".into()))?;
+        Ok((key, digest))
+    }
+
+    /// Writes a container (header and payload) at the writer's current position; returns the
+    /// key's digest. The writer must be seekable: the header, written last, records the
+    /// payload's length, its checksum and the key's digest.
     ///
     /// # Errors
     ///
@@ -99,7 +109,7 @@ pub trait KeyCodecExt: KeyCodec {
         writer: &mut (impl Write + Seek),
         key: &K,
         circuit_params: C::Params,
-    ) -> Result<()> {
+    ) -> Result<KeyDigest> {
         let fingerprint = fingerprint::<C>(circuit_params);
         container::write(self, key.as_key_ref(), fingerprint, writer)
     }
@@ -125,7 +135,7 @@ pub trait KeyCodecExt: KeyCodec {
     ///
     /// # Errors
     ///
-    /// Any [`Error`](crate::Error) variant that describes bad input; see the crate docs.
+    /// Any [`Error`] variant that describes bad input; see the crate docs.
     fn read<C: Circuit<Fr>, K: HaloKey>(
         &self,
         reader: &mut impl Read,
@@ -133,16 +143,16 @@ pub trait KeyCodecExt: KeyCodec {
         options: &LoadOptions,
     ) -> Result<K> {
         let cs = configure::<C>(circuit_params);
-        container::read(self, K::KIND, cs, Input::Stream(reader), options).and_then(K::from_key)
+        let decoded = container::read(self, K::KIND, cs, Input::Stream(reader), options, false)?;
+        K::from_key(decoded.key)
     }
 
     /// Decodes a container held in memory; the slice must hold exactly one container.
     ///
     /// # Errors
     ///
-    /// As [`KeyCodecExt::read`], plus [`Error::LengthMismatch`](crate::Error::LengthMismatch)
-    /// and [`Error::TrailingBytes`](crate::Error::TrailingBytes) when the slice's length is
-    /// not the container's.
+    /// As [`KeyCodecExt::read`], plus [`Error::LengthMismatch`] and [`Error::TrailingBytes`]
+    /// when the slice's length is not the container's.
     fn read_slice<C: Circuit<Fr>, K: HaloKey>(
         &self,
         bytes: &[u8],
@@ -150,8 +160,32 @@ pub trait KeyCodecExt: KeyCodec {
         options: &LoadOptions,
     ) -> Result<K> {
         let cs = configure::<C>(circuit_params);
-        container::read(self, K::KIND, cs, Input::Memory(bytes), options).and_then(K::from_key)
+        let decoded = container::read(self, K::KIND, cs, Input::Memory(bytes), options, false)?;
+        K::from_key(decoded.key)
     }
 }
 
 impl<T: KeyCodec + ?Sized> KeyCodecExt for T {}
+
+/// Loads a file; the digest when `digest` is set or the options pin one.
+fn load_file<C: Circuit<Fr>, K: HaloKey>(
+    codec: &(impl KeyCodec + ?Sized),
+    path: &Path,
+    circuit_params: C::Params,
+    options: &LoadOptions,
+    digest: bool,
+) -> Result<(K, Option<KeyDigest>)> {
+    let load = || {
+        let file = File::open(path).during("open")?;
+        let len = file.metadata().during("read the metadata of")?.len();
+        let input = Input::At {
+            source: &file,
+            len,
+            buffer: options.buffers.file_read_capacity(),
+        };
+        let cs = configure::<C>(circuit_params);
+        let Decoded { key, digest } = container::read(codec, K::KIND, cs, input, options, digest)?;
+        Ok((K::from_key(key)?, digest))
+    };
+    load().map_err(|err: Error| err.at_path(path))
+}

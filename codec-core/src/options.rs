@@ -4,6 +4,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use bytesize::ByteSize;
+use halo2curves::bn256::Fr;
+
+use crate::ids::{CodecId, KeyDigest};
 
 /// A byte count that parses from and prints as a human size (`"8KiB"`, `"1MiB"`, `"1GiB"`).
 ///
@@ -141,13 +144,24 @@ pub enum Integrity {
 }
 
 /// Bounds on what a file may make the loader allocate or compute.
+///
+/// Memory that the input's own bytes justify (a polynomial whose bytes are present in a
+/// file or a slice) is always allowed. Memory they do not justify is allowed up to
+/// [`Limits::memory_budget`]: a verifying key's evaluation domain (a few hundred bytes of
+/// file, `2^k`-sized tables in memory), a compact key's recomputed polynomials, a stream's
+/// declared lengths. Anything over it is refused with [`crate::Error::OverBudget`] before it
+/// is allocated or computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Largest payload accepted, in bytes.
     pub max_payload_bytes: u64,
-    /// Largest `k` accepted (at most 28, BN254's two-adicity). Building a key's evaluation
-    /// domain costs memory proportional to `2^k`.
+    /// Largest `k` accepted (at most 28, BN254's two-adicity).
     pub max_k: u32,
+    /// Bytes of memory a load may spend beyond what the input's bytes justify. The default
+    /// is a quarter of the machine's memory (Linux; 4 GiB elsewhere): enough for the
+    /// verifying key of a k = 23 circuit or a compact k = 22 proving key on a 16 GiB machine,
+    /// not enough for a forged tiny file to exhaust it.
+    pub memory_budget: u64,
 }
 
 impl Default for Limits {
@@ -155,7 +169,70 @@ impl Default for Limits {
         Limits {
             max_payload_bytes: 1 << 40,
             max_k: MAX_K,
+            memory_budget: default_memory_budget(),
         }
+    }
+}
+
+/// A quarter of the machine's physical memory (read once per process), or 4 GiB where it
+/// cannot be read.
+fn default_memory_budget() -> u64 {
+    static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| machine_memory().map_or(4 << 30, |total| total / 4))
+}
+
+/// The machine's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`).
+fn machine_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kib: u64 = line
+        .trim_start_matches("MemTotal:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// A set of codecs, by id: which backends a load accepts ([`LoadOptions::codecs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CodecSet([u64; 4]);
+
+impl CodecSet {
+    /// Every codec.
+    pub const ALL: CodecSet = CodecSet([u64::MAX; 4]);
+
+    /// No codec.
+    pub const NONE: CodecSet = CodecSet([0; 4]);
+
+    /// The set of `ids`.
+    pub fn of(ids: impl IntoIterator<Item = CodecId>) -> Self {
+        ids.into_iter().fold(CodecSet::NONE, CodecSet::with)
+    }
+
+    /// This set and `id`.
+    #[must_use]
+    pub fn with(self, id: CodecId) -> Self {
+        let mut words = self.0;
+        if let Some(word) = words.get_mut(usize::from(id.byte() / 64)) {
+            *word |= 1 << (id.byte() % 64);
+        }
+        CodecSet(words)
+    }
+
+    /// Whether `id` is in the set.
+    pub fn contains(&self, id: CodecId) -> bool {
+        self.0
+            .get(usize::from(id.byte() / 64))
+            .is_some_and(|word| word & (1 << (id.byte() % 64)) != 0)
+    }
+}
+
+impl Default for CodecSet {
+    /// Every codec.
+    fn default() -> Self {
+        CodecSet::ALL
     }
 }
 
@@ -175,6 +252,18 @@ pub struct LoadOptions {
     pub expected_k: Option<u32>,
     /// Verify the payload checksum, or skip it.
     pub integrity: Integrity,
+    /// If set, the key's digest is computed while it loads, and a key with any other digest
+    /// is refused with [`crate::Error::DigestMismatch`]: the pin against substitution.
+    pub expected_digest: Option<KeyDigest>,
+    /// If set, a key whose verifying key has any other `transcript_repr()` (the value circuits
+    /// and verifier contracts carry) is refused with [`crate::Error::TranscriptMismatch`]. It
+    /// pins the verifying key (its commitments and constraint system); pin a proving key's
+    /// polynomials with [`LoadOptions::expected_digest`].
+    pub expected_transcript: Option<Fr>,
+    /// The codecs whose files this load accepts (all by default); another codec's file is
+    /// refused with [`crate::Error::CodecNotAllowed`] before anything is decoded. Restrict it
+    /// when the file, not the caller, chooses the backend (`load_any`).
+    pub codecs: CodecSet,
 }
 
 /// Options for saving a key.
@@ -187,6 +276,29 @@ pub struct SaveOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codec_sets_hold_what_was_put_in() {
+        let set = CodecSet::of([CodecId::new(1), CodecId::new(200)]);
+        for byte in 0..=255u8 {
+            assert_eq!(
+                set.contains(CodecId::new(byte)),
+                byte == 1 || byte == 200,
+                "{byte}"
+            );
+            assert!(CodecSet::ALL.contains(CodecId::new(byte)));
+            assert!(!CodecSet::NONE.contains(CodecId::new(byte)));
+        }
+    }
+
+    #[test]
+    fn the_default_budget_is_a_fraction_of_the_machine() {
+        let budget = Limits::default().memory_budget;
+        assert!(budget >= 256 << 20, "{budget}");
+        if let Some(total) = machine_memory() {
+            assert!(budget <= total / 2, "{budget} of {total}");
+        }
+    }
 
     #[test]
     fn file_buffers_are_capped_at_what_they_can_use() {

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::error::{Error, Result};
+use crate::poly_hash::PolyHasher;
 use crate::source::{hash_range, AtSource, ReadAt, BULK_STEP};
 
 /// Elements pre-allocated at once when the payload length is only declared, not verified
@@ -32,6 +33,8 @@ pub struct PayloadReader<'a> {
     remaining: u64,
     length_verified: bool,
     hash: Hash,
+    /// The hashes of the polynomials read so far, when the key's digest is wanted.
+    polynomials: Option<Vec<[u8; 32]>>,
 }
 
 /// Where the payload comes from.
@@ -119,6 +122,7 @@ impl<'a> PayloadReader<'a> {
             remaining: len,
             length_verified,
             hash: Hash::Off,
+            polynomials: None,
         }
     }
 
@@ -133,6 +137,7 @@ impl<'a> PayloadReader<'a> {
             remaining: bytes.len() as u64,
             length_verified: true,
             hash: Hash::Off,
+            polynomials: None,
         }
     }
 
@@ -148,6 +153,7 @@ impl<'a> PayloadReader<'a> {
             remaining: len,
             length_verified: true,
             hash: Hash::Off,
+            polynomials: None,
         }
     }
 
@@ -188,6 +194,35 @@ impl<'a> PayloadReader<'a> {
             Hash::Off
         };
         Ok(self)
+    }
+
+    /// From now on, hashes every polynomial read with [`PayloadReader::read_polynomial`] (or
+    /// [`read_polynomial`](crate::backend_api::field::read_polynomial)), for the key's digest.
+    pub(crate) fn record_polynomials(&mut self) {
+        self.polynomials = Some(Vec::new());
+    }
+
+    /// The hashes of the polynomials read since [`PayloadReader::record_polynomials`], in
+    /// order.
+    pub(crate) fn recorded_polynomials(&mut self) -> Option<Vec<[u8; 32]>> {
+        self.polynomials.take()
+    }
+
+    /// A hasher for the next polynomial, `len` bytes of raw elements, when recording.
+    pub(crate) fn polynomial_hasher(&self, len: usize) -> Option<PolyHasher> {
+        self.polynomials.as_ref().map(|_| PolyHasher::new(len))
+    }
+
+    /// Records the hash of the next polynomial.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`PolyHasher::finish`].
+    pub(crate) fn record_polynomial(&mut self, hasher: Option<PolyHasher>) -> Result<()> {
+        if let (Some(hasher), Some(polynomials)) = (hasher, &mut self.polynomials) {
+            polynomials.push(hasher.finish()?);
+        }
+        Ok(())
     }
 
     /// The XXH3-64 of every byte handed out, when hashing and every byte of the payload has
@@ -318,6 +353,37 @@ impl<'a> PayloadReader<'a> {
             piece.par_chunks(BULK_STEP / 64).try_for_each(&check)?;
         }
         Ok(())
+    }
+
+    /// Reads one polynomial of the key, in its elements' raw encoding (Montgomery limbs, 32
+    /// bytes each), into `buf`, as [`PayloadReader::read_checked`] does. Call it for the key's
+    /// polynomials, in halo2's order, and for nothing else: when the key's digest is being
+    /// computed, each piece is hashed here while in cache, and the polynomial's hash becomes
+    /// the next in the digest.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_checked`].
+    pub fn read_polynomial(
+        &mut self,
+        buf: &mut [u8],
+        check: impl Fn(&[u8]) -> Result<()> + Sync,
+        context: &'static str,
+    ) -> Result<()> {
+        let hasher = self.polynomial_hasher(buf.len());
+        let base = buf.as_ptr() as usize;
+        self.read_checked(
+            buf,
+            |piece| {
+                check(piece)?;
+                if let Some(hasher) = &hasher {
+                    hasher.add(piece.as_ptr() as usize - base, piece);
+                }
+                Ok(())
+            },
+            context,
+        )?;
+        self.record_polynomial(hasher)
     }
 
     /// Takes the next `len` bytes: borrowed without copying when the payload is in memory,

@@ -1,7 +1,7 @@
 //! Reads halo2's key layout with every count, length and value checked.
 
 use codec_core::backend_api::circuit::expect_count;
-use codec_core::backend_api::field::{read_fr_vec, FieldEncoding};
+use codec_core::backend_api::field::{read_polynomial, FieldEncoding};
 use codec_core::backend_api::{
     DecodeContext, Error, Key, PayloadReader, PkParts, PkShape, Result, Validation,
 };
@@ -58,7 +58,7 @@ fn read_poly(
 ) -> Result<Vec<Fr>> {
     let len = input.read_u32_be(what)? as usize;
     expect_count("polynomial length (2^k)", rows, len)?;
-    read_fr_vec(input, len, encoding, validation, what)
+    read_polynomial(input, len, encoding, validation, what)
 }
 
 #[cfg(test)]

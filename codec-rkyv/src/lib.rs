@@ -352,7 +352,7 @@ fn read_poly_in_place(
     let bytes = codec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
         .ok_or_else(|| Error::Internal("raw view unavailable for a zeroed vector".into()))?;
     let (elements, rest) = bytes.split_at_mut(rows * FR_BYTES);
-    input.read_checked(
+    input.read_polynomial(
         elements,
         |piece| check_raw_elements(piece, validation, context),
         context,

@@ -10,9 +10,9 @@ mod backend;
 
 pub use backend::{load_any, Backend, ParseBackendError};
 pub use codec_core::{
-    halo2_proofs, halo2curves, BufferConfig, CodecId, Error, Fingerprint, HaloKey, Integrity,
-    KeyCodec, KeyCodecExt, KeyKind, Limits, LoadOptions, ParseSizeError, Result, SaveOptions, Size,
-    Validation, WireMode, MAX_K,
+    halo2_proofs, halo2curves, BufferConfig, CodecId, CodecSet, Error, Fingerprint, HaloKey,
+    Integrity, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits, LoadOptions, ParseDigestError,
+    ParseSizeError, Result, SaveOptions, Size, Validation, WireMode, MAX_K,
 };
 
 /// For backend authors: the payload reader, the decode context, the key's parts and the

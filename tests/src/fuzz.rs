@@ -13,11 +13,9 @@ use std::path::{Path, PathBuf};
 
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::header::{Header, HEADER_LEN};
 use codec_core::testing::StandardPlonk;
 use codec_core::{LoadOptions, Validation};
 use keycodec::{Backend, KeyCodecExt};
-use xxhash_rust::xxh3::xxh3_64;
 
 /// The committed seed corpus.
 pub fn corpus_dir() -> PathBuf {
@@ -126,18 +124,8 @@ pub fn mutate(seed: &[u8], other: &[u8], rng: &mut Rng) -> Vec<u8> {
     data
 }
 
-/// Recomputes the payload and header checksums when the bytes still start with a parseable
-/// header; otherwise leaves them alone.
-pub fn refresh_checksums(data: &mut [u8]) {
-    let Some((head, payload)) = data.split_first_chunk_mut::<HEADER_LEN>() else {
-        return;
-    };
-    let Ok(mut header) = Header::from_bytes(head) else {
-        return;
-    };
-    header.payload_checksum = xxh3_64(payload);
-    *head = header.to_bytes();
-}
+/// Recomputes the payload and header checksums (see the conformance kit's helper).
+pub use codec_core::testing::conformance::refresh_checksums;
 
 /// Feeds `data` to every decoding entry point. Returns how many decodes ran; panics (as the
 /// decoder did) if one panicked.

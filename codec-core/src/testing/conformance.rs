@@ -16,7 +16,7 @@ use super::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
 use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
 use crate::error::{Error, Result};
 use crate::header::{Header, HEADER_LEN};
-use crate::ids::{CodecId, WireMode};
+use crate::ids::{CodecId, KeyDigest, WireMode};
 use crate::ops::KeyCodecExt;
 use crate::options::{Integrity, LoadOptions, SaveOptions, Validation};
 use crate::payload::PayloadReader;
@@ -44,7 +44,9 @@ macro_rules! conformance_tests {
             trailing_bytes_are_refused,
             empty_and_short_inputs_are_truncated,
             huge_declared_payload_is_refused,
-            failed_save_keeps_previous_file
+            failed_save_keeps_previous_file,
+            pinned_loads_check_the_key_digest_from_every_source,
+            a_forged_recorded_digest_is_refused_when_the_digest_is_computed
         );
         #[cfg(unix)]
         $crate::conformance_tests!(@cases $codec;
@@ -626,14 +628,29 @@ fn load_while_changing<K: KeyCodec + ?Sized>(
                 len,
                 buffer: options.buffers.file_read_capacity(),
             };
-            crate::container::read(codec, crate::ids::KeyKind::Proving, cs, input, options)
+            // The key's digest is computed too: its pieces are hashed as they are read.
+            crate::container::read(
+                codec,
+                crate::ids::KeyKind::Proving,
+                cs,
+                input,
+                options,
+                true,
+            )
         }
         Mode::Stream => {
             let input = crate::container::Input::Stream(&mut file);
-            crate::container::read(codec, crate::ids::KeyKind::Proving, cs, input, options)
+            crate::container::read(
+                codec,
+                crate::ids::KeyKind::Proving,
+                cs,
+                input,
+                options,
+                true,
+            )
         }
     }
-    .and_then(<Pk as crate::codec::HaloKey>::from_key);
+    .and_then(|decoded| <Pk as crate::codec::HaloKey>::from_key(decoded.key));
     let reads = file.reads.load(std::sync::atomic::Ordering::SeqCst);
     (result, reads)
 }
@@ -733,6 +750,113 @@ pub fn a_file_changed_by_another_thread_never_loads_other_bytes<K: KeyCodec + ?S
     }
 }
 
+/// Saving returns the key's digest (the same as [`KeyDigest::of_pk`] / [`KeyDigest::of_vk`]
+/// compute in memory); a load pinned to it succeeds from a file, a slice and a stream, and
+/// reports it; a load pinned to another key's digest, or to another verifying key's
+/// `transcript_repr`, is refused.
+pub fn pinned_loads_check_the_key_digest_from_every_source<K: KeyCodec + ?Sized>(codec: &K) {
+    let fixture = lookup();
+    let other = standard_plonk();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pk_path = dir.path().join("key.pk");
+    let vk_path = dir.path().join("key.vk");
+    let pk_digest = codec
+        .save::<LookupCircuit, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
+        .expect("save pk");
+    let vk_digest = codec
+        .save::<LookupCircuit, _>(&vk_path, fixture.vk(), (), &SaveOptions::default())
+        .expect("save vk");
+    assert_eq!(Some(pk_digest), KeyDigest::of_pk(&fixture.pk).ok());
+    assert_eq!(Some(vk_digest), KeyDigest::of_vk(fixture.vk()).ok());
+    assert_ne!(pk_digest, vk_digest, "a verifying key has its own digest");
+    let wrong = KeyDigest::of_pk(&other.pk).expect("digest");
+
+    let (loaded, reported) = codec
+        .load_with_digest::<LookupCircuit, Pk>(&pk_path, (), &LoadOptions::default())
+        .expect("load with digest");
+    assert_eq!(reported, pk_digest);
+    assert_eq!(pk_bytes(&loaded), pk_bytes(&fixture.pk));
+    let (_, reported) = codec
+        .load_with_digest::<LookupCircuit, Vk>(&vk_path, (), &LoadOptions::default())
+        .expect("load vk with digest");
+    assert_eq!(reported, vk_digest);
+
+    let bytes = std::fs::read(&pk_path).expect("read");
+    for validation in [Validation::Checked, Validation::Trusted] {
+        let pinned = |digest| LoadOptions {
+            expected_digest: Some(digest),
+            validation,
+            ..LoadOptions::default()
+        };
+        let loads = |options: &LoadOptions| {
+            [
+                codec.load::<LookupCircuit, Pk>(&pk_path, (), options),
+                codec.read_slice::<LookupCircuit, Pk>(&bytes, (), options),
+                codec.read::<LookupCircuit, Pk>(&mut bytes.as_slice(), (), options),
+            ]
+        };
+        for (source, result) in ["file", "slice", "stream"]
+            .iter()
+            .zip(loads(&pinned(pk_digest)))
+        {
+            let pk = result.unwrap_or_else(|err| panic!("{source} {validation:?}: {err}"));
+            assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk), "{source}");
+        }
+        for (source, result) in ["file", "slice", "stream"]
+            .iter()
+            .zip(loads(&pinned(wrong)))
+        {
+            assert!(
+                matches!(result, Err(Error::DigestMismatch { expected, found }) if expected == wrong && found == pk_digest),
+                "{source} {validation:?}: {:?}",
+                result.err()
+            );
+        }
+    }
+    let transcript = |vk: &Vk| vk.transcript_repr();
+    let right = LoadOptions {
+        expected_transcript: Some(transcript(fixture.vk())),
+        ..LoadOptions::default()
+    };
+    codec
+        .load::<LookupCircuit, Vk>(&vk_path, (), &right)
+        .expect("transcript pin");
+    codec
+        .load::<LookupCircuit, Pk>(&pk_path, (), &right)
+        .expect("transcript pin on a proving key");
+    let wrong_transcript = LoadOptions {
+        expected_transcript: Some(transcript(other.vk())),
+        ..LoadOptions::default()
+    };
+    let refused = codec.load::<LookupCircuit, Vk>(&vk_path, (), &wrong_transcript);
+    assert!(
+        matches!(refused, Err(Error::TranscriptMismatch { .. })),
+        "{:?}",
+        refused.err()
+    );
+}
+
+/// A header whose recorded digest is not its key's (resealed, as a forger would) loads when
+/// no digest is computed, and is refused with [`Error::RecordedDigestMismatch`] when one is.
+pub fn a_forged_recorded_digest_is_refused_when_the_digest_is_computed<K: KeyCodec + ?Sized>(
+    codec: &K,
+) {
+    let mut file = small_pk_file(codec);
+    let forged = KeyDigest([0x42; 32]);
+    rewrite_header(&mut file, |header| header.digest = Some(forged));
+    let unpinned = codec.read_slice::<StandardPlonk, Pk>(&file, (), &LoadOptions::default());
+    assert!(unpinned.is_ok(), "{:?}", unpinned.err());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("forged.pk");
+    std::fs::write(&path, &file).expect("write");
+    let result = codec.load_with_digest::<StandardPlonk, Pk>(&path, (), &LoadOptions::default());
+    assert!(
+        matches!(result, Err(Error::RecordedDigestMismatch { recorded, .. }) if recorded == forged),
+        "{:?}",
+        result.err()
+    );
+}
+
 /// A small proving-key container from `codec` (StandardPlonk at k = 4).
 pub fn small_pk_file<K: KeyCodec + ?Sized>(codec: &K) -> Vec<u8> {
     codec
@@ -742,15 +866,27 @@ pub fn small_pk_file<K: KeyCodec + ?Sized>(codec: &K) -> Vec<u8> {
 
 /// Recomputes the payload checksum and header checksum after a payload edit (as a forger
 /// would).
+///
+/// Works on the bytes (either header version), whatever the other header fields hold, so a
+/// forged `k`, length, kind or mode reaches the decoder; does nothing unless the file starts
+/// with the magic and a known version.
 pub fn refresh_checksums(file: &mut [u8]) {
-    let checksum = xxh3_64(&file[HEADER_LEN..]);
-    rewrite_header(file, |header| header.payload_checksum = checksum);
+    let Ok(len) = Header::len_of(file) else {
+        return;
+    };
+    if file.len() < len {
+        return;
+    }
+    let (head, payload) = file.split_at_mut(len);
+    head[32..40].copy_from_slice(&xxh3_64(payload).to_le_bytes());
+    let checksum = xxh3_64(&head[..len - 8]);
+    head[len - 8..].copy_from_slice(&checksum.to_le_bytes());
 }
 
-/// Edits header fields and rewrites the header with a valid header checksum.
+/// Edits header fields and rewrites the header (in the version this build writes, which must
+/// be the file's) with a valid header checksum.
 pub fn rewrite_header(file: &mut [u8], edit: impl FnOnce(&mut Header)) {
-    let bytes: [u8; HEADER_LEN] = file[..HEADER_LEN].try_into().expect("header");
-    let mut header = Header::from_bytes(&bytes).expect("valid header");
+    let mut header = Header::from_bytes(file).expect("valid header");
     edit(&mut header);
     file[..HEADER_LEN].copy_from_slice(&header.to_bytes());
 }
