@@ -83,7 +83,7 @@ pub(crate) fn check_derivable(pk: &ProvingKey<G1Affine>, omega_powers: &[Fr]) ->
         }
     }
     let permutation = pk.permutation();
-    let delta_powers = powers(Fr::DELTA, permutation.permutations().len());
+    let delta_powers = powers(Fr::DELTA, permutation.permutations().len())?;
     let pairs = pk
         .fixed_values()
         .iter()
@@ -241,7 +241,7 @@ mod tests {
         let n = 1usize << k;
         let domain = EvaluationDomain::<Fr>::new(3, k);
         let x = Fr::from(0xdead_beef_u64);
-        let omega_powers = powers(domain.get_omega(), n);
+        let omega_powers = powers(domain.get_omega(), n).unwrap();
         let lagrange = Interpolator::new(&omega_powers, x);
         let delta = Fr::from(5u64);
         let linear: Vec<Fr> = omega_powers.iter().map(|w| delta * w).collect();

@@ -1,6 +1,8 @@
 //! Field arithmetic over a domain's rows that saving and loading both need: powers of a
 //! generator, `1/n`, and the closed forms of the Lagrange vectors the layout recognises.
 
+use codec_core::backend_api::field::zeros;
+use codec_core::backend_api::Result;
 use codec_core::halo2_proofs::arithmetic::Field;
 use codec_core::halo2curves::bn256::Fr;
 use rayon::prelude::*;
@@ -11,9 +13,13 @@ pub(crate) fn inverse_of(n: usize) -> Fr {
 }
 
 /// `[1, x, x^2, ..., x^(len-1)]`, in parallel chunks (each starts from its own power).
-pub(crate) fn powers(x: Fr, len: usize) -> Vec<Fr> {
+///
+/// # Errors
+///
+/// `OutOfMemory` when the vector cannot be allocated.
+pub(crate) fn powers(x: Fr, len: usize) -> Result<Vec<Fr>> {
     const CHUNK: usize = 1 << 14;
-    let mut out = vec![Fr::ZERO; len];
+    let mut out = zeros(len)?;
     out.par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(index, chunk)| {
@@ -23,7 +29,7 @@ pub(crate) fn powers(x: Fr, len: usize) -> Vec<Fr> {
                 current *= x;
             }
         });
-    out
+    Ok(out)
 }
 
 /// A Lagrange vector whose coefficient form is known in closed form.
@@ -48,7 +54,7 @@ mod tests {
             let serial: Vec<Fr> = std::iter::successors(Some(Fr::ONE), |p| Some(*p * x))
                 .take(len)
                 .collect();
-            assert_eq!(powers(x, len), serial, "len {len}");
+            assert_eq!(powers(x, len).unwrap(), serial, "len {len}");
         }
     }
 }

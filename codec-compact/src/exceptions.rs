@@ -22,7 +22,7 @@ pub(crate) fn permutation_exceptions(
 ) -> Result<Exceptions> {
     let values = pk.permutation().permutations();
     let n = omega_powers.len();
-    let delta_powers = powers(Fr::DELTA, values.len());
+    let delta_powers = powers(Fr::DELTA, values.len())?;
     let delta_inverses: Vec<Fr> = delta_powers
         .iter()
         .map(|d| Option::<Fr>::from(d.invert()).unwrap_or(Fr::ZERO))
@@ -174,7 +174,7 @@ mod tests {
     /// that only shares the limb.
     #[test]
     fn omega_index_is_exact_when_limbs_collide() {
-        let omega_powers = powers(Fr::from(5u64), 4);
+        let omega_powers = powers(Fr::from(5u64), 4).unwrap();
         let shared = limb(&omega_powers[1]);
         let index = OmegaIndex::new([(0, shared), (1, shared), (2, shared)].into_iter());
         assert_eq!(index.row_of(&omega_powers[1], &omega_powers), Some(1));

@@ -20,9 +20,11 @@
 //! # Memory
 //!
 //! A compact file expands on load by design (a StandardPlonk key at k = 22 is a few hundred
-//! KiB on disk and 2.4 GiB in memory). Every run and mapping entry is checked against `2^k`,
-//! and `k` against [`codec_core::Limits::max_k`]: that limit, not the file size, bounds what a
-//! load may allocate. Lower it when loading compact files from untrusted sources.
+//! bytes on disk and 3.2 GiB in memory with its evaluation domain). Every run and mapping
+//! entry is checked against `2^k`, and the whole expansion against
+//! [`codec_core::Limits::memory_budget`] before any of it is allocated: memory the file's
+//! bytes do not justify. Loading a large compact key may need a larger budget; restricting
+//! [`codec_core::LoadOptions::codecs`] keeps an untrusted file from choosing this backend.
 
 #![forbid(unsafe_code)]
 
@@ -36,7 +38,7 @@ mod wire;
 use std::io::Write;
 
 use codec_core::backend_api::circuit::rows;
-use codec_core::backend_api::field::FieldEncoding;
+use codec_core::backend_api::field::{FieldEncoding, FR_BYTES};
 use codec_core::backend_api::{
     assemble_pk, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyKind, KeyRef,
     PayloadReader, Result, VkParts, VkPlan, WireMode,
@@ -76,7 +78,7 @@ impl KeyCodec for CompactCodec {
         if let KeyRef::Proving(pk) = key {
             // The ω powers the check and the permutation's mapping both need, computed once.
             let domain = pk.get_vk().get_domain();
-            let omega_powers = domain_math::powers(domain.get_omega(), rows(domain.k()));
+            let omega_powers = domain_math::powers(domain.get_omega(), rows(domain.k()))?;
             derivable::check_derivable(pk, &omega_powers)?;
             let exceptions = exceptions::permutation_exceptions(pk, &omega_powers)?;
             let fixed: Vec<&[_]> = pk.fixed_values().iter().map(|p| p.values()).collect();
@@ -99,6 +101,14 @@ impl KeyCodec for CompactCodec {
                 let rest = input.read_rest("compact proving key data")?;
                 let mut stored_input = PayloadReader::from_slice(&rest);
                 let plan = VkPlan::new(context.cs.clone(), vk_parts, &context.limits)?;
+                // A few bytes of runs expand to the whole key: memory the file does not
+                // justify, so it must fit the budget before any of it is allocated.
+                let key_bytes = plan.pk_shape().total_elements() * FR_BYTES as u128;
+                plan.check_budget(
+                    "recomputing a compact proving key",
+                    rest.len() as u64,
+                    u64::try_from(key_bytes).unwrap_or(u64::MAX),
+                )?;
                 let (vk, stored) =
                     plan.finish_while(|shape| wire::read_pk(&mut stored_input, shape))?;
                 match stored_input.remaining() {

@@ -2,6 +2,7 @@
 //! keygen computes it.
 
 use codec_core::backend_api::circuit::{expect_count, rows};
+use codec_core::backend_api::field::zeros;
 use codec_core::backend_api::{Error, PkParts, Result};
 use codec_core::halo2_proofs::arithmetic::Field;
 use codec_core::halo2_proofs::fft;
@@ -24,14 +25,14 @@ fn sparse_limit(k: u32) -> usize {
 /// The coefficients of the polynomial whose Lagrange values are `base` plus `terms`
 /// (row, added value): `Σ_j v_j · ω^(-ij) / n` per coefficient `i`, a geometric sequence per
 /// term. Exact field arithmetic, so identical to halo2's inverse FFT of the same values.
-fn sparse_to_coeff(n: usize, omega_inv: Fr, base: Base, terms: &[(usize, Fr)]) -> Vec<Fr> {
+fn sparse_to_coeff(n: usize, omega_inv: Fr, base: Base, terms: &[(usize, Fr)]) -> Result<Vec<Fr>> {
     const CHUNK: usize = 1 << 14;
     let n_inv = inverse_of(n);
     let terms: Vec<(Fr, Fr)> = terms
         .iter()
         .map(|(row, value)| (omega_inv.pow_vartime([*row as u64]), *value * n_inv))
         .collect();
-    let mut coeffs = vec![Fr::ZERO; n];
+    let mut coeffs = zeros(n)?;
     coeffs
         .par_chunks_mut(CHUNK)
         .enumerate()
@@ -58,7 +59,7 @@ fn sparse_to_coeff(n: usize, omega_inv: Fr, base: Base, terms: &[(usize, Fr)]) -
             }
         }
     }
-    coeffs
+    Ok(coeffs)
 }
 
 /// The coefficients of the polynomial with Lagrange values `values`: what halo2's
@@ -74,7 +75,8 @@ fn sparse_to_coeff(n: usize, omega_inv: Fr, base: Base, terms: &[(usize, Fr)]) -
 pub(crate) fn inverse_fft(domain: &EvaluationDomain<Fr>, values: &[Fr]) -> Result<Vec<Fr>> {
     let n = values.len();
     expect_count("polynomial length (2^k)", rows(domain.k()), n)?;
-    let mut coeffs = values.to_vec();
+    let mut coeffs = zeros(n)?;
+    coeffs.copy_from_slice(values);
     fft::recursive::fft(
         &mut coeffs,
         domain.get_omega_inv(),
@@ -96,8 +98,8 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
     let limit = sparse_limit(domain.k());
     let omega_inv = domain.get_omega_inv();
     let full_ifft = |values: &Vec<Fr>| inverse_fft(domain, values);
-    let omega_powers = powers(domain.get_omega(), n);
-    let delta_powers = powers(Fr::DELTA, stored.exceptions.len());
+    let omega_powers = powers(domain.get_omega(), n)?;
+    let delta_powers = powers(Fr::DELTA, stored.exceptions.len())?;
 
     let blinding = vk.cs().blinding_factors();
     let last = n.checked_sub(blinding + 1).ok_or(Error::Structure {
@@ -106,9 +108,9 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
         found: n as u64,
     })?;
     let inactive: Vec<(usize, Fr)> = (last..n).map(|row| (row, -Fr::ONE)).collect();
-    let l0 = sparse_to_coeff(n, omega_inv, Base::Zero, &[(0, Fr::ONE)]);
-    let l_last = sparse_to_coeff(n, omega_inv, Base::Zero, &[(last, Fr::ONE)]);
-    let l_active_row = sparse_to_coeff(n, omega_inv, Base::Constant(Fr::ONE), &inactive);
+    let l0 = sparse_to_coeff(n, omega_inv, Base::Zero, &[(0, Fr::ONE)])?;
+    let l_last = sparse_to_coeff(n, omega_inv, Base::Zero, &[(last, Fr::ONE)])?;
+    let l_active_row = sparse_to_coeff(n, omega_inv, Base::Constant(Fr::ONE), &inactive)?;
 
     expect_count(
         "fixed columns",
@@ -127,7 +129,7 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
                 .map(|(row, v)| (row, *v))
                 .collect();
             if nonzero.len() <= limit {
-                Ok(sparse_to_coeff(n, omega_inv, Base::Zero, &nonzero))
+                sparse_to_coeff(n, omega_inv, Base::Zero, &nonzero)
             } else {
                 full_ifft(values)
             }
@@ -138,7 +140,11 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
     let mut permutation_polys = Vec::with_capacity(stored.exceptions.len());
     for (column, exceptions) in stored.exceptions.iter().enumerate() {
         let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
-        let mut values: Vec<Fr> = omega_powers.par_iter().map(|w| delta * w).collect();
+        let mut values = zeros(n)?;
+        values
+            .par_iter_mut()
+            .zip(omega_powers.par_iter())
+            .for_each(|(value, w)| *value = delta * w);
         let mut changes = Vec::with_capacity(exceptions.len().min(limit + 1));
         for &(row, to_column, to_row) in exceptions {
             let target = delta_powers.get(to_column).zip(omega_powers.get(to_row));
@@ -151,7 +157,7 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
             }
         }
         let poly = if changes.len() <= limit {
-            sparse_to_coeff(n, omega_inv, Base::Linear(delta), &changes)
+            sparse_to_coeff(n, omega_inv, Base::Linear(delta), &changes)?
         } else {
             full_ifft(&values)?
         };

@@ -125,7 +125,13 @@ pub(crate) fn read_pk(input: &mut PayloadReader<'_>, shape: &PkShape) -> Result<
 }
 
 fn read_runs(input: &mut PayloadReader<'_>, n: usize) -> Result<Vec<Fr>> {
-    let mut values = Vec::with_capacity(n);
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(n)
+        .map_err(|_| Error::OutOfMemory {
+            what: "a compact fixed column",
+            bytes: (n as u64).saturating_mul(32),
+        })?;
     while values.len() < n {
         let run =
             varint::read_at_most(input, (n - values.len()) as u64, "fixed column run")? as usize;

@@ -28,8 +28,28 @@ pub(crate) fn assemble_vk(
     limits: &Limits,
 ) -> Result<VerifyingKey<G1Affine>> {
     let plan = VkPlan::new(cs, parts, limits)?;
+    // A verifying key's bytes justify none of its domain's memory.
+    plan.check_budget("a verifying key's evaluation domain", 0, 0)?;
     let domain = plan.build_domain();
     plan.finish(domain)
+}
+
+/// Bytes of memory halo2-axiom's `EvaluationDomain::new(degree, k)` holds at its peak: it
+/// keeps forward and inverse twiddles for every FFT size from `2^k` to the extended domain
+/// (twice the sum of those sizes in field elements) and builds each with a scratch vector of
+/// its size, so at most three times that sum (measured: 2.00x kept and 2.53x to 3.00x at
+/// the peak, k = 10 to 20, degrees 2 to 9).
+pub(crate) fn domain_memory(k: u32, degree: usize) -> u64 {
+    let quotient_degree = (degree.max(1) - 1) as u128;
+    let n = 1u128 << k.min(MAX_K);
+    let mut extended_k = k.min(MAX_K);
+    let mut sizes = n;
+    while (1u128 << extended_k) < n * quotient_degree && extended_k < MAX_K {
+        extended_k += 1;
+        sizes += 1u128 << extended_k;
+    }
+    let bytes = 3 * sizes * crate::field::FR_BYTES as u128 + (1 << 20);
+    u64::try_from(bytes).unwrap_or(u64::MAX)
 }
 
 /// A verifying key checked against its circuit and waiting only for its evaluation domain
@@ -38,6 +58,7 @@ pub(crate) fn assemble_vk(
 #[derive(Debug)]
 pub struct VkPlan {
     cs: ConstraintSystem<Fr>,
+    memory_budget: u64,
     k: u32,
     fixed_commitments: Vec<G1Affine>,
     permutation_commitments: Vec<G1Affine>,
@@ -103,12 +124,41 @@ impl VkPlan {
         check_extended_k(parts.k, cs.degree())?;
         Ok(VkPlan {
             cs,
+            memory_budget: limits.memory_budget,
             k: parts.k,
             fixed_commitments: parts.fixed_commitments,
             permutation_commitments: parts.permutation_commitments,
             selectors,
             compress_selectors: parts.compress_selectors,
         })
+    }
+
+    /// Bytes of memory building the evaluation domain takes at its peak.
+    pub fn domain_memory(&self) -> u64 {
+        domain_memory(self.k, self.cs.degree())
+    }
+
+    /// Fails unless what finishing this key costs beyond what the input justifies fits the
+    /// memory budget ([`Limits::memory_budget`]): the domain plus `extra` bytes the caller
+    /// will allocate (recomputed polynomials), less `justified`, the bytes of the input
+    /// that are present (a proving key's polynomials in a file).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OverBudget`] naming `what`.
+    pub fn check_budget(&self, what: &'static str, justified: u64, extra: u64) -> Result<()> {
+        let requested = self
+            .domain_memory()
+            .saturating_add(extra)
+            .saturating_sub(justified);
+        if requested > self.memory_budget {
+            return Err(Error::OverBudget {
+                what,
+                requested,
+                budget: self.memory_budget,
+            });
+        }
+        Ok(())
     }
 
     /// Builds the evaluation domain the finished key needs (halo2's
@@ -130,24 +180,30 @@ impl VkPlan {
     ///
     /// `work`'s error (the domain is still built, then dropped) and those of
     /// [`VkPlan::finish`]. Should building the domain panic (which [`VkPlan::new`]'s checks
-    /// rule out), the panic is reported as [`Error::Internal`], not propagated.
+    /// rule out), the panic is reported as [`Error::Internal`], not propagated. When no
+    /// thread can be started, the domain is built after `work`, on this thread.
     pub fn finish_while<T>(
         self,
         work: impl FnOnce(&PkShape) -> Result<T>,
     ) -> Result<(VerifyingKey<G1Affine>, T)> {
         let shape = self.pk_shape();
         let (domain, done) = std::thread::scope(|scope| {
-            let domain = scope.spawn(|| self.build_domain());
+            let domain = std::thread::Builder::new()
+                .name("keycodec-domain".into())
+                .spawn_scoped(scope, || self.build_domain());
             let done = work(&shape);
-            (domain.join(), done)
+            (domain.map(|thread| thread.join()), done)
         });
         let done = done?;
-        let domain = domain.map_err(|_| {
-            Error::Internal(format!(
-                "halo2's EvaluationDomain::new panicked for k = {}",
-                self.k
-            ))
-        })?;
+        let domain = match domain {
+            Ok(joined) => joined.map_err(|_| {
+                Error::Internal(format!(
+                    "halo2's EvaluationDomain::new panicked for k = {}",
+                    self.k
+                ))
+            })?,
+            Err(_) => self.build_domain(),
+        };
         Ok((self.finish(domain)?, done))
     }
 
@@ -209,7 +265,27 @@ fn check_extended_k(k: u32, degree: usize) -> Result<()> {
 ///
 /// [`Error::Structure`] when a polynomial count or length disagrees with the circuit.
 pub fn assemble_pk(vk: VerifyingKey<G1Affine>, parts: PkParts) -> Result<ProvingKey<G1Affine>> {
-    let shape = PkShape::of(&vk);
+    check_shape(&parts, &PkShape::of(&vk))?;
+    Ok(ProvingKey::from_parts(
+        vk,
+        Polynomial::new(parts.l0),
+        Polynomial::new(parts.l_last),
+        Polynomial::new(parts.l_active_row),
+        into_polys(parts.fixed_values),
+        into_polys(parts.fixed_polys),
+        halo2_proofs::plonk::permutation::ProvingKey::from_parts(
+            into_polys(parts.permutation_values),
+            into_polys(parts.permutation_polys),
+        ),
+    ))
+}
+
+/// Checks every polynomial count and length of `parts` against `shape`.
+///
+/// # Errors
+///
+/// [`Error::Structure`] naming the first that disagrees.
+pub(crate) fn check_shape(parts: &PkParts, shape: &PkShape) -> Result<()> {
     for (what, poly) in [
         ("l0 length", &parts.l0),
         ("l_last length", &parts.l_last),
@@ -240,18 +316,7 @@ pub fn assemble_pk(vk: VerifyingKey<G1Affine>, parts: PkParts) -> Result<Proving
             expect_count("polynomial length (2^k)", shape.rows, poly.len())?;
         }
     }
-    Ok(ProvingKey::from_parts(
-        vk,
-        Polynomial::new(parts.l0),
-        Polynomial::new(parts.l_last),
-        Polynomial::new(parts.l_active_row),
-        into_polys(parts.fixed_values),
-        into_polys(parts.fixed_polys),
-        halo2_proofs::plonk::permutation::ProvingKey::from_parts(
-            into_polys(parts.permutation_values),
-            into_polys(parts.permutation_polys),
-        ),
-    ))
+    Ok(())
 }
 
 fn into_polys<B>(polys: Vec<Vec<Fr>>) -> Vec<Polynomial<Fr, B>> {

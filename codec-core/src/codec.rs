@@ -5,7 +5,7 @@ use std::io::Write;
 use halo2_proofs::plonk::{ConstraintSystem, ProvingKey, VerifyingKey};
 use halo2curves::bn256::{Fr, G1Affine};
 
-use crate::assembly::{assemble_pk, assemble_vk, VkPlan};
+use crate::assembly::{assemble_pk, assemble_vk, check_shape, VkPlan};
 use crate::circuit::check_k;
 use crate::error::{Error, Result};
 use crate::field::FR_BYTES;
@@ -153,55 +153,75 @@ impl DecodeContext {
 
     /// Builds the requested key for a backend that stores every polynomial element in
     /// [`FR_BYTES`] bytes (rawbytes, rkyv): a verifying key from `vk` alone, or a proving key
-    /// whose polynomials `read_polys` decodes from `input`, with the verifying key's
-    /// evaluation domain built on another thread meanwhile
-    /// ([`VkPlan::finish_while`]). Before anything `2^k`-sized is allocated, the payload
-    /// must hold [`FR_BYTES`] per polynomial element, so that a short forged file cannot
-    /// claim a large key.
+    /// whose polynomials `read_polys` decodes from `input`. Before anything `2^k`-sized is
+    /// allocated, the payload must hold [`FR_BYTES`] per polynomial element, so that a short
+    /// forged file cannot claim a large key. When the payload's length is the source's (a
+    /// file, a slice), the verifying key's evaluation domain is built on another thread while
+    /// the polynomials are read ([`VkPlan::finish_while`]); from a stream, whose declared
+    /// length proves nothing, the polynomials are read first, as their bytes arrive, and the
+    /// domain after them.
     ///
     /// # Errors
     ///
-    /// [`Error::LimitExceeded`] when the payload is shorter than the polynomials, the errors
-    /// of [`VkPlan::new`], `read_polys`'s, and those of [`assemble_pk`].
+    /// [`Error::LimitExceeded`] when the payload is shorter than the polynomials,
+    /// [`Error::OverBudget`], the errors of [`VkPlan::new`], `read_polys`'s, and those of
+    /// [`assemble_pk`].
     pub fn assemble(
         &self,
         vk: VkParts,
         input: &mut PayloadReader<'_>,
         read_polys: impl FnOnce(&mut PayloadReader<'_>, &PkShape) -> Result<PkParts>,
     ) -> Result<Key> {
-        match self.kind {
-            KeyKind::Verifying => self.assemble_vk(vk),
-            KeyKind::Proving => {
-                let plan = VkPlan::new(self.cs.clone(), vk, &self.limits)?;
-                input.ensure_available(
-                    plan.pk_shape().total_elements() * FR_BYTES as u128,
-                    "proving key polynomials",
-                )?;
-                let (vk, polys) = plan.finish_while(|shape| read_polys(input, shape))?;
-                assemble_pk(vk, polys).map(Key::Proving)
-            }
+        if self.kind == KeyKind::Verifying {
+            return self.assemble_vk(vk);
         }
+        let plan = VkPlan::new(self.cs.clone(), vk, &self.limits)?;
+        let poly_bytes = plan.pk_shape().total_elements() * FR_BYTES as u128;
+        input.ensure_available(poly_bytes, "proving key polynomials")?;
+        let poly_bytes = u64::try_from(poly_bytes).unwrap_or(u64::MAX);
+        let what = "a proving key's evaluation domain";
+        let (vk, polys) = if input.length_verified() {
+            plan.check_budget(what, poly_bytes, 0)?;
+            plan.finish_while(|shape| read_polys(input, shape))?
+        } else {
+            let polys = read_polys(input, &plan.pk_shape())?;
+            // The polynomials' bytes have arrived: they justify the domain.
+            plan.check_budget(what, poly_bytes, 0)?;
+            let domain = plan.build_domain();
+            (plan.finish(domain)?, polys)
+        };
+        assemble_pk(vk, polys).map(Key::Proving)
     }
 
-    /// Builds a verifying key from decoded parts, checking them against the circuit.
+    /// Builds a verifying key from decoded parts, checking them against the circuit. Its
+    /// evaluation domain is memory the key's bytes do not justify: it must fit the budget.
     ///
     /// # Errors
     ///
-    /// Those of [`VkPlan::new`].
+    /// Those of [`VkPlan::new`], and [`Error::OverBudget`].
     pub fn assemble_vk(&self, vk: VkParts) -> Result<Key> {
         assemble_vk(self.cs.clone(), vk, &self.limits).map(Key::Verifying)
     }
 
-    /// Builds a proving key from parts decoded in full, checking them against the circuit.
-    /// The verifying key (whose evaluation domain costs `2^k` memory) is assembled after
-    /// the polynomials were read: only data actually present justifies that memory.
+    /// Builds a proving key from parts decoded in full, checking them against the circuit:
+    /// every polynomial count and length first, then the verifying key, whose evaluation
+    /// domain the polynomials' bytes justify.
     ///
     /// # Errors
     ///
-    /// Those of [`VkPlan::new`] and [`assemble_pk`].
+    /// Those of [`VkPlan::new`] and [`assemble_pk`], and [`Error::OverBudget`].
     pub fn assemble_pk(&self, vk: VkParts, pk: PkParts) -> Result<Key> {
-        let vk = assemble_vk(self.cs.clone(), vk, &self.limits)?;
-        assemble_pk(vk, pk).map(Key::Proving)
+        let plan = VkPlan::new(self.cs.clone(), vk, &self.limits)?;
+        let shape = plan.pk_shape();
+        check_shape(&pk, &shape)?;
+        let poly_bytes = shape.total_elements() * FR_BYTES as u128;
+        plan.check_budget(
+            "a proving key's evaluation domain",
+            u64::try_from(poly_bytes).unwrap_or(u64::MAX),
+            0,
+        )?;
+        let domain = plan.build_domain();
+        assemble_pk(plan.finish(domain)?, pk).map(Key::Proving)
     }
 }
 

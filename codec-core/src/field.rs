@@ -167,7 +167,8 @@ pub(crate) fn read_g1(
 /// # Errors
 ///
 /// [`Error::InvalidFieldElement`] if any element is invalid (or `bytes` is not a whole number
-/// of elements); `out` then holds an unspecified prefix.
+/// of elements); `out` then holds an unspecified prefix. [`Error::OutOfMemory`] if `out`
+/// cannot grow.
 pub fn decode_fr_chunk(
     bytes: &[u8],
     encoding: FieldEncoding,
@@ -178,6 +179,11 @@ pub fn decode_fr_chunk(
     if bytes.len() % FR_BYTES != 0 {
         return Err(Error::InvalidFieldElement { context });
     }
+    out.try_reserve(bytes.len() / FR_BYTES)
+        .map_err(|_| Error::OutOfMemory {
+            what: context,
+            bytes: out.len().saturating_add(bytes.len() / FR_BYTES) as u64 * FR_BYTES as u64,
+        })?;
     let invalid = AtomicBool::new(false);
     let decode = |chunk: &[u8]| -> Option<Fr> {
         match (encoding, validation) {
@@ -222,6 +228,26 @@ pub(crate) fn read_g1_vec(
     (0..count)
         .map(|_| read_g1(reader, encoding, validation, context))
         .collect()
+}
+
+/// `count` zeros, in memory from the allocator's zeroed pages where possible.
+///
+/// # Errors
+///
+/// [`Error::OutOfMemory`] when the allocator cannot provide it (instead of aborting).
+pub fn zeros(count: usize) -> Result<Vec<Fr>> {
+    if let Some(values) = crate::raw_view::zeroed(count)? {
+        return Ok(values);
+    }
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(count)
+        .map_err(|_| Error::OutOfMemory {
+            what: "field elements",
+            bytes: (count as u64).saturating_mul(FR_BYTES as u64),
+        })?;
+    values.resize(count, Fr::ZERO);
+    Ok(values)
 }
 
 /// Reads `count` field elements, after checking the payload can hold them.
@@ -275,7 +301,7 @@ fn read_elements(
 ) -> Result<Vec<Fr>> {
     reader.ensure_available(count as u128 * FR_BYTES as u128, context)?;
     if encoding == FieldEncoding::Raw && reader.prealloc(count) == count {
-        if let Some(mut values) = crate::raw_view::zeroed(count) {
+        if let Some(mut values) = crate::raw_view::zeroed(count)? {
             let bytes = crate::raw_view::as_raw_bytes_mut(&mut values)
                 .ok_or(Error::InvalidFieldElement { context })?;
             let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
@@ -291,7 +317,13 @@ fn read_elements(
     let hasher = polynomial
         .then(|| reader.polynomial_hasher(count * FR_BYTES))
         .flatten();
-    let mut values = Vec::with_capacity(reader.prealloc(count));
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(reader.prealloc(count))
+        .map_err(|_| Error::OutOfMemory {
+            what: context,
+            bytes: (reader.prealloc(count) as u64).saturating_mul(FR_BYTES as u64),
+        })?;
     let mut staging = vec![0u8; count.min(CHUNK_ELEMENTS) * FR_BYTES];
     let mut encoded = Vec::new();
     let mut left = count;

@@ -104,7 +104,7 @@ pub mod backend_api {
     pub mod field {
         pub use crate::field::{
             check_raw_elements, decode_fr_chunk, decode_g1, encode_fr, encode_fr_chunk, encode_g1,
-            read_fr_vec, read_polynomial, write_fr_slice, FieldEncoding, FR_BYTES,
+            read_fr_vec, read_polynomial, write_fr_slice, zeros, FieldEncoding, FR_BYTES,
         };
     }
 

@@ -158,9 +158,10 @@ pub struct Limits {
     /// Largest `k` accepted (at most 28, BN254's two-adicity).
     pub max_k: u32,
     /// Bytes of memory a load may spend beyond what the input's bytes justify. The default
-    /// is a quarter of the machine's memory (Linux; 4 GiB elsewhere): enough for the
-    /// verifying key of a k = 23 circuit or a compact k = 22 proving key on a 16 GiB machine,
-    /// not enough for a forged tiny file to exhaust it.
+    /// is an eighth of the machine's memory (Linux; 2 GiB elsewhere), at least 1 GiB: on a
+    /// 24 GiB machine, 3 GiB, enough for the verifying key of a k = 23 circuit of degree 3,
+    /// not for a forged tiny file to exhaust the machine. Verifiers of larger circuits and
+    /// loads of large compact proving keys raise it.
     pub memory_budget: u64,
 }
 
@@ -174,11 +175,11 @@ impl Default for Limits {
     }
 }
 
-/// A quarter of the machine's physical memory (read once per process), or 4 GiB where it
-/// cannot be read.
+/// An eighth of the machine's physical memory (read once per process), at least 1 GiB, or
+/// 2 GiB where it cannot be read.
 fn default_memory_budget() -> u64 {
     static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| machine_memory().map_or(4 << 30, |total| total / 4))
+    *BUDGET.get_or_init(|| machine_memory().map_or(2 << 30, |total| (total / 8).max(1 << 30)))
 }
 
 /// The machine's physical memory in bytes (Linux: `MemTotal` of `/proc/meminfo`).
@@ -294,9 +295,9 @@ mod tests {
     #[test]
     fn the_default_budget_is_a_fraction_of_the_machine() {
         let budget = Limits::default().memory_budget;
-        assert!(budget >= 256 << 20, "{budget}");
+        assert!(budget >= 1 << 30, "{budget}");
         if let Some(total) = machine_memory() {
-            assert!(budget <= total / 2, "{budget} of {total}");
+            assert!(budget <= (total / 8).max(1 << 30), "{budget} of {total}");
         }
     }
 

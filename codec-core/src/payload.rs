@@ -21,11 +21,11 @@ use crate::poly_hash::PolyHasher;
 use crate::source::{hash_range, AtSource, ReadAt, BULK_STEP};
 
 /// Elements pre-allocated at once when the payload length is only declared, not verified
-/// against a real source length (32 MiB of field elements).
-const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 20;
+/// against a real source length (16 MiB of field elements).
+const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 19;
 
 /// Bytes pre-allocated at once for a borrowed read from a stream.
-const UNVERIFIED_PREALLOC_BYTES: usize = 32 << 20;
+const UNVERIFIED_PREALLOC_BYTES: usize = 16 << 20;
 
 /// Reads a payload of known declared length.
 pub struct PayloadReader<'a> {
@@ -252,6 +252,13 @@ impl<'a> PayloadReader<'a> {
         }
         io::copy(self, &mut io::sink()).ok()?;
         self.digest()
+    }
+
+    /// Whether the payload's declared length was checked against the source's real length
+    /// (a file, a slice): then every declared count the payload holds is backed by bytes
+    /// present. From a stream it is not: bytes are only known to exist once read.
+    pub fn length_verified(&self) -> bool {
+        self.length_verified
     }
 
     /// Bytes of the payload not yet read.

@@ -15,11 +15,14 @@
 //!   (a big-endian target, a future halo2curves with another layout), every function here
 //!   returns `None` and callers take the converting path.
 
+use std::alloc::Layout;
 use std::sync::OnceLock;
 
 use halo2_proofs::halo2curves::ff::Field;
 use halo2curves::bn256::Fr;
 use halo2curves::serde::SerdeObject;
+
+use crate::error::{Error, Result};
 
 /// Bytes of one scalar in memory, and of its encodings.
 pub const FR_BYTES: usize = 32;
@@ -89,22 +92,39 @@ pub fn as_raw_bytes_mut(values: &mut [Fr]) -> Option<&mut [u8]> {
 
 /// `count` zero elements in memory obtained zeroed from the allocator (for a large vector:
 /// fresh pages the kernel maps on first write, so filling it costs one pass, not two), when
-/// the layout check passed (see the module docs).
-pub fn zeroed(count: usize) -> Option<Vec<Fr>> {
+/// the layout check passed (see the module docs); `Ok(None)` when it did not.
+///
+/// # Errors
+///
+/// [`Error::OutOfMemory`] when the allocator cannot provide the memory (instead of aborting
+/// the process, as `vec!` would).
+pub fn zeroed(count: usize) -> Result<Option<Vec<Fr>>> {
     if !layout_matches() {
-        return None;
+        return Ok(None);
     }
-    // `vec![[0u64; 4]; n]` allocates with `alloc_zeroed` (calloc): no page is touched here.
-    let limbs = std::mem::ManuallyDrop::new(vec![[0u64; 4]; count]);
-    let (ptr, len, capacity) = (limbs.as_ptr(), limbs.len(), limbs.capacity());
-    // SAFETY: the allocation came from the global allocator for `capacity` `[u64; 4]`s with
-    // `[u64; 4]`'s alignment; `Fr` has the same size and alignment (compile-time asserts
-    // above), so it is also exactly `capacity` `Fr`s with `Fr`'s alignment, as
-    // `from_raw_parts` requires for the later deallocation. The `len` elements are
-    // initialised (all-zero limbs, which `layout_matches` showed to be `Fr::ZERO`'s
-    // memory; the test `zeroed_vectors_hold_zero` checks it). `limbs` is not dropped, so
-    // the allocation has one owner.
-    Some(unsafe { Vec::from_raw_parts(ptr.cast_mut().cast::<Fr>(), len, capacity) })
+    let out_of_memory = || Error::OutOfMemory {
+        what: "field elements",
+        bytes: (count as u64).saturating_mul(FR_BYTES as u64),
+    };
+    if count == 0 {
+        return Ok(Some(Vec::new()));
+    }
+    let layout = Layout::array::<Fr>(count).map_err(|_| out_of_memory())?;
+    // SAFETY: `layout` has a non-zero size (`count > 0` and `Fr` is 32 bytes).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(out_of_memory());
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<Fr>(count)`,
+    // that is `Fr`'s alignment and `count * size_of::<Fr>()` bytes, exactly what
+    // `Vec::from_raw_parts` requires of a vector of capacity `count` (its deallocation uses
+    // the same layout). The `count` elements are initialised: the memory is zeroed, and
+    // all-zero limbs are `Fr::ZERO`'s memory (`layout_matches` checked `Fr::ZERO`'s view;
+    // the test `zeroed_vectors_hold_zero_and_can_grow_and_drop` checks the values). The
+    // pointer has no other owner.
+    Ok(Some(unsafe {
+        Vec::from_raw_parts(ptr.cast::<Fr>(), count, count)
+    }))
 }
 
 fn bytes_of(values: &[Fr]) -> &[u8] {
@@ -187,9 +207,17 @@ mod tests {
     }
 
     #[test]
+    fn an_impossible_allocation_is_an_error() {
+        assert!(matches!(
+            zeroed(usize::MAX / 16),
+            Err(Error::OutOfMemory { .. })
+        ));
+    }
+
+    #[test]
     fn zeroed_vectors_hold_zero_and_can_grow_and_drop() {
         for count in [0, 1, 7, 1 << 16] {
-            let mut values = zeroed(count).unwrap();
+            let mut values = zeroed(count).unwrap().unwrap();
             assert_eq!(values.len(), count);
             assert!(values.iter().all(|v| *v == Fr::ZERO));
             // Reallocation and deallocation go through the layout recorded for Fr.

@@ -313,9 +313,10 @@ fn read_poly(
         .checked_mul(FR_BYTES)
         .and_then(|n| n.checked_add(ROOT_LEN));
     // The vector has room for the root behind the elements; `len` bytes are in the payload.
-    let in_place = (in_place_len == Some(len))
-        .then(|| codec_core::backend_api::raw_view::zeroed(rows + 1))
-        .flatten();
+    let in_place = match in_place_len == Some(len) {
+        true => codec_core::backend_api::raw_view::zeroed(rows + 1)?,
+        false => None,
+    };
     let values = match in_place {
         Some(values) => read_poly_in_place(input, values, rows, validation)?,
         None => {
@@ -324,7 +325,7 @@ fn read_poly(
                 rkyv::access::<ArchivedVec<[u8; FR_BYTES]>, rancor::Error>(section.bytes())
                     .map_err(rkyv_error)?;
             expect_count("polynomial length (2^k)", rows, archived.len())?;
-            let mut values = Vec::with_capacity(rows);
+            let mut values = Vec::new();
             decode_fr_chunk(
                 archived.as_slice().as_flattened(),
                 FieldEncoding::Raw,

@@ -90,6 +90,7 @@ fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
 const BOUND: usize = 96 << 20;
 
 type Pk = ProvingKey<G1Affine>;
+type Vk = codec_core::halo2_proofs::plonk::VerifyingKey<G1Affine>;
 
 fn assert_bounded<T>(case: &str, (result, peak): (codec_core::Result<T>, usize)) {
     assert!(result.is_err(), "{case}: a forged input loaded");
@@ -167,6 +168,150 @@ fn huge_declared_sizes_in_tiny_files_allocate_little() {
 
     #[cfg(feature = "rawbytes")]
     headerless_halo2_files(&options);
+
+    forged_large_k_keys();
+}
+
+/// The growth of memory a forged tiny key claiming a large `k` may cause: none of its
+/// `2^k`-sized memory is justified by its bytes.
+const FORGED_K_BOUND: usize = 64 << 20;
+
+/// Where each backend's payload stores the verifying key's `k` (a u32, little-endian),
+/// counted from the payload's start.
+fn payload_k_offset(backend: Backend, payload: &[u8]) -> usize {
+    match backend.name() {
+        // After halo2's version byte.
+        "rawbytes" => 1,
+        // The first field of the serde mirror / of the verifying key's layout.
+        "bincode" | "compact" => 0,
+        // The verifying key's section: the archive's root (56 bytes: k, the flag, three
+        // vectors) ends the archive, k first.
+        "rkyv" => {
+            let len = u64::from_le_bytes(payload[..8].try_into().unwrap()) as usize;
+            16 + len - 56
+        }
+        other => panic!("no k offset known for {other}"),
+    }
+}
+
+/// A container whose header and payload both claim `k`, checksums resealed.
+fn forge_k(backend: Backend, file: &[u8], k: u32) -> Vec<u8> {
+    let mut forged = file.to_vec();
+    let at = HEADER_LEN + payload_k_offset(backend, &forged[HEADER_LEN..]);
+    assert_eq!(
+        forged[at..at + 4],
+        codec_core::testing::STANDARD_PLONK_K.to_le_bytes(),
+        "{backend}: the payload's k is not where this test looks"
+    );
+    forged[at..at + 4].copy_from_slice(&k.to_le_bytes());
+    rewrite_header(&mut forged, |h| h.k = k);
+    refresh_checksums(&mut forged);
+    forged
+}
+
+/// Peak memory of the evaluation domain a StandardPlonk verifying key at `k` needs.
+fn domain_estimate(k: u32) -> u64 {
+    use codec_core::backend_api::{VkParts, VkPlan};
+    let mut parts = VkParts::of(standard_plonk().vk()).unwrap();
+    parts.k = k;
+    let limits = codec_core::Limits {
+        max_k: 28,
+        ..codec_core::Limits::default()
+    };
+    VkPlan::new(
+        codec_core::backend_api::circuit::configure::<StandardPlonk>(()),
+        parts,
+        &limits,
+    )
+    .unwrap()
+    .domain_memory()
+}
+
+/// Verifying keys of under 1 KiB claiming k = 24 and k = 26 (header and payload agree,
+/// checksums resealed), from a slice, a file and a stream, and proving keys claiming k = 24
+/// from a stream (declared length trusted by nothing), from bincode (decoded in full before
+/// assembly) and from compact (a few bytes of runs that would fill 2^k columns): every one
+/// is refused, and memory grows by under 64 MiB. With the default options; where the
+/// machine's default budget would allow a k = 24 domain, with a budget that does not.
+fn forged_large_k_keys() {
+    let fixture = standard_plonk();
+    let dir = tempfile::tempdir().unwrap();
+    for k in [24u32, 26] {
+        let estimate = domain_estimate(k);
+        let mut options = LoadOptions::default();
+        if options.limits.memory_budget >= estimate {
+            options.limits.memory_budget = estimate / 2;
+            println!("k = {k}: the default budget allows the domain; using {estimate} / 2");
+        }
+        for backend in Backend::compiled() {
+            let codec = backend.codec().unwrap();
+            let vk_file = codec.to_vec::<StandardPlonk, _>(fixture.vk(), ()).unwrap();
+            assert!(vk_file.len() < 1024, "{backend}: {} bytes", vk_file.len());
+            let forged = forge_k(backend, &vk_file, k);
+            let path = dir.path().join(format!("{backend}-{k}.vk"));
+            std::fs::write(&path, &forged).unwrap();
+            let cases: [(&str, Box<dyn Fn() -> codec_core::Result<Vk>>); 3] = [
+                (
+                    "slice",
+                    Box::new(|| codec.read_slice::<StandardPlonk, Vk>(&forged, (), &options)),
+                ),
+                (
+                    "file",
+                    Box::new(|| codec.load::<StandardPlonk, Vk>(&path, (), &options)),
+                ),
+                (
+                    "stream",
+                    Box::new(|| {
+                        codec.read::<StandardPlonk, Vk>(&mut forged.as_slice(), (), &options)
+                    }),
+                ),
+            ];
+            for (source, load) in cases {
+                let (result, peak) = peak_during(load);
+                let case = format!(
+                    "{backend} verifying key, k = {k}, {} bytes, {source}",
+                    forged.len()
+                );
+                assert!(
+                    matches!(result, Err(keycodec::Error::OverBudget { .. })),
+                    "{case}: {:?}",
+                    result.err()
+                );
+                assert!(peak < FORGED_K_BOUND, "{case}: peak {peak} bytes");
+                println!("{case}: refused, peak {} KiB", peak / 1024);
+            }
+        }
+    }
+    // Proving keys claiming k = 24.
+    let mut options = LoadOptions::default();
+    options.limits.memory_budget = options.limits.memory_budget.min(domain_estimate(24) / 2);
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        let pk_file = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
+        let mut forged = forge_k(backend, &pk_file, 24);
+        let (result, peak) =
+            peak_during(|| codec.read_slice::<StandardPlonk, Pk>(&forged, (), &options));
+        let case = format!(
+            "{backend} proving key, k = 24, {} bytes, slice",
+            forged.len()
+        );
+        assert_bounded_by(&case, (result, peak), FORGED_K_BOUND);
+        // From a stream that declares a payload of 1 TiB: nothing proves the bytes exist.
+        rewrite_header(&mut forged, |h| h.payload_len = 1 << 40);
+        let (result, peak) = peak_during(|| backend_read(backend, &forged, &options));
+        let case = format!("{backend} proving key, k = 24, 1 TiB declared, stream");
+        assert_bounded_by(&case, (result, peak), FORGED_K_BOUND);
+    }
+}
+
+fn assert_bounded_by<T>(case: &str, (result, peak): (codec_core::Result<T>, usize), bound: usize) {
+    assert!(result.is_err(), "{case}: a forged input loaded");
+    assert!(peak < bound, "{case}: peak allocation {peak} bytes");
+    println!(
+        "{case}: refused ({}), peak {} KiB",
+        result.err().map(|e| e.to_string()).unwrap_or_default(),
+        peak / 1024
+    );
 }
 
 /// Headerless halo2 files (rawbytes import): 2^32 - 1 fixed commitments, an l0 of
