@@ -91,6 +91,8 @@ const BOUND: usize = 96 << 20;
 
 type Pk = ProvingKey<G1Affine>;
 type Vk = codec_core::halo2_proofs::plonk::VerifyingKey<G1Affine>;
+/// One way of loading a verifying key.
+type Load<'a> = dyn Fn() -> codec_core::Result<Vk> + 'a;
 
 fn assert_bounded<T>(case: &str, (result, peak): (codec_core::Result<T>, usize)) {
     assert!(result.is_err(), "{case}: a forged input loaded");
@@ -250,7 +252,7 @@ fn forged_large_k_keys() {
             let forged = forge_k(backend, &vk_file, k);
             let path = dir.path().join(format!("{backend}-{k}.vk"));
             std::fs::write(&path, &forged).unwrap();
-            let cases: [(&str, Box<dyn Fn() -> codec_core::Result<Vk>>); 3] = [
+            let cases: [(&str, Box<Load<'_>>); 3] = [
                 (
                     "slice",
                     Box::new(|| codec.read_slice::<StandardPlonk, Vk>(&forged, (), &options)),
