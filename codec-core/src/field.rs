@@ -176,7 +176,7 @@ pub fn decode_fr_chunk(
     context: &'static str,
     out: &mut Vec<Fr>,
 ) -> Result<()> {
-    if bytes.len() % FR_BYTES != 0 {
+    if !bytes.len().is_multiple_of(FR_BYTES) {
         return Err(Error::InvalidFieldElement { context });
     }
     out.try_reserve(bytes.len() / FR_BYTES)
@@ -401,7 +401,7 @@ pub fn check_raw_elements(
         return Ok(());
     }
     let modulus = modulus_limbs();
-    let canonical = bytes.len() % FR_BYTES == 0
+    let canonical = bytes.len().is_multiple_of(FR_BYTES)
         && bytes
             .chunks_exact(FR_BYTES)
             .all(|element| raw_below_modulus(element, &modulus));

@@ -1,42 +1,51 @@
 //! Atomic, durable saves.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
 
 use crate::error::{Error, IoContext, Result};
 use crate::options::Size;
 
 /// Writes a file atomically and durably.
 ///
-/// `write` fills a temporary file created in `path`'s folder (through a `BufWriter` of
-/// `capacity`); the file is then flushed, `sync_all`ed, renamed over `path`, and the folder is
-/// synced so that the rename itself survives a crash. If anything fails the temporary file
-/// is removed (by `tempfile`'s drop, which also runs while unwinding from a panic) and `path`
-/// keeps its previous content. After a crash at any point `path` is absent or a complete file.
+/// `write` fills a temporary file created in the destination's folder (through a
+/// `BufWriter` of `capacity`); the file is then flushed, `sync_all`ed, renamed over the
+/// destination, and the folder is synced so that the rename itself survives a crash. If
+/// anything fails the temporary file is removed (by `tempfile`'s drop, which also runs while
+/// unwinding from a panic) and the destination keeps its previous content. After a crash at
+/// any point the destination is absent or a complete file.
 ///
-/// The temporary file is named `.{name}.{pid}.{random}.tmp`. A process killed mid-save (by
-/// `kill -9`, an OOM killer, a power cut) cannot remove its own; the next save to the same
-/// path removes such leftovers whose process no longer exists (on Linux; a process id
-/// reused by a live process keeps its file, which is only ever conservative).
+/// What users expect of the destination is kept: a new file gets the mode `File::create`
+/// would give it (0666 less the umask, on Unix), a replaced file's mode is kept, and when
+/// `path` is a symbolic link the file it points to is replaced (or created), not the link.
 ///
-/// The new file has mode 0600 (tempfile's default) on Unix.
+/// The temporary file is named `.{name}.keycodec.{6 random characters}.tmp` and is locked
+/// (an exclusive `flock`) while it is written. A process killed mid-save (`kill -9`, the OOM
+/// killer, a power cut) cannot remove its own; the next save to the same destination removes
+/// such leftovers, exactly those names, and only once it holds their lock: the kernel
+/// releases a dead process's locks, whatever its PID namespace, and NFS passes them to the
+/// server.
 ///
 /// # Errors
 ///
 /// I/O errors from creating, writing, syncing or renaming (those about the destination name
-/// no path: the caller knows it; those about the folder name the folder), and whatever
+/// no path: the caller knows it; those about the folder or a link name them), and whatever
 /// `write` returns.
 pub(crate) fn save_atomic<T>(
     path: &Path,
     capacity: Size,
     write: impl FnOnce(&mut BufWriter<&File>) -> Result<T>,
 ) -> Result<T> {
-    let dir = match path.parent() {
+    let target = resolve_links(path)?;
+    let dir = match target.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let name = path.file_name().ok_or_else(|| {
+    let name = target.file_name().ok_or_else(|| {
         Error::io(
             "save to",
             std::io::Error::new(
@@ -45,17 +54,18 @@ pub(crate) fn save_atomic<T>(
             ),
         )
     })?;
+    let replaced = std::fs::metadata(&target)
+        .ok()
+        .filter(|meta| meta.is_file());
     remove_stale_temps(dir, name);
     // A hint: whether the kernel took it changes nothing for the save.
-    let _ = drop_cached_pages(path);
-    let mut prefix = temp_prefix(name);
-    prefix.push(format!("{}.", std::process::id()));
-    let temp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .during("create a temporary file in")
-        .map_err(|err| err.at_path(dir))?;
+    let _ = drop_cached_pages(&target);
+    let temp = create_locked_temp(dir, name).map_err(|err| err.at_path(dir))?;
+    if let Some(replaced) = replaced {
+        temp.as_file()
+            .set_permissions(replaced.permissions())
+            .during("set the mode of the new file")?;
+    }
     let written = {
         let mut writer = BufWriter::with_capacity(capacity.as_usize(), temp.as_file());
         let written = write(&mut writer)?;
@@ -63,10 +73,140 @@ pub(crate) fn save_atomic<T>(
         written
     };
     temp.as_file().sync_all().during("sync")?;
-    temp.persist(path)
+    temp.persist(&target)
         .map_err(|err| Error::io("rename the temporary file over", err.error))?;
     sync_dir(dir).map_err(|err| err.at_path(dir))?;
     Ok(written)
+}
+
+/// The file `path` names, following symbolic links (a link to a link, relative targets);
+/// `path` itself when it is not a link or does not exist.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the link when more than 40 links are chained (a loop, as the
+/// kernel's `ELOOP` limit) or one cannot be read.
+fn resolve_links(path: &Path) -> Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        let is_link = std::fs::symlink_metadata(&current).is_ok_and(|meta| meta.is_symlink());
+        if !is_link {
+            return Ok(current);
+        }
+        let target = std::fs::read_link(&current)
+            .during("read the symbolic link")
+            .map_err(|err| err.at_path(&current))?;
+        current = match current.parent() {
+            Some(parent) if target.is_relative() => parent.join(target),
+            _ => target,
+        };
+    }
+    Err(Error::io(
+        "follow the symbolic links of",
+        std::io::Error::other("more than 40 links in a row (a loop?)"),
+    )
+    .at_path(path))
+}
+
+/// Creates `dir/.{name}.keycodec.XXXXXX.tmp` with the mode a new file gets, and locks it.
+/// A cleaner of another process may remove the file between its creation and the lock:
+/// then another is created.
+fn create_locked_temp(dir: &Path, name: &OsStr) -> Result<NamedTempFile> {
+    let prefix = temp_prefix(name);
+    let mut builder = tempfile::Builder::new();
+    builder
+        .prefix(&prefix)
+        .suffix(TEMP_SUFFIX)
+        .rand_bytes(TEMP_RANDOM);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // As `File::create`: the kernel applies the umask.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut last = None;
+    for _ in 0..3 {
+        let temp = builder
+            .tempfile_in(dir)
+            .during("create a temporary file in")?;
+        match temp.as_file().try_lock() {
+            Ok(()) if still_linked(&temp) => return Ok(temp),
+            Ok(()) => last = Some(std::io::Error::other("removed by another process")),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                last = Some(std::io::Error::other("locked by another process"));
+            }
+            Err(std::fs::TryLockError::Error(err)) => last = Some(err),
+        }
+    }
+    Err(Error::io(
+        "lock a temporary file in",
+        last.unwrap_or_else(|| std::io::Error::other("no temporary file")),
+    ))
+}
+
+/// Whether the temporary file's name still refers to the file this process has open.
+fn still_linked(temp: &NamedTempFile) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(temp.path()), temp.as_file().metadata()) {
+            (Ok(by_name), Ok(open)) => by_name.dev() == open.dev() && by_name.ino() == open.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        temp.path().exists()
+    }
+}
+
+/// Random characters in a temporary file's name.
+const TEMP_RANDOM: usize = 6;
+/// The end of a temporary file's name.
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// `.{name}.keycodec.`: the start of every temporary file of a save to `name`.
+fn temp_prefix(name: &OsStr) -> OsString {
+    let mut prefix = OsString::from(".");
+    prefix.push(name);
+    prefix.push(".keycodec.");
+    prefix
+}
+
+/// Whether `file_name` is exactly the name of a temporary file of a save to `name`.
+fn is_temp_of(file_name: &OsStr, name: &OsStr) -> bool {
+    let (Some(file_name), Some(prefix)) =
+        (file_name.to_str(), temp_prefix(name).into_string().ok())
+    else {
+        return false;
+    };
+    file_name
+        .strip_prefix(&prefix)
+        .and_then(|rest| rest.strip_suffix(TEMP_SUFFIX))
+        .is_some_and(|random| {
+            random.len() == TEMP_RANDOM && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+/// Removes temporary files of earlier saves to `dir/name` that nobody holds: their owner
+/// died mid-save. Best effort: failures to list, open or remove are ignored (the save
+/// itself does not need it).
+fn remove_stale_temps(dir: &Path, name: &OsStr) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|entry| entry.ok()) {
+        if !is_temp_of(&entry.file_name(), name) {
+            continue;
+        }
+        let Ok(file) = File::open(entry.path()) else {
+            continue;
+        };
+        // Held while the file is removed: its owner, if alive, holds it until its rename.
+        if file.try_lock().is_ok() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Asks the kernel to drop `path`'s cached pages (Linux, `posix_fadvise(DONTNEED)`; a hint:
@@ -94,53 +234,6 @@ pub fn drop_cached_pages(_path: &Path) -> bool {
     false
 }
 
-/// `.{name}.`: the start of every temporary file of a save to `name`.
-fn temp_prefix(name: &std::ffi::OsStr) -> std::ffi::OsString {
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
-    prefix
-}
-
-/// Removes temporary files of earlier saves to `dir/name` whose process has exited.
-/// Best effort: failures to list or remove are ignored (the save itself does not need it).
-fn remove_stale_temps(dir: &Path, name: &std::ffi::OsStr) {
-    let prefix = temp_prefix(name);
-    let Some(prefix) = prefix.to_str() else {
-        return;
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.filter_map(|entry| entry.ok()) {
-        let file_name = entry.file_name();
-        let Some(rest) = file_name
-            .to_str()
-            .and_then(|n| n.strip_prefix(prefix))
-            .filter(|n| n.ends_with(".tmp"))
-        else {
-            continue;
-        };
-        let pid = rest
-            .split('.')
-            .next()
-            .and_then(|pid| pid.parse::<u32>().ok());
-        if pid.is_some_and(|pid| !process_is_alive(pid)) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// Whether a process with this id exists. Only Linux can tell (through `/proc`); elsewhere
-/// every process is assumed alive, so nothing is removed.
-fn process_is_alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists()
-    } else {
-        true
-    }
-}
-
 #[cfg(unix)]
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
@@ -164,26 +257,99 @@ mod tests {
         })
     }
 
+    /// Temporary files of this destination that nobody holds are removed by the next save;
+    /// one whose owner holds its lock is kept, and so are the files of other destinations,
+    /// even those whose names start like this destination's.
     #[test]
-    fn stale_temps_of_dead_processes_are_removed_and_live_ones_kept() -> Result<()> {
+    fn stale_temps_nobody_holds_are_removed_and_held_ones_kept() -> Result<()> {
         let dir = tempfile::tempdir().during("create")?;
         let path = dir.path().join("key.pk");
-        // A pid above Linux's maximum (2^22) cannot be alive; our own pid is.
-        let dead = dir.path().join(".key.pk.4294967295.abc123.tmp");
-        let live = dir
-            .path()
-            .join(format!(".key.pk.{}.def456.tmp", std::process::id()));
-        let other = dir.path().join(".other.pk.4294967295.abc123.tmp");
-        for file in [&dead, &live, &other] {
+        let stale = dir.path().join(".key.pk.keycodec.abc123.tmp");
+        let held = dir.path().join(".key.pk.keycodec.def456.tmp");
+        let others = [
+            // A save to `key.pk.7`, whose name starts like `key.pk`'s.
+            dir.path().join(".key.pk.7.keycodec.abc123.tmp"),
+            dir.path().join(".other.pk.keycodec.abc123.tmp"),
+            // Not exactly the format: a user's files.
+            dir.path().join(".key.pk.keycodec.abc1234.tmp"),
+            dir.path().join(".key.pk.keycodec.abc12.tmp"),
+            dir.path().join(".key.pk.keycodec.abc-12.tmp"),
+            dir.path().join(".key.pk.123.abc123.tmp"),
+        ];
+        for file in others.iter().chain([&stale, &held]) {
             std::fs::write(file, b"partial").during("write")?;
         }
+        let owner = File::open(&held).during("open")?;
+        owner.lock().during("lock")?;
         save_bytes(&path, b"complete")?;
-        assert!(
-            !dead.exists() || !cfg!(target_os = "linux"),
-            "stale temp kept"
-        );
-        assert!(live.exists(), "a live process's temp was removed");
-        assert!(other.exists(), "another destination's temp was removed");
+        assert!(!stale.exists(), "a temp nobody holds was kept");
+        assert!(held.exists(), "a temp whose owner holds it was removed");
+        for other in &others {
+            assert!(other.exists(), "{} was removed", other.display());
+        }
+        drop(owner);
+        save_bytes(&path, b"complete")?;
+        assert!(!held.exists(), "released, it is stale");
+        Ok(())
+    }
+
+    /// A new file gets the mode `File::create` gives (0666 less the umask); a replaced file's
+    /// mode is kept.
+    #[cfg(unix)]
+    #[test]
+    fn saves_give_new_files_the_usual_mode_and_keep_a_replaced_files_mode() -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().during("create")?;
+        let mode = |path: &Path| -> Result<u32> {
+            Ok(std::fs::metadata(path).during("stat")?.permissions().mode() & 0o7777)
+        };
+        let reference = dir.path().join("reference");
+        File::create(&reference).during("create")?;
+        let path = dir.path().join("key.pk");
+        save_bytes(&path, b"first")?;
+        assert_eq!(mode(&path)?, mode(&reference)?);
+        assert_ne!(mode(&path)?, 0o600, "tempfile's private mode leaked");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).during("chmod")?;
+        save_bytes(&path, b"second")?;
+        assert_eq!(mode(&path)?, 0o640);
+        assert_eq!(std::fs::read(&path).during("read")?, b"second");
+        Ok(())
+    }
+
+    /// Saving to a symbolic link replaces the file it points to, through a chain of links and
+    /// relative targets, and creates it when it is missing; the links stay links.
+    #[cfg(unix)]
+    #[test]
+    fn saving_to_a_link_replaces_its_target() -> Result<()> {
+        let dir = tempfile::tempdir().during("create")?;
+        let keys = dir.path().join("keys");
+        std::fs::create_dir(&keys).during("mkdir")?;
+        let target = keys.join("v1.pk");
+        save_bytes(&target, b"old")?;
+        let link = dir.path().join("current.pk");
+        let link_to_link = dir.path().join("prover.pk");
+        std::os::unix::fs::symlink("keys/v1.pk", &link).during("symlink")?;
+        std::os::unix::fs::symlink("current.pk", &link_to_link).during("symlink")?;
+        save_bytes(&link_to_link, b"new")?;
+        assert_eq!(std::fs::read(&target).during("read")?, b"new");
+        for path in [&link, &link_to_link] {
+            let meta = std::fs::symlink_metadata(path).during("lstat")?;
+            assert!(meta.is_symlink(), "{} is no longer a link", path.display());
+        }
+        assert_eq!(std::fs::read_dir(&keys).during("list")?.count(), 1);
+        // A dangling link: the file it names is created.
+        let dangling = dir.path().join("next.pk");
+        std::os::unix::fs::symlink("keys/v2.pk", &dangling).during("symlink")?;
+        save_bytes(&dangling, b"v2")?;
+        assert_eq!(std::fs::read(keys.join("v2.pk")).during("read")?, b"v2");
+        // A loop is an error naming the link, not a hang.
+        let a = dir.path().join("a");
+        std::os::unix::fs::symlink("b", &a).during("symlink")?;
+        std::os::unix::fs::symlink("a", dir.path().join("b")).during("symlink")?;
+        assert!(matches!(
+            save_bytes(&a, b"x"),
+            Err(Error::Io { path: Some(_), .. })
+        ));
         Ok(())
     }
 

@@ -37,7 +37,7 @@ impl PolyHasher {
         let value = if offset == 0 && piece.len() == self.len {
             *blake3::hash(piece).as_bytes()
         } else {
-            let fits = offset % blake3::CHUNK_LEN == 0
+            let fits = offset.is_multiple_of(blake3::CHUNK_LEN)
                 && max_subtree_len(offset as u64).is_none_or(|max| piece.len() as u64 <= max);
             if !fits {
                 return;

@@ -406,7 +406,7 @@ fn read_section<'a>(
 ) -> Result<SectionBytes<'a>> {
     let archive = input.read_borrowed(len, what)?;
     if let Cow::Borrowed(archive) = archive {
-        if (archive.as_ptr() as usize) % SECTION_ALIGN == 0 {
+        if (archive.as_ptr() as usize).is_multiple_of(SECTION_ALIGN) {
             return Ok(SectionBytes::Borrowed(archive));
         }
     }
