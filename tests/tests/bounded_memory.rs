@@ -12,9 +12,6 @@
     clippy::indexing_slicing
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::HEADER_LEN;
@@ -22,68 +19,10 @@ use codec_core::testing::conformance::{refresh_checksums, rewrite_header};
 use codec_core::testing::{standard_plonk, StandardPlonk};
 use codec_core::LoadOptions;
 use keycodec::{Backend, KeyCodecExt};
-
-/// Counts live heap bytes and their high-water mark, delegating to the system allocator.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn record_alloc(size: usize) {
-    let now = LIVE.fetch_add(size, Ordering::Relaxed) + size;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// `GlobalAlloc` contract is `System`'s; the counters are plain atomics and never allocate.
-// `counting_allocator_sees_allocations` checks that the counts move as expected.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            record_alloc(layout.size());
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from `System` with this layout.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            record_alloc(layout.size());
-        }
-        ptr
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded unchanged; `ptr` came from `System` with `layout`.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            record_alloc(new_size);
-        }
-        new
-    }
-}
+use keycodec_tests::counting::{peak_during, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// Runs `f` and returns its result with the peak number of bytes allocated above the level
-/// at the start.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
-}
 
 /// What a decoder may allocate on a tiny forged input: bounded pre-allocations and staging
 /// buffers, nowhere near the declared sizes (gigabytes to terabytes).

@@ -1,6 +1,6 @@
-//! The committed corpus was written by earlier builds: every file still loads, to exactly the
-//! keys the test fixtures generate (keygen is deterministic). A change to any backend's file
-//! format fails here.
+//! The committed corpus was written by earlier builds (`*-v1-*`: container version 1, before
+//! the key digest): every file still loads, to exactly the keys the test fixtures generate
+//! (keygen is deterministic). A change to any backend's file format fails here.
 
 // Test code: failing loudly is its job.
 #![allow(
@@ -13,7 +13,9 @@
 use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::header::{Header, HEADER_LEN};
-use codec_core::testing::{lookup, pk_bytes, standard_plonk, vk_bytes, Fixture};
+use codec_core::testing::{
+    lookup, lookup_uncompressed, pk_bytes, standard_plonk, vk_bytes, Fixture,
+};
 use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions};
 use keycodec_tests::fuzz::corpus;
 
@@ -54,6 +56,8 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
         );
         if name.contains("standard-plonk") {
             check(&name, codec, &bytes, standard_plonk());
+        } else if name.contains("lookup-uncompressed") {
+            check(&name, codec, &bytes, lookup_uncompressed());
         } else {
             check(&name, codec, &bytes, lookup());
         }

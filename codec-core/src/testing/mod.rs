@@ -105,6 +105,17 @@ pub fn lookup() -> &'static Fixture<LookupCircuit> {
     })
 }
 
+/// [`LookupCircuit`] at [`LOOKUP_K`] without selector compression (each selector its own
+/// fixed column), generated once per process.
+pub fn lookup_uncompressed() -> &'static Fixture<LookupCircuit> {
+    static FIXTURE: OnceLock<Fixture<LookupCircuit>> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let circuit = LookupCircuit(3);
+        let instances = circuit.instances();
+        generate(LOOKUP_K, circuit, instances, false)
+    })
+}
+
 /// `k` of the dense fixture.
 pub const DENSE_K: u32 = 8;
 
