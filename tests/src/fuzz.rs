@@ -360,6 +360,9 @@ pub fn fuzz_one(
     (runs, findings)
 }
 
+/// Runs one decode: `(name, exact, decode)`; `decode` says whether the key loaded.
+type Entry<'a> = dyn FnMut(String, bool, &mut dyn FnMut() -> bool) + 'a;
+
 /// The entry points for one circuit: proving and verifying keys from a slice, a stream and a
 /// file. `entry(name, exact, decode)` runs one; `exact` marks the sources that must hold
 /// exactly one container (a slice, a file), where a damaged input must never load.
@@ -369,7 +372,7 @@ fn decode_with<C: Circuit<Fr, Params = ()>>(
     written: bool,
     scratch: &Scratch,
     options: &LoadOptions,
-    entry: &mut dyn FnMut(String, bool, &mut dyn FnMut() -> bool),
+    entry: &mut Entry<'_>,
 ) {
     let circuit = std::any::type_name::<C>()
         .rsplit("::")
