@@ -15,6 +15,9 @@ pub use codec_core::{
     ParseSizeError, Result, SaveOptions, Size, Validation, WireMode, MAX_K,
 };
 
+/// The container header, for tools that look at files without decoding them.
+pub use codec_core::header;
+
 /// For backend authors: the payload reader, the decode context, the key's parts and the
 /// field encodings a backend is written with (see the module's docs).
 pub use codec_core::backend_api;

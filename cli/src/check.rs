@@ -1,0 +1,197 @@
+//! Reading and checking a container without the circuit's code: the header, the payload's
+//! length and checksum, and the key digest the header records.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use keycodec::header::{Header, PREFIX_LEN};
+use keycodec::{Backend, KeyDigest};
+use xxhash_rust::xxh3::Xxh3;
+
+/// What went wrong, by what the exit code says.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The file could not be read (exit code 3).
+    Io(String),
+    /// The file is not a valid container, or not the one asked for (exit code 1).
+    Check(String),
+}
+
+/// A container's header and what checking its payload found.
+#[derive(Debug)]
+pub(crate) struct Inspection {
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// The file's length.
+    pub(crate) file_bytes: u64,
+    /// The container version (from the header's length).
+    pub(crate) version: u16,
+    /// The header.
+    pub(crate) header: Header,
+    /// The backend that wrote it, when this build knows its id.
+    pub(crate) backend: Option<Backend>,
+    /// The name of the header's wire mode, when the backend is compiled in and knows it.
+    pub(crate) mode: Option<&'static str>,
+    /// The payload's state.
+    pub(crate) payload: PayloadState,
+}
+
+/// Whether the payload is what the header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PayloadState {
+    /// As long as declared, and its XXH3-64 is the recorded one.
+    Intact,
+    /// Not as long as declared.
+    WrongLength {
+        /// Declared by the header.
+        declared: u64,
+        /// Present after the header.
+        present: u64,
+    },
+    /// Its checksum is not the recorded one: corrupt.
+    Corrupt {
+        /// Computed from the file.
+        found: u64,
+    },
+}
+
+impl Inspection {
+    /// The failure a `verify` reports, if any.
+    pub(crate) fn problem(&self) -> Option<String> {
+        match self.payload {
+            PayloadState::Intact => None,
+            PayloadState::WrongLength { declared, present } => Some(format!(
+                "the header declares a {declared}-byte payload but {present} bytes follow it"
+            )),
+            PayloadState::Corrupt { found } => Some(format!(
+                "the payload is corrupt: its XXH3-64 is {found:#018x}, the header records {:#018x}",
+                self.header.payload_checksum
+            )),
+        }
+    }
+
+    /// The key digest the header records, if any.
+    pub(crate) fn digest(&self) -> Option<KeyDigest> {
+        self.header.digest
+    }
+}
+
+/// Reads `path`'s header and checks its payload (hashing it, with a progress bar on a
+/// terminal for large files).
+///
+/// # Errors
+///
+/// [`Failure::Io`] when the file cannot be opened or read, [`Failure::Check`] when its header
+/// is not a valid container header.
+pub(crate) fn inspect(path: &Path) -> Result<Inspection, Failure> {
+    let io = |what: &str, err: std::io::Error| {
+        Failure::Io(format!("could not {what} {}: {err}", path.display()))
+    };
+    let mut file = File::open(path).map_err(|err| io("open", err))?;
+    let file_bytes = file
+        .metadata()
+        .map_err(|err| io("read the metadata of", err))?
+        .len();
+    let not_a_container = |reason: String| Failure::Check(format!("{}: {reason}", path.display()));
+    let mut header_bytes = vec![0u8; PREFIX_LEN];
+    read_exact(&mut file, &mut header_bytes)
+        .map_err(|err| io("read", err))?
+        .then_some(())
+        .ok_or_else(|| not_a_container("shorter than a container header".into()))?;
+    let header_len =
+        Header::len_of(&header_bytes).map_err(|err| not_a_container(err.to_string()))?;
+    header_bytes.resize(header_len, 0);
+    read_exact(
+        &mut file,
+        header_bytes.get_mut(PREFIX_LEN..).unwrap_or_default(),
+    )
+    .map_err(|err| io("read", err))?
+    .then_some(())
+    .ok_or_else(|| not_a_container("shorter than its container header".into()))?;
+    let header =
+        Header::from_bytes(&header_bytes).map_err(|err| not_a_container(err.to_string()))?;
+    let version = if header_len == keycodec::header::HEADER_LEN {
+        2
+    } else {
+        1
+    };
+    let backend = Backend::of_id(header.codec);
+    let mode = backend
+        .and_then(|backend| backend.codec().ok())
+        .and_then(|codec| {
+            codec
+                .wire_modes()
+                .iter()
+                .find(|mode| mode.byte() == header.mode)
+                .map(|mode| mode.name())
+        });
+    let present = file_bytes.saturating_sub(header_len as u64);
+    let payload = if present != header.payload_len {
+        PayloadState::WrongLength {
+            declared: header.payload_len,
+            present,
+        }
+    } else {
+        let found = hash(&mut file, present).map_err(|err| io("read", err))?;
+        if found == header.payload_checksum {
+            PayloadState::Intact
+        } else {
+            PayloadState::Corrupt { found }
+        }
+    };
+    Ok(Inspection {
+        path: path.to_path_buf(),
+        file_bytes,
+        version,
+        header,
+        backend,
+        mode,
+        payload,
+    })
+}
+
+/// Fills `buf`; `false` if the file ends first.
+fn read_exact(file: &mut File, buf: &mut [u8]) -> std::io::Result<bool> {
+    match file.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// The XXH3-64 of the next `len` bytes of `file`, with a progress bar for large payloads.
+fn hash(file: &mut File, len: u64) -> std::io::Result<u64> {
+    const STEP: usize = 4 << 20;
+    let bar = if len >= 64 << 20 {
+        let bar = ProgressBar::new(len).with_style(
+            ProgressStyle::with_template(
+                "checking the payload {bar:30} {bytes}/{total_bytes} {bytes_per_sec}, ~{eta} left",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let mut hasher = Xxh3::new();
+    let mut buffer = vec![0u8; STEP];
+    let mut left = len;
+    while left > 0 {
+        let step = buffer
+            .len()
+            .min(usize::try_from(left).unwrap_or(usize::MAX));
+        let chunk = buffer.get_mut(..step).unwrap_or_default();
+        file.read_exact(chunk)?;
+        hasher.update(chunk);
+        left -= step as u64;
+        if let Some(bar) = &bar {
+            bar.inc(step as u64);
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(hasher.digest())
+}

@@ -1,0 +1,234 @@
+//! `keycodec`: look at, check and pin keycodec containers without the circuit's code.
+//!
+//! Run `keycodec --help` for the commands, examples and exit codes.
+
+#![forbid(unsafe_code)]
+
+mod check;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use keycodec::KeyDigest;
+use serde_json::json;
+
+use check::{inspect, Failure, Inspection, PayloadState};
+
+const EXAMPLES: &str = "\
+Examples:
+  keycodec inspect prover.pk                 what the file holds, and whether it is intact
+  keycodec verify prover.pk --digest 4f1e…   fail unless intact and recording that digest
+  keycodec digest prover.pk                  the key digest to pin in LoadOptions
+  keycodec inspect --json prover.pk | jq .k
+
+Exit codes:
+  0  the file is intact (and records the digest asked for)
+  1  it is not: not a container, corrupt, truncated, or another digest
+  2  the command line is wrong
+  3  the file could not be read
+
+A container records its key's digest when it is saved (version 2). These commands check the
+file's header and payload checksums, which detect corruption; the digest they print is the
+one the file records. A load pinned to a digest (LoadOptions::expected_digest) recomputes it
+from the key itself, so a forged record is caught there.";
+
+/// Look at, check and pin keycodec containers (halo2 proving and verifying keys) without
+/// the circuit's code.
+#[derive(Parser, Debug)]
+#[command(name = "keycodec", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print what a container holds (codec, mode, kind, k, circuit fingerprint, sizes, the
+    /// recorded key digest) and whether its payload is intact.
+    Inspect {
+        /// The container file.
+        file: PathBuf,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a container: its header, its length, its payload checksum, and with --digest
+    /// that it records that key digest. Exits 0 only if every check passes.
+    Verify {
+        /// The container file.
+        file: PathBuf,
+        /// The key digest the file must record (64 hex digits).
+        #[arg(long)]
+        digest: Option<KeyDigest>,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the key digest a container records, after checking the container.
+    Digest {
+        /// The container file.
+        file: PathBuf,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (json, outcome) = match &cli.command {
+        Command::Inspect { file, json } => {
+            (*json, inspect(file).map(|found| report(&found, *json)))
+        }
+        Command::Verify { file, digest, json } => (
+            *json,
+            inspect(file).and_then(|found| verify(&found, *digest, *json)),
+        ),
+        Command::Digest { file, json } => {
+            (*json, inspect(file).and_then(|found| digest(&found, *json)))
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            let (code, message) = match failure {
+                Failure::Check(message) => (1, message),
+                Failure::Io(message) => (3, message),
+            };
+            if json {
+                println!("{}", json!({ "ok": false, "error": message }));
+            } else {
+                eprintln!("keycodec: {message}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// `inspect`: the header and the payload's state, whatever they are.
+fn report(found: &Inspection, json: bool) {
+    let header = &found.header;
+    let codec_name = found.backend.map(|b| b.name());
+    if json {
+        let value = json!({
+            "file": found.path.display().to_string(),
+            "file_bytes": found.file_bytes,
+            "container_version": found.version,
+            "codec": { "id": header.codec.byte(), "name": codec_name },
+            "mode": { "byte": header.mode, "name": found.mode },
+            "kind": header.kind.to_string(),
+            "curve": "BN254",
+            "k": header.k,
+            "circuit_fingerprint": header.fingerprint.to_string(),
+            "payload_bytes": header.payload_len,
+            "payload_checksum": format!("{:#018x}", header.payload_checksum),
+            "payload": payload_json(found.payload),
+            "key_digest": header.digest.map(|d| d.to_string()),
+        });
+        println!("{value}");
+        return;
+    }
+    println!(
+        "{}: keycodec container, version {}, {} bytes",
+        found.path.display(),
+        found.version,
+        found.file_bytes
+    );
+    println!(
+        "  codec         {} (id {}), mode {} ({})",
+        codec_name.unwrap_or("unknown"),
+        header.codec.byte(),
+        found.mode.unwrap_or("unknown"),
+        header.mode
+    );
+    println!("  key           {}, BN254, k = {}", header.kind, header.k);
+    println!("  circuit       fingerprint {}", header.fingerprint);
+    println!(
+        "  payload       {} bytes, XXH3-64 {:#018x}: {}",
+        header.payload_len,
+        header.payload_checksum,
+        match found.payload {
+            PayloadState::Intact => "intact".to_owned(),
+            _ => found.problem().unwrap_or_default(),
+        }
+    );
+    match header.digest {
+        Some(digest) => println!("  key digest    {digest} (recorded)"),
+        None => println!("  key digest    not recorded (a version 1 container)"),
+    }
+}
+
+fn payload_json(state: PayloadState) -> serde_json::Value {
+    match state {
+        PayloadState::Intact => json!({ "state": "intact" }),
+        PayloadState::WrongLength { declared, present } => {
+            json!({ "state": "wrong length", "declared": declared, "present": present })
+        }
+        PayloadState::Corrupt { found } => {
+            json!({ "state": "corrupt", "found": format!("{found:#018x}") })
+        }
+    }
+}
+
+/// `verify`: every check, failing on the first that does not pass.
+fn verify(found: &Inspection, expected: Option<KeyDigest>, json: bool) -> Result<(), Failure> {
+    let name = found.path.display();
+    if let Some(problem) = found.problem() {
+        return Err(Failure::Check(format!("{name}: {problem}")));
+    }
+    if let Some(expected) = expected {
+        match found.digest() {
+            None => {
+                return Err(Failure::Check(format!(
+                    "{name}: records no key digest (a version 1 container): save it again to record one"
+                )))
+            }
+            Some(recorded) if recorded != expected => {
+                return Err(Failure::Check(format!(
+                    "{name}: records key digest {recorded}, not {expected}"
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            json!({
+                "ok": true,
+                "file": name.to_string(),
+                "key_digest": found.digest().map(|d| d.to_string()),
+                "digest_checked": expected.is_some(),
+            })
+        );
+    } else {
+        match expected {
+            Some(digest) => println!("{name}: intact, records key digest {digest}"),
+            None => println!("{name}: intact"),
+        }
+    }
+    Ok(())
+}
+
+/// `digest`: the recorded digest of an intact container.
+fn digest(found: &Inspection, json: bool) -> Result<(), Failure> {
+    let name = found.path.display();
+    if let Some(problem) = found.problem() {
+        return Err(Failure::Check(format!("{name}: {problem}")));
+    }
+    let digest = found.digest().ok_or_else(|| {
+        Failure::Check(format!(
+            "{name}: records no key digest (a version 1 container): save it again to record one"
+        ))
+    })?;
+    if json {
+        println!(
+            "{}",
+            json!({ "file": name.to_string(), "key_digest": digest.to_string() })
+        );
+    } else {
+        println!("{digest}");
+    }
+    Ok(())
+}

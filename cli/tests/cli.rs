@@ -1,0 +1,122 @@
+//! The `keycodec` command as scripts use it: output, JSON and exit codes.
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use codec_core::testing::{lookup, LookupCircuit};
+use keycodec::{KeyCodecExt, RkyvCodec, SaveOptions};
+
+fn keycodec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_keycodec"))
+        .args(args)
+        .output()
+        .expect("run keycodec")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn saved(dir: &Path) -> (String, keycodec::KeyDigest) {
+    let path = dir.join("key.pk");
+    let digest = RkyvCodec
+        .save::<LookupCircuit, _>(&path, &lookup().pk, (), &SaveOptions::default())
+        .unwrap();
+    (path.display().to_string(), digest)
+}
+
+#[test]
+fn inspect_describes_the_container_for_people_and_for_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, digest) = saved(dir.path());
+    let out = keycodec(&["inspect", &path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let human = text(&out.stdout);
+    for expected in [
+        "rkyv (id 3)",
+        "proving key",
+        "k = 6",
+        "intact",
+        &digest.to_string(),
+    ] {
+        assert!(human.contains(expected), "{expected}: {human}");
+    }
+    let out = keycodec(&["inspect", "--json", &path]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["codec"]["name"], "rkyv");
+    assert_eq!(json["kind"], "proving key");
+    assert_eq!(json["k"], 6);
+    assert_eq!(json["container_version"], 2);
+    assert_eq!(json["payload"]["state"], "intact");
+    assert_eq!(json["key_digest"], digest.to_string());
+}
+
+#[test]
+fn digest_and_verify_pin_the_recorded_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, digest) = saved(dir.path());
+    let out = keycodec(&["digest", &path]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout).trim(), digest.to_string());
+
+    let out = keycodec(&["verify", &path, "--digest", &digest.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let other = "00".repeat(32);
+    let out = keycodec(&["verify", &path, "--digest", &other, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ok"], false);
+    assert!(json["error"].as_str().unwrap().contains(&other));
+}
+
+#[test]
+fn damage_is_exit_code_1_a_missing_file_3_and_a_bad_command_line_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = saved(dir.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let corrupt = dir.path().join("corrupt.pk");
+    std::fs::write(&corrupt, &bytes).unwrap();
+    let out = keycodec(&["verify", corrupt.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("corrupt"),
+        "{}",
+        text(&out.stderr)
+    );
+    // inspect reports the damage but succeeds: it describes, verify judges.
+    let out = keycodec(&["inspect", corrupt.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("corrupt"));
+
+    let truncated = dir.path().join("truncated.pk");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let out = keycodec(&["digest", truncated.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+
+    let not_a_key = dir.path().join("notes.txt");
+    std::fs::write(
+        &not_a_key,
+        "not a key, and long enough to hold a header ........................................",
+    )
+    .unwrap();
+    let out = keycodec(&["verify", not_a_key.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("bad magic"));
+
+    let out = keycodec(&["verify", dir.path().join("missing.pk").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+    let out = keycodec(&["verify", &path, "--digest", "not-hex"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = keycodec(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+}
