@@ -18,7 +18,7 @@
 //!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
 //!   "replace": bool,                   // saves replaced the previous run's file
 //!   "fixture": { "origin": str, "seconds": f64, "key_memory_bytes": u64,
-//!                "domain_memory_bytes": u64 | null },
+//!                "digest_s": f64, "domain_memory_bytes": u64 | null },
 //!   "limits": {                        // the machine, same run, same byte count
 //!     "bytes": u64,                    // = the largest key file
 //!     "bulk_write_s": f64, "bulk_read_s": f64,
@@ -28,7 +28,8 @@
 //!   },
 //!   "rows": [{
 //!     "backend": str, "mode": str,     // the file layout (wire mode)
-//!     "validation": "checked" | "trusted", "buffer_bytes": u64,
+//!     "validation": "checked" | "trusted" | "pinned",  // pinned: checked, digest pinned
+//!     "buffer_bytes": u64,
 //!     "write_s": f64, "read_s": f64,   // medians; rows of one file share write_s
 //!     "write_runs": [f64], "read_runs": [f64],
 //!     "file_bytes": u64, "write_gbps": f64, "read_gbps": f64,
@@ -178,6 +179,9 @@ pub struct FixtureInfo {
     pub seconds: f64,
     /// Bytes of field elements the key holds in memory.
     pub key_memory_bytes: u64,
+    /// Seconds to compute the key's digest in memory (BLAKE3 over every polynomial on every
+    /// core): what a pinned load would add if it hashed in a second pass.
+    pub digest_s: f64,
     /// Resident memory the key's evaluation domain (twiddle tables) keeps: the rise of
     /// this process's resident size across building one, if measurable. A loaded key
     /// holds its field elements and this; a load's resident rise is compared with the sum.
@@ -233,7 +237,10 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
     let pk = &fixture.pk;
     let scratch = args.cache_dir.join("scratch");
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
-    let groups = groups(&args.backends);
+    let started = std::time::Instant::now();
+    let pin = keycodec::KeyDigest::of_pk(pk).map_err(|e| e.to_string())?;
+    let digest_s = started.elapsed().as_secs_f64();
+    let groups = groups(&args.backends, Some(pin));
     let repeat = args.repeat.max(1);
     let steps = (groups.len() * args.buffers.len() * repeat) as u64;
     let bar = ProgressBar::new(steps).with_style(
@@ -345,6 +352,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
             origin: fixture.origin.clone(),
             seconds: fixture.seconds,
             key_memory_bytes: measure::key_memory_bytes(pk),
+            digest_s,
             domain_memory_bytes,
         },
         limits,

@@ -10,7 +10,8 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::{
-    Backend, BufferConfig, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions, Size, Validation,
+    Backend, BufferConfig, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, SaveOptions, Size,
+    Validation,
 };
 use rayon::prelude::*;
 
@@ -26,8 +27,8 @@ pub enum Writer {
 /// How a benchmark file is read back.
 #[derive(Clone, Copy)]
 pub enum Reader {
-    /// A keycodec codec's `load`, with this validation.
-    Codec(&'static dyn KeyCodec, Validation),
+    /// A keycodec codec's `load`, with this validation, pinned to this digest if any.
+    Codec(&'static dyn KeyCodec, Validation, Option<KeyDigest>),
     /// halo2's own `ProvingKey::read` through a `BufReader`.
     Native(SerdeFormat),
 }
@@ -67,8 +68,9 @@ pub fn backend_names() -> Vec<&'static str> {
 }
 
 /// The groups of the named backends, in table order: for a keycodec backend, one per wire
-/// mode it writes, read checked and (where the mode can skip checks) trusted.
-pub fn groups(backends: &[String]) -> Vec<Group> {
+/// mode it writes, read checked, (where the mode can skip checks) trusted, and, given the
+/// key's digest, checked and pinned to it.
+pub fn groups(backends: &[String], pin: Option<KeyDigest>) -> Vec<Group> {
     let mut out = Vec::new();
     for name in backends {
         if name == HALO2_NATIVE {
@@ -91,10 +93,13 @@ pub fn groups(backends: &[String]) -> Vec<Group> {
             continue;
         };
         for &codec in backend.codecs().unwrap_or_default() {
-            let mut reads = vec![("checked", Reader::Codec(codec, Validation::Checked))];
+            let mut reads = vec![("checked", Reader::Codec(codec, Validation::Checked, None))];
             let trusted = codec.effective_validation(codec.wire_mode(), Validation::Trusted);
             if trusted == Validation::Trusted {
-                reads.push(("trusted", Reader::Codec(codec, Validation::Trusted)));
+                reads.push(("trusted", Reader::Codec(codec, Validation::Trusted, None)));
+            }
+            if pin.is_some() {
+                reads.push(("pinned", Reader::Codec(codec, Validation::Checked, pin)));
             }
             out.push(Group {
                 backend: backend.name(),
@@ -158,16 +163,22 @@ pub fn read<C: Circuit<Fr, Params = ()>>(
     k: u32,
     buffer: Size,
 ) -> Result<(ProvingKey<G1Affine>, f64), String> {
-    let options = |validation| LoadOptions {
-        buffers: BufferConfig::both(buffer),
-        validation,
-        expected_k: Some(k),
-        ..LoadOptions::default()
+    let options = |validation, expected_digest| {
+        let mut options = LoadOptions {
+            buffers: BufferConfig::both(buffer),
+            validation,
+            expected_k: Some(k),
+            expected_digest,
+            ..LoadOptions::default()
+        };
+        // The harness's own files: a compact key's expansion is not a forgery.
+        options.limits.memory_budget = u64::MAX;
+        options
     };
     let started = Instant::now();
     let pk = match reader {
-        Reader::Codec(codec, validation) => codec
-            .load::<C, _>(path, (), &options(validation))
+        Reader::Codec(codec, validation, pin) => codec
+            .load::<C, _>(path, (), &options(validation, pin))
             .map_err(|e| e.to_string())?,
         Reader::Native(format) => {
             let file = File::open(path).map_err(|e| e.to_string())?;

@@ -80,10 +80,16 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let report = run(&args).unwrap();
     // A row per read mode of every file layout of every backend, per buffer: for rawbytes
     // RawBytes checked and trusted and Processed checked, for halo2's reader the same three.
-    let reads: usize = groups(&args.backends).iter().map(|g| g.reads.len()).sum();
+    let pin = Some(keycodec::KeyDigest([0; 32]));
+    let reads: usize = groups(&args.backends, pin)
+        .iter()
+        .map(|g| g.reads.len())
+        .sum();
     assert_eq!(report.rows.len(), reads * args.buffers.len());
     for (backend, mode, validation) in [
         ("rawbytes", "RawBytes", "trusted"),
+        ("rawbytes", "RawBytes", "pinned"),
+        ("rkyv", "sections", "pinned"),
         ("rawbytes", "Processed", "checked"),
         ("halo2-native", "RawBytes", "trusted"),
         ("halo2-native", "Processed", "checked"),
