@@ -108,7 +108,8 @@ impl KeyCodec for BincodeCodec {
         let limited = options().with_limit(input.remaining());
         let mut reader = BufReader::with_capacity(STAGING, &mut *input);
         let key = match context.kind {
-            KeyKind::Verifying => limited
+            // Parameters never reach here: this codec stores none.
+            KeyKind::Verifying | KeyKind::Params => limited
                 .deserialize_from_custom::<_, mirror::VkOwned>(ChunkReader::new(&mut reader))
                 .map_err(|err| bincode_error(*err, "read"))
                 .and_then(|vk| context.assemble_vk(vk.into_parts(context)?)),

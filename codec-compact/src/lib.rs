@@ -91,7 +91,8 @@ impl KeyCodec for CompactCodec {
         let vk_parts =
             codec_core::backend_api::vk_layout::read(input, context, FieldEncoding::Raw)?;
         match context.kind {
-            KeyKind::Verifying => context.assemble_vk(vk_parts),
+            // Parameters never reach here: this codec stores none.
+            KeyKind::Verifying | KeyKind::Params => context.assemble_vk(vk_parts),
             KeyKind::Proving => {
                 // The stored columns are parsed from memory: the rest of the payload in one
                 // read (a compact payload is small beside the key it rebuilds; borrowed when

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::field::FR_BYTES;
 use crate::ids::{CodecId, KeyKind, WireMode};
 use crate::options::{Limits, Validation};
+use crate::params::Params;
 use crate::payload::PayloadReader;
 use crate::pk_parts::{PkParts, PkShape};
 use crate::vk_parts::VkParts;
@@ -54,6 +55,44 @@ pub trait KeyCodec: Send + Sync {
     /// Any decode error; never panics on bad input.
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key>;
 
+    /// Whether this codec stores KZG parameters ([`KeyCodec::encode_params`]).
+    fn stores_params(&self) -> bool {
+        false
+    }
+
+    /// Encodes KZG parameters' payload. The default refuses: only backends with a layout for
+    /// them implement it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KindNotSupported`] by default; the writer's I/O errors.
+    fn encode_params(&self, params: &Params, out: &mut dyn Write) -> Result<()> {
+        let _ = (params, out);
+        Err(Error::KindNotSupported {
+            codec: self.name(),
+            kind: KeyKind::Params,
+        })
+    }
+
+    /// Decodes parameters written by [`KeyCodec::encode_params`], as [`KeyCodec::decode`]
+    /// does keys: checking `k` ([`DecodeContext::check_payload_k`]) and every count before
+    /// allocating. The default refuses.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KindNotSupported`] by default; any decode error.
+    fn decode_params(
+        &self,
+        input: &mut PayloadReader<'_>,
+        context: &DecodeContext,
+    ) -> Result<Params> {
+        let _ = (input, context);
+        Err(Error::KindNotSupported {
+            codec: self.name(),
+            kind: KeyKind::Params,
+        })
+    }
+
     /// The validation this codec applies to a payload in `mode` given the caller's choice: a
     /// layout that cannot skip the checks (compressed points, canonical scalars) returns
     /// [`Validation::Checked`], a codec configured to trust its files (rawbytes in halo2's
@@ -80,6 +119,11 @@ impl KeyRef<'_> {
             KeyRef::Proving(_) => KeyKind::Proving,
             KeyRef::Verifying(_) => KeyKind::Verifying,
         }
+    }
+
+    /// The key's `k`.
+    pub fn k(&self) -> u32 {
+        self.vk().get_domain().k()
     }
 
     /// The verifying key (a proving key's own, or this one).
@@ -112,10 +156,54 @@ impl Key {
     }
 }
 
+/// What a container holds, borrowed for saving.
+#[derive(Clone, Copy)]
+pub(crate) enum ItemRef<'a> {
+    /// A proving or verifying key.
+    Key(KeyRef<'a>),
+    /// KZG parameters.
+    Params(&'a Params),
+}
+
+impl ItemRef<'_> {
+    pub(crate) fn kind(&self) -> KeyKind {
+        match self {
+            ItemRef::Key(key) => key.kind(),
+            ItemRef::Params(_) => KeyKind::Params,
+        }
+    }
+
+    pub(crate) fn k(&self) -> u32 {
+        match self {
+            ItemRef::Key(key) => key.k(),
+            ItemRef::Params(params) => halo2_proofs::poly::commitment::Params::k(*params),
+        }
+    }
+}
+
+/// What a container holds, decoded.
+// Moved once, from decoder to caller, as `Key` is.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Item {
+    /// A proving or verifying key.
+    Key(Key),
+    /// KZG parameters.
+    Params(Params),
+}
+
+impl Item {
+    pub(crate) fn kind(&self) -> KeyKind {
+        match self {
+            Item::Key(key) => key.kind(),
+            Item::Params(_) => KeyKind::Params,
+        }
+    }
+}
+
 /// What a decoder is told besides the payload bytes.
 #[derive(Debug)]
 pub struct DecodeContext {
-    /// The kind of key requested (and recorded in the header).
+    /// The kind requested (and recorded in the header).
     pub kind: KeyKind,
     /// The codec's wire mode recorded in the header: one of the codec's
     /// [`KeyCodec::wire_modes`].

@@ -8,7 +8,7 @@ use halo2curves::bn256::Fr;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::circuit::{check_k, fingerprint_of};
-use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
+use crate::codec::{DecodeContext, Item, ItemRef, Key, KeyCodec};
 use crate::digest;
 use crate::error::{Error, IoContext, Result};
 use crate::header::{Header, HEADER_LEN, PREFIX_LEN};
@@ -35,10 +35,10 @@ pub(crate) enum Input<'a> {
 }
 
 /// Writes header placeholder, payload, then seeks back to write the real header, which
-/// records the key's digest (computed beside the encoding, on another thread); returns it.
+/// records the digest (computed beside the encoding, on another thread); returns it.
 pub(crate) fn write<K: KeyCodec + ?Sized>(
     codec: &K,
-    key: KeyRef<'_>,
+    item: ItemRef<'_>,
     fingerprint: Fingerprint,
     writer: &mut (impl Write + Seek),
 ) -> Result<KeyDigest> {
@@ -52,14 +52,17 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
     let (encoded, digest) = std::thread::scope(|scope| {
         let digest = std::thread::Builder::new()
             .name("keycodec-digest".into())
-            .spawn_scoped(scope, || digest::of_key_ref(key));
-        let encoded = codec.encode(key, &mut hashing);
+            .spawn_scoped(scope, || digest::of_item_ref(item));
+        let encoded = match item {
+            ItemRef::Key(key) => codec.encode(key, &mut hashing),
+            ItemRef::Params(params) => codec.encode_params(params, &mut hashing),
+        };
         let digest = match digest {
             Ok(thread) => thread
                 .join()
                 .unwrap_or_else(|_| Err(Error::Internal("the digest thread panicked".into()))),
             // No thread to spare: compute it here.
-            Err(_) => digest::of_key_ref(key),
+            Err(_) => digest::of_item_ref(item),
         };
         (encoded, digest)
     });
@@ -69,8 +72,8 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
     let header = Header {
         codec: codec.id(),
         mode: codec.wire_mode().byte(),
-        kind: key.kind(),
-        k: key.vk().get_domain().k(),
+        kind: item.kind(),
+        k: item.k(),
         payload_len,
         payload_checksum,
         fingerprint,
@@ -85,9 +88,9 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
     Ok(digest)
 }
 
-/// A decoded key and, when the load computed it, its digest.
+/// What a container held and, when the load computed it, its digest.
 pub(crate) struct Decoded {
-    pub(crate) key: Key,
+    pub(crate) item: Item,
     pub(crate) digest: Option<KeyDigest>,
 }
 
@@ -100,10 +103,13 @@ pub(crate) struct Decoded {
 /// The key's digest is computed (its polynomials hashed as they are read) when `digest` is
 /// set or the options pin one, and then checked against the pin and the digest the header
 /// records.
+///
+/// `cs` is the circuit's constraint system for keys (its fingerprint must be the header's),
+/// `None` for parameters (the header's fingerprint must be [`Fingerprint::NONE`]).
 pub(crate) fn read<K: KeyCodec + ?Sized>(
     codec: &K,
     kind: KeyKind,
-    cs: ConstraintSystem<Fr>,
+    cs: Option<ConstraintSystem<Fr>>,
     input: Input<'_>,
     options: &LoadOptions,
     digest: bool,
@@ -141,7 +147,8 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     let rest = rest.get_mut(..header_len - PREFIX_LEN).unwrap_or_default();
     reader.read_exact(rest, "container header")?;
     let header = Header::from_bytes(&header_bytes)?;
-    let mode = check_header(codec, kind, &header, &cs, options)?;
+    let fingerprint = cs.as_ref().map_or(Fingerprint::NONE, fingerprint_of);
+    let mode = check_header(codec, kind, &header, fingerprint, options)?;
     if let Some(total) = total {
         check_length(&header, total - header_len as u64)?;
     }
@@ -160,26 +167,35 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
         k: Some(header.k),
         validation: codec.effective_validation(mode, options.validation),
         limits: options.limits,
-        cs,
+        cs: cs.unwrap_or_default(),
     };
     let digest = digest || options.expected_digest.is_some();
     if digest {
         payload.record_polynomials();
     }
-    let decoded = codec.decode(&mut payload, &context);
-    let key = settle(decoded, &mut payload, &header, hash_while_reading)?;
-    if key.kind() != kind {
+    let decoded = match kind {
+        KeyKind::Params => codec
+            .decode_params(&mut payload, &context)
+            .map(Item::Params),
+        KeyKind::Proving | KeyKind::Verifying => {
+            codec.decode(&mut payload, &context).map(Item::Key)
+        }
+    };
+    let item = settle(decoded, &mut payload, &header, hash_while_reading)?;
+    if item.kind() != kind {
         return Err(Error::Internal(format!(
-            "the {} decoder returned a {} for a {kind}",
+            "the {} decoder returned {} for {kind}",
             codec.name(),
-            key.kind()
+            item.kind()
         )));
     }
-    check_transcript(&key, options)?;
+    if let Item::Key(key) = &item {
+        check_transcript(key, options)?;
+    }
     let digest = digest
-        .then(|| check_digest(&key, payload.recorded_polynomials(), &header, options))
+        .then(|| check_digest(&item, payload.recorded_polynomials(), &header, options))
         .transpose()?;
-    Ok(Decoded { key, digest })
+    Ok(Decoded { item, digest })
 }
 
 /// Checks the verifying key's `transcript_repr()` against the pin, if any.
@@ -197,14 +213,17 @@ fn check_transcript(key: &Key, options: &LoadOptions) -> Result<()> {
     Ok(())
 }
 
-/// The key's digest, checked against what the header records and against the pin.
+/// The digest, checked against what the header records and against the pin.
 fn check_digest(
-    key: &Key,
+    item: &Item,
     recorded: Option<Vec<[u8; 32]>>,
     header: &Header,
     options: &LoadOptions,
 ) -> Result<KeyDigest> {
-    let found = digest::of_decoded(key, recorded)?;
+    let found = match item {
+        Item::Key(key) => digest::of_decoded(key, recorded)?,
+        Item::Params(params) => digest::of_params(params, recorded)?,
+    };
     if let Some(expected) = options.expected_digest {
         if found != expected {
             return Err(Error::DigestMismatch { expected, found });
@@ -222,12 +241,12 @@ fn check_digest(
 /// decoded and (when the reader hashed them) their checksum matches; after a decode error
 /// or a leftover payload, corruption (a checksum mismatch) is reported in preference, since
 /// it explains both.
-fn settle(
-    decoded: Result<Key>,
+fn settle<T>(
+    decoded: Result<T>,
     payload: &mut PayloadReader<'_>,
     header: &Header,
     verify: bool,
-) -> Result<Key> {
+) -> Result<T> {
     let left = payload.remaining();
     let explain = |payload: &mut PayloadReader<'_>| -> Result<()> {
         match payload.digest_afresh() {
@@ -280,7 +299,7 @@ fn check_header<K: KeyCodec + ?Sized>(
     codec: &K,
     kind: KeyKind,
     header: &Header,
-    cs: &ConstraintSystem<Fr>,
+    expected: Fingerprint,
     options: &LoadOptions,
 ) -> Result<WireMode> {
     if !options.codecs.contains(header.codec) {
@@ -319,7 +338,6 @@ fn check_header<K: KeyCodec + ?Sized>(
         }
     }
     check_k(header.k, &options.limits)?;
-    let expected = fingerprint_of(cs);
     if header.fingerprint != expected {
         return Err(Error::CircuitMismatch {
             expected,

@@ -17,10 +17,11 @@ use halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use halo2curves::bn256::{Fr, G1Affine};
 use rayon::prelude::*;
 
-use crate::codec::{Key, KeyRef};
+use crate::codec::{ItemRef, Key, KeyRef};
 use crate::error::Result;
 use crate::field::{write_fr_slice, FieldEncoding};
 use crate::ids::KeyDigest;
+use crate::params::Params;
 use crate::pk_parts::polynomials;
 use crate::vk_parts::VkParts;
 
@@ -54,11 +55,106 @@ impl KeyDigest {
     }
 }
 
-/// The digest of a key to be saved.
-pub(crate) fn of_key_ref(key: KeyRef<'_>) -> Result<KeyDigest> {
-    match key {
-        KeyRef::Proving(pk) => KeyDigest::of_pk(pk),
-        KeyRef::Verifying(vk) => KeyDigest::of_vk(vk),
+/// BLAKE3 derive-key context of parameters' digests.
+pub(crate) const PARAMS_CONTEXT: &str = "keycodec 2026-11 parameters digest v1";
+
+/// The digest of what is about to be saved.
+pub(crate) fn of_item_ref(item: ItemRef<'_>) -> Result<KeyDigest> {
+    match item {
+        ItemRef::Key(KeyRef::Proving(pk)) => KeyDigest::of_pk(pk),
+        ItemRef::Key(KeyRef::Verifying(vk)) => KeyDigest::of_vk(vk),
+        ItemRef::Params(params) => of_params(params, None),
+    }
+}
+
+/// The digest of parameters: BLAKE3 in derive-key mode ([`PARAMS_CONTEXT`]) of `k` (u32 LE),
+/// the hashes of `g` and `g_lagrange` (each BLAKE3 of its points' raw encodings, 64 bytes
+/// per point), and the raw encodings of `g2` and `s_g2`. The vectors' hashes come from
+/// `recorded` (hashed while they were read) when there are both, and are computed from the
+/// parameters otherwise (through halo2's own writer: the parameters expose no `g_lagrange`).
+pub(crate) fn of_params(params: &Params, recorded: Option<Vec<[u8; 32]>>) -> Result<KeyDigest> {
+    use halo2_proofs::poly::commitment::Params as _;
+    use halo2curves::serde::SerdeObject;
+    let (g, g_lagrange) = match recorded.as_deref() {
+        Some([g, g_lagrange]) => (*g, *g_lagrange),
+        _ => {
+            let mut buffered =
+                std::io::BufWriter::with_capacity(1 << 20, VectorHashes::new(params.n()));
+            let hashed = params
+                .write_custom(&mut buffered, halo2_proofs::SerdeFormat::RawBytes)
+                .and_then(|()| buffered.into_inner().map_err(|err| err.into_error()));
+            hashed
+                .map_err(|err| crate::error::Error::Internal(format!("hashing parameters: {err}")))?
+                .finish()
+        }
+    };
+    let mut hasher = blake3::Hasher::new_derive_key(PARAMS_CONTEXT);
+    hasher.update(&params.k().to_le_bytes());
+    hasher.update(&g);
+    hasher.update(&g_lagrange);
+    hasher.update(&params.g2().to_raw_bytes());
+    hasher.update(&params.s_g2().to_raw_bytes());
+    Ok(KeyDigest(*hasher.finalize().as_bytes()))
+}
+
+/// Hashes `g` and `g_lagrange` out of halo2's `RawBytes` layout of parameters as it is
+/// written: `k` (4 bytes), then `n` points of each (64 bytes each), then the G2 points.
+struct VectorHashes {
+    position: u64,
+    vector_bytes: u64,
+    g: blake3::Hasher,
+    g_lagrange: blake3::Hasher,
+}
+
+impl VectorHashes {
+    fn new(n: u64) -> Self {
+        VectorHashes {
+            position: 0,
+            vector_bytes: n.saturating_mul(64),
+            g: blake3::Hasher::new(),
+            g_lagrange: blake3::Hasher::new(),
+        }
+    }
+
+    fn finish(self) -> ([u8; 32], [u8; 32]) {
+        (
+            *self.g.finalize().as_bytes(),
+            *self.g_lagrange.finalize().as_bytes(),
+        )
+    }
+}
+
+impl std::io::Write for VectorHashes {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let g_start = 4;
+        let g_lagrange_start = g_start + self.vector_bytes;
+        let end = g_lagrange_start + self.vector_bytes;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let (target, limit) = if self.position < g_start {
+                (None, g_start)
+            } else if self.position < g_lagrange_start {
+                (Some(&mut self.g), g_lagrange_start)
+            } else if self.position < end {
+                (Some(&mut self.g_lagrange), end)
+            } else {
+                (None, u64::MAX)
+            };
+            let take = rest
+                .len()
+                .min(usize::try_from(limit - self.position).unwrap_or(usize::MAX));
+            let (head, tail) = rest.split_at(take);
+            if let Some(hasher) = target {
+                hasher.update(head);
+            }
+            self.position += take as u64;
+            rest = tail;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -127,6 +127,15 @@ pub enum Error {
         found: u8,
     },
 
+    /// The codec has no layout for this kind (KZG parameters are stored by rawbytes).
+    #[error("the {codec} backend does not store {kind}")]
+    KindNotSupported {
+        /// The codec.
+        codec: &'static str,
+        /// The kind it does not store.
+        kind: KeyKind,
+    },
+
     /// The key's circuit size `k` is not the one the caller expected.
     #[error("file holds a key for k = {found}, expected k = {expected}")]
     KMismatch {

@@ -77,13 +77,15 @@ impl fmt::Display for WireMode {
     }
 }
 
-/// Whether a container holds a proving key or a verifying key.
+/// What a container holds: a proving key, a verifying key, or KZG parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyKind {
     /// A `ProvingKey` (which embeds its verifying key).
     Proving,
     /// A `VerifyingKey` alone.
     Verifying,
+    /// KZG parameters (`ParamsKZG<Bn256>`): no circuit, so no fingerprint.
+    Params,
 }
 
 impl KeyKind {
@@ -92,6 +94,7 @@ impl KeyKind {
         match self {
             KeyKind::Proving => 1,
             KeyKind::Verifying => 2,
+            KeyKind::Params => 3,
         }
     }
 
@@ -100,6 +103,7 @@ impl KeyKind {
         match byte {
             1 => Some(KeyKind::Proving),
             2 => Some(KeyKind::Verifying),
+            3 => Some(KeyKind::Params),
             _ => None,
         }
     }
@@ -110,6 +114,7 @@ impl fmt::Display for KeyKind {
         f.write_str(match self {
             KeyKind::Proving => "proving key",
             KeyKind::Verifying => "verifying key",
+            KeyKind::Params => "KZG parameters",
         })
     }
 }
@@ -123,6 +128,11 @@ impl fmt::Display for KeyKind {
 /// write any fingerprint, and circuits that share a `configure` share a fingerprint.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint(pub [u8; 16]);
+
+impl Fingerprint {
+    /// The fingerprint recorded for what belongs to no circuit (parameters): all zero.
+    pub const NONE: Fingerprint = Fingerprint([0; 16]);
+}
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -196,11 +206,11 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_through_their_bytes() {
-        for kind in [KeyKind::Proving, KeyKind::Verifying] {
+        for kind in [KeyKind::Proving, KeyKind::Verifying, KeyKind::Params] {
             assert_eq!(KeyKind::from_byte(kind.byte()), Some(kind));
         }
         assert_eq!(KeyKind::from_byte(0), None);
-        assert_eq!(KeyKind::from_byte(3), None);
+        assert_eq!(KeyKind::from_byte(4), None);
     }
 
     #[test]

@@ -35,8 +35,10 @@ mod file;
 mod ids;
 mod ops;
 mod options;
+mod params;
 mod payload;
 mod pk_parts;
+mod point_view;
 mod poly_hash;
 mod raw_view;
 mod source;
@@ -56,6 +58,7 @@ pub use options::{
     BufferConfig, CodecSet, Integrity, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
     Validation, MAX_K,
 };
+pub use params::{downsize, Params};
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users
 /// name exactly the same types.
@@ -90,6 +93,9 @@ pub mod backend_api {
     pub use crate::error::{Error, IoContext, Result};
     pub use crate::ids::{CodecId, KeyKind, WireMode};
     pub use crate::options::{Limits, Validation};
+    pub use crate::params::{
+        assemble_params, read_g1_points, read_g2, read_params, write_params, Params, ParamsParts,
+    };
     pub use crate::payload::PayloadReader;
     pub use crate::pk_parts::{PkParts, PkShape, PolyGroup};
     pub use crate::vk_parts::VkParts;

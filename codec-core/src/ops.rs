@@ -9,12 +9,14 @@ use halo2_proofs::plonk::Circuit;
 use halo2curves::bn256::Fr;
 
 use crate::circuit::{configure, fingerprint};
-use crate::codec::{HaloKey, KeyCodec};
+use crate::codec::{HaloKey, Item, ItemRef, KeyCodec};
 use crate::container::{self, Decoded, Input};
 use crate::error::{Error, IoContext, Result};
 use crate::file::save_atomic;
 use crate::ids::KeyDigest;
+use crate::ids::{Fingerprint, KeyKind};
 use crate::options::{LoadOptions, SaveOptions};
+use crate::params::Params;
 
 /// The operations users call on a codec: implemented for every [`KeyCodec`] (and for
 /// `dyn KeyCodec`), so a backend never implements it.
@@ -54,9 +56,72 @@ pub trait KeyCodecExt: KeyCodec {
     ) -> Result<KeyDigest> {
         let fingerprint = fingerprint::<C>(circuit_params);
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
-            container::write(self, key.as_key_ref(), fingerprint, writer)
+            container::write(self, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
         })
         .map_err(|err| err.at_path(path))
+    }
+
+    /// Saves KZG parameters to `path` as [`KeyCodecExt::save`] saves keys (atomically,
+    /// durably), in a container of kind [`KeyKind::Params`]; returns their digest. Only
+    /// codecs that store parameters ([`KeyCodec::stores_params`]) accept them.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::save`], and [`Error::KindNotSupported`].
+    fn save_params(
+        &self,
+        path: &Path,
+        params: &Params,
+        options: &SaveOptions,
+    ) -> Result<KeyDigest> {
+        save_atomic(path, options.buffers.file_write_capacity(), |writer| {
+            container::write(self, ItemRef::Params(params), Fingerprint::NONE, writer)
+        })
+        .map_err(|err| err.at_path(path))
+    }
+
+    /// Loads KZG parameters from `path`, with the checks a key's load makes: every G1 point
+    /// on the curve and both G2 points in their subgroup unless [`Validation::Trusted`]
+    /// (crate::Validation::Trusted), the checksum, the pin.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::load`].
+    fn load_params(&self, path: &Path, options: &LoadOptions) -> Result<Params> {
+        let load = || {
+            let file = File::open(path).during("open")?;
+            let len = file.metadata().during("read the metadata of")?.len();
+            let input = Input::At {
+                source: &file,
+                len,
+                buffer: options.buffers.file_read_capacity(),
+            };
+            into_params(container::read(
+                self,
+                KeyKind::Params,
+                None,
+                input,
+                options,
+                false,
+            )?)
+        };
+        load().map_err(|err: Error| err.at_path(path))
+    }
+
+    /// Decodes KZG parameters from a container held in memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::read_slice`].
+    fn read_params_slice(&self, bytes: &[u8], options: &LoadOptions) -> Result<Params> {
+        into_params(container::read(
+            self,
+            KeyKind::Params,
+            None,
+            Input::Memory(bytes),
+            options,
+            false,
+        )?)
     }
 
     /// Loads a key from `path`: the header is checked against the file's real length
@@ -111,7 +176,7 @@ pub trait KeyCodecExt: KeyCodec {
         circuit_params: C::Params,
     ) -> Result<KeyDigest> {
         let fingerprint = fingerprint::<C>(circuit_params);
-        container::write(self, key.as_key_ref(), fingerprint, writer)
+        container::write(self, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
     }
 
     /// Encodes a container into a new vector.
@@ -143,8 +208,15 @@ pub trait KeyCodecExt: KeyCodec {
         options: &LoadOptions,
     ) -> Result<K> {
         let cs = configure::<C>(circuit_params);
-        let decoded = container::read(self, K::KIND, cs, Input::Stream(reader), options, false)?;
-        K::from_key(decoded.key)
+        let decoded = container::read(
+            self,
+            K::KIND,
+            Some(cs),
+            Input::Stream(reader),
+            options,
+            false,
+        )?;
+        into_key(decoded)
     }
 
     /// Decodes a container held in memory; the slice must hold exactly one container.
@@ -160,12 +232,35 @@ pub trait KeyCodecExt: KeyCodec {
         options: &LoadOptions,
     ) -> Result<K> {
         let cs = configure::<C>(circuit_params);
-        let decoded = container::read(self, K::KIND, cs, Input::Memory(bytes), options, false)?;
-        K::from_key(decoded.key)
+        let decoded = container::read(
+            self,
+            K::KIND,
+            Some(cs),
+            Input::Memory(bytes),
+            options,
+            false,
+        )?;
+        into_key(decoded)
     }
 }
 
 impl<T: KeyCodec + ?Sized> KeyCodecExt for T {}
+
+/// The key a load of a key decoded.
+fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
+    match decoded.item {
+        Item::Key(key) => K::from_key(key),
+        Item::Params(_) => Err(Error::Internal("parameters decoded for a key".into())),
+    }
+}
+
+/// The parameters a load of parameters decoded.
+fn into_params(decoded: Decoded) -> Result<Params> {
+    match decoded.item {
+        Item::Params(params) => Ok(params),
+        Item::Key(_) => Err(Error::Internal("a key decoded for parameters".into())),
+    }
+}
 
 /// Loads a file; the digest when `digest` is set or the options pin one.
 fn load_file<C: Circuit<Fr>, K: HaloKey>(
@@ -184,8 +279,9 @@ fn load_file<C: Circuit<Fr>, K: HaloKey>(
             buffer: options.buffers.file_read_capacity(),
         };
         let cs = configure::<C>(circuit_params);
-        let Decoded { key, digest } = container::read(codec, K::KIND, cs, input, options, digest)?;
-        Ok((K::from_key(key)?, digest))
+        let decoded = container::read(codec, K::KIND, Some(cs), input, options, digest)?;
+        let digest = decoded.digest;
+        Ok((into_key(decoded)?, digest))
     };
     load().map_err(|err: Error| err.at_path(path))
 }

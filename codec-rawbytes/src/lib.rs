@@ -19,6 +19,11 @@
 //! | `Processed` | 1 (canonical scalars, compressed points) | always |
 //!
 //! Loading accepts either wire mode whatever the codec's own format: the header says which.
+//!
+//! It also stores KZG parameters ([`KeyCodecExt::save_params`](codec_core::KeyCodecExt)):
+//! the payload is halo2's own parameters file, so [`RawBytesCodec::import_params`] reads the
+//! files `ParamsKZG::write_custom` writes (`kzg_bn254_22.srs`) and
+//! [`RawBytesCodec::export_params`] writes them.
 
 #![forbid(unsafe_code)]
 
@@ -32,8 +37,8 @@ use std::path::Path;
 use codec_core::backend_api::circuit::configure;
 use codec_core::backend_api::field::FieldEncoding;
 use codec_core::backend_api::{
-    CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef, PayloadReader, Result,
-    Validation, WireMode,
+    read_params, write_params, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef,
+    Params, PayloadReader, Result, Validation, WireMode,
 };
 use codec_core::halo2_proofs::plonk::Circuit;
 use codec_core::halo2_proofs::SerdeFormat;
@@ -138,6 +143,68 @@ impl RawBytesCodec {
         import().map_err(|err| err.at_path(path))
     }
 
+    /// Writes parameters exactly as halo2's `ParamsKZG::write_custom(.., format)` does (the
+    /// file halo2's `read_custom` and `ParamsKZG::read` read), in this codec's format.
+    ///
+    /// # Errors
+    ///
+    /// The writer's I/O errors.
+    pub fn export_params(&self, params: &Params, writer: &mut impl Write) -> Result<()> {
+        self.encode_params(params, writer)
+    }
+
+    /// Reads a headerless halo2 parameters file (as `ParamsKZG::write_custom(.., format)`
+    /// writes it, `kzg_bn254_22.srs` and the like; the format is this codec's) with every
+    /// check this crate makes: its `k` against [`Limits::max_k`](codec_core::Limits) before
+    /// anything is allocated, every point unless trusted (`RawBytesUnchecked` trusts them),
+    /// compressed points decompressed on every core. The stream's length is unknown, so
+    /// allocations grow with the data actually read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KOutOfRange`], [`Error::Truncated`], [`Error::InvalidPoint`]...
+    pub fn import_params(&self, reader: &mut impl Read, options: &LoadOptions) -> Result<Params> {
+        let context = self.params_context(options);
+        let mut payload = PayloadReader::new(reader, options.limits.max_payload_bytes, false);
+        self.decode_params(&mut payload, &context)
+    }
+
+    /// Reads a headerless halo2 parameters file; unlike [`RawBytesCodec::import_params`], the
+    /// file's length bounds every allocation up front and bytes after the parameters are an
+    /// error.
+    ///
+    /// # Errors
+    ///
+    /// As [`RawBytesCodec::import_params`], plus [`Error::TrailingBytes`] and [`Error::Io`]
+    /// naming the path.
+    pub fn import_params_file(&self, path: &Path, options: &LoadOptions) -> Result<Params> {
+        let import = || {
+            let file = File::open(path).during("open")?;
+            let len = file.metadata().during("read the metadata of")?.len();
+            let mut reader =
+                BufReader::with_capacity(options.buffers.read_capacity.as_usize(), file);
+            let context = self.params_context(options);
+            let mut payload = PayloadReader::new(&mut reader, len, true);
+            let params = self.decode_params(&mut payload, &context)?;
+            match payload.remaining() {
+                0 => Ok(params),
+                count => Err(Error::TrailingBytes { count }),
+            }
+        };
+        import().map_err(|err| err.at_path(path))
+    }
+
+    fn params_context(&self, options: &LoadOptions) -> DecodeContext {
+        DecodeContext {
+            kind: KeyKind::Params,
+            mode: self.wire_mode(),
+            k: options.expected_k,
+            validation: self.effective_validation(self.wire_mode(), options.validation),
+            limits: options.limits,
+            cs: Default::default(),
+        }
+    }
+
     fn import_context<C: Circuit<Fr>>(
         &self,
         kind: KeyKind,
@@ -192,6 +259,25 @@ impl KeyCodec for RawBytesCodec {
 
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
         decode::read_key(input, context, encoding_of(context.mode))
+    }
+
+    fn stores_params(&self) -> bool {
+        true
+    }
+
+    /// halo2's own parameters layout (`ParamsKZG::write_custom`) in this codec's format.
+    fn encode_params(&self, params: &Params, out: &mut dyn Write) -> Result<()> {
+        write_params(params, encoding_of(self.wire_mode()), out)
+    }
+
+    fn decode_params(
+        &self,
+        input: &mut PayloadReader<'_>,
+        context: &DecodeContext,
+    ) -> Result<Params> {
+        read_params(input, encoding_of(context.mode), context.validation, |k| {
+            context.check_payload_k(k)
+        })
     }
 }
 

@@ -10,9 +10,9 @@ mod backend;
 
 pub use backend::{load_any, Backend, ParseBackendError};
 pub use codec_core::{
-    halo2_proofs, halo2curves, BufferConfig, CodecId, CodecSet, Error, Fingerprint, HaloKey,
-    Integrity, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits, LoadOptions, ParseDigestError,
-    ParseSizeError, Result, SaveOptions, Size, Validation, WireMode, MAX_K,
+    downsize, halo2_proofs, halo2curves, BufferConfig, CodecId, CodecSet, Error, Fingerprint,
+    HaloKey, Integrity, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits, LoadOptions, Params,
+    ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation, WireMode, MAX_K,
 };
 
 /// The container header, for tools that look at files without decoding them.

@@ -127,3 +127,34 @@ fn of_file_rejects_non_containers() {
     std::fs::write(&path, [0u8; 100]).unwrap();
     assert!(matches!(Backend::of_file(&path), Err(Error::BadMagic)));
 }
+
+/// Backends without a layout for KZG parameters refuse to save them (and leave no file);
+/// those with one round-trip them.
+#[test]
+fn parameters_are_stored_by_the_backends_that_have_a_layout_for_them() {
+    let params = &standard_plonk().params;
+    let dir = tempfile::tempdir().unwrap();
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        let path = dir.path().join(format!("{backend}.params"));
+        let saved = codec.save_params(&path, params, &SaveOptions::default());
+        if codec.stores_params() {
+            saved.unwrap();
+            let loaded = codec.load_params(&path, &LoadOptions::default()).unwrap();
+            let bytes = |p: &keycodec::Params| {
+                let mut out = Vec::new();
+                p.write_custom(&mut out, codec_core::halo2_proofs::SerdeFormat::RawBytes)
+                    .unwrap();
+                out
+            };
+            assert_eq!(bytes(&loaded), bytes(params), "{backend}");
+        } else {
+            assert!(
+                matches!(saved, Err(Error::KindNotSupported { .. })),
+                "{backend}: {:?}",
+                saved.err()
+            );
+            assert!(!path.exists(), "{backend} left a file");
+        }
+    }
+}

@@ -18,7 +18,7 @@ use codec_core::header::HEADER_LEN;
 use codec_core::testing::conformance::{refresh_checksums, rewrite_header};
 use codec_core::testing::{standard_plonk, StandardPlonk};
 use codec_core::LoadOptions;
-use keycodec::{Backend, KeyCodecExt};
+use keycodec::{Backend, KeyCodecExt, SaveOptions};
 use keycodec_tests::counting::{peak_during, Counting};
 
 #[global_allocator]
@@ -111,6 +111,71 @@ fn huge_declared_sizes_in_tiny_files_allocate_little() {
     headerless_halo2_files(&options);
 
     forged_large_k_keys();
+    #[cfg(feature = "rawbytes")]
+    forged_large_k_parameters();
+}
+
+/// Parameter files of under 1 KiB claiming k = 26 (64 Mi points of each kind: 8 GiB): a
+/// headerless halo2 file from a stream and from a file, and a resealed container; each is
+/// refused, with memory growing by under 64 MiB.
+#[cfg(feature = "rawbytes")]
+fn forged_large_k_parameters() {
+    use codec_core::halo2_proofs::SerdeFormat;
+    let codec = keycodec::RawBytesCodec::default();
+    let options = LoadOptions::default();
+    let dir = tempfile::tempdir().unwrap();
+    let mut halo2 = Vec::new();
+    standard_plonk()
+        .params
+        .write_custom(&mut halo2, SerdeFormat::RawBytes)
+        .unwrap();
+    halo2.truncate(1000);
+    halo2[..4].copy_from_slice(&26u32.to_le_bytes());
+    let (result, peak) = peak_during(|| codec.import_params(&mut halo2.as_slice(), &options));
+    assert_bounded_by(
+        "headerless parameters, k = 26, 1000 bytes, stream",
+        (result, peak),
+        FORGED_K_BOUND,
+    );
+    let path = dir.path().join("forged.srs");
+    std::fs::write(&path, &halo2).unwrap();
+    let (result, peak) = peak_during(|| codec.import_params_file(&path, &options));
+    assert_bounded_by(
+        "headerless parameters, k = 26, 1000 bytes, file",
+        (result, peak),
+        FORGED_K_BOUND,
+    );
+
+    let container_path = dir.path().join("forged.params");
+    codec
+        .save_params(
+            &container_path,
+            &standard_plonk().params,
+            &SaveOptions::default(),
+        )
+        .unwrap();
+    let mut container = std::fs::read(&container_path).unwrap();
+    container.truncate(1000);
+    container[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&26u32.to_le_bytes());
+    let payload_len = (container.len() - HEADER_LEN) as u64;
+    rewrite_header(&mut container, |h| {
+        h.k = 26;
+        h.payload_len = payload_len;
+    });
+    refresh_checksums(&mut container);
+    std::fs::write(&container_path, &container).unwrap();
+    let (result, peak) = peak_during(|| codec.load_params(&container_path, &options));
+    assert_bounded_by(
+        "parameters container, k = 26, 1000 bytes, file",
+        (result, peak),
+        FORGED_K_BOUND,
+    );
+    let (result, peak) = peak_during(|| codec.read_params_slice(&container, &options));
+    assert_bounded_by(
+        "parameters container, k = 26, 1000 bytes, slice",
+        (result, peak),
+        FORGED_K_BOUND,
+    );
 }
 
 /// The growth of memory a forged tiny key claiming a large `k` may cause: none of its

@@ -632,7 +632,7 @@ fn load_while_changing<K: KeyCodec + ?Sized>(
             crate::container::read(
                 codec,
                 crate::ids::KeyKind::Proving,
-                cs,
+                Some(cs.clone()),
                 input,
                 options,
                 true,
@@ -643,14 +643,17 @@ fn load_while_changing<K: KeyCodec + ?Sized>(
             crate::container::read(
                 codec,
                 crate::ids::KeyKind::Proving,
-                cs,
+                Some(cs.clone()),
                 input,
                 options,
                 true,
             )
         }
     }
-    .and_then(|decoded| <Pk as crate::codec::HaloKey>::from_key(decoded.key));
+    .and_then(|decoded| match decoded.item {
+        crate::codec::Item::Key(key) => <Pk as crate::codec::HaloKey>::from_key(key),
+        crate::codec::Item::Params(_) => panic!("parameters decoded for a key"),
+    });
     let reads = file.reads.load(std::sync::atomic::Ordering::SeqCst);
     (result, reads)
 }

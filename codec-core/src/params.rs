@@ -1,0 +1,413 @@
+//! KZG parameters (the structured reference string) as a third kind of artifact beside
+//! proving and verifying keys: their data, checked assembly, and the bulk reading of their
+//! points.
+//!
+//! halo2-axiom's `ParamsKZG<Bn256>` holds `k`, `2^k` G1 points `g` (powers of the secret), the
+//! same number `g_lagrange` (the Lagrange basis), and two G2 points. In halo2's own layout
+//! (`ParamsKZG::write_custom`) they follow each other with nothing else: `k` (u32 LE), `g`,
+//! `g_lagrange`, `g2`, `s_g2`, points raw (`RawBytes`: 64-byte G1, 128-byte G2) or compressed
+//! (`Processed`: 32 and 64 bytes).
+
+use std::io::Write;
+
+use halo2_proofs::halo2curves::group::cofactor::CofactorGroup;
+use halo2_proofs::halo2curves::group::prime::PrimeCurveAffine;
+use halo2_proofs::halo2curves::group::GroupEncoding;
+use halo2_proofs::poly::commitment::Params as _;
+use halo2_proofs::poly::kzg::commitment::ParamsKZG;
+use halo2_proofs::SerdeFormat;
+use halo2curves::bn256::{Bn256, G1Affine, G2Affine};
+use halo2curves::serde::SerdeObject;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::circuit::rows;
+use crate::error::{Error, IoContext, Result};
+use crate::field::FieldEncoding;
+use crate::payload::PayloadReader;
+
+/// KZG parameters over BN254, as halo2-axiom's provers use them.
+pub type Params = ParamsKZG<Bn256>;
+
+/// Bytes of one raw G2 point.
+pub(crate) const G2_RAW_BYTES: usize = 128;
+/// Bytes of one compressed G2 point.
+pub(crate) const G2_COMPRESSED_BYTES: usize = 64;
+
+/// Points converted per step on the converting path: 4 MiB of raw points.
+const POINT_STEP: usize = 1 << 16;
+
+/// The parameters' data, as a backend decodes it (lengths checked on assembly).
+#[derive(Debug)]
+pub struct ParamsParts {
+    /// The parameters serve circuits of up to `2^k` rows.
+    pub k: u32,
+    /// `[s^i] G1` for `i` below `2^k`.
+    pub g: Vec<G1Affine>,
+    /// The Lagrange basis of `g`.
+    pub g_lagrange: Vec<G1Affine>,
+    /// The G2 generator.
+    pub g2: G2Affine,
+    /// `[s] G2`.
+    pub s_g2: G2Affine,
+}
+
+/// Builds parameters from decoded parts, checking both vectors hold `2^k` points.
+///
+/// # Errors
+///
+/// [`Error::Structure`] when a vector has another length.
+pub fn assemble_params(parts: ParamsParts) -> Result<Params> {
+    let n = rows(parts.k);
+    crate::circuit::expect_count("g points (2^k)", n, parts.g.len())?;
+    crate::circuit::expect_count("g_lagrange points (2^k)", n, parts.g_lagrange.len())?;
+    Ok(template()?.from_parts(
+        parts.k,
+        parts.g,
+        Some(parts.g_lagrange),
+        parts.g2,
+        parts.s_g2,
+    ))
+}
+
+/// A parameters value to call halo2-axiom's `from_parts` on (it takes `&self`, and reads
+/// nothing from it): `k = 0`, one point of each kind, read from zero bytes.
+fn template() -> Result<Params> {
+    let zeros = [0u8; 4 + 2 * 64 + 2 * G2_RAW_BYTES];
+    Params::read_custom(&mut zeros.as_slice(), SerdeFormat::RawBytesUnchecked)
+        .map_err(|err| Error::Internal(format!("could not build a parameters template: {err}")))
+}
+
+/// Downsizes parameters to `2^k` points, as halo2's `Params::downsize` does: `g` is
+/// truncated and `g_lagrange` recomputed (an FFT over G1 of `2^k` points).
+///
+/// # Errors
+///
+/// [`Error::KMismatch`] when `k` is larger than the parameters' (halo2 would panic).
+pub fn downsize(mut params: Params, k: u32) -> Result<Params> {
+    if k > params.k() || k == 0 {
+        return Err(Error::KMismatch {
+            expected: k,
+            found: params.k(),
+        });
+    }
+    if k < params.k() {
+        params.downsize(k);
+    }
+    Ok(params)
+}
+
+/// The `SerdeFormat` of a field encoding (for halo2's own writer).
+pub(crate) fn serde_format(encoding: FieldEncoding) -> SerdeFormat {
+    match encoding {
+        FieldEncoding::Raw => SerdeFormat::RawBytes,
+        FieldEncoding::Canonical => SerdeFormat::Processed,
+    }
+}
+
+/// Writes parameters in halo2's own layout (`ParamsKZG::write_custom`), through a buffer.
+///
+/// # Errors
+///
+/// The writer's I/O errors.
+pub fn write_params(params: &Params, encoding: FieldEncoding, out: &mut dyn Write) -> Result<()> {
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 20, out);
+    params
+        .write_custom(&mut buffered, serde_format(encoding))
+        .during("write")?;
+    buffered.flush().during("write")
+}
+
+/// Reads `count` G1 points, after checking the payload holds them: raw points straight into
+/// the vector's memory with [`PayloadReader::read_polynomial`] (each piece checked on the
+/// curve while in cache, unless trusted, and hashed for the digest), compressed points in
+/// steps decompressed in parallel (decompression always checks them).
+///
+/// # Errors
+///
+/// [`Error::LimitExceeded`], [`Error::Truncated`], [`Error::InvalidPoint`],
+/// [`Error::OutOfMemory`].
+pub fn read_g1_points(
+    reader: &mut PayloadReader<'_>,
+    count: usize,
+    encoding: FieldEncoding,
+    validation: crate::options::Validation,
+    context: &'static str,
+) -> Result<Vec<G1Affine>> {
+    let point_bytes = encoding.point_bytes();
+    reader.ensure_available(count as u128 * point_bytes as u128, context)?;
+    if encoding == FieldEncoding::Raw && reader.length_verified() {
+        if let Some(mut points) = crate::point_view::zeroed(count)? {
+            let bytes = crate::point_view::as_raw_bytes_mut(&mut points)
+                .ok_or(Error::InvalidPoint { context })?;
+            reader.read_polynomial(
+                bytes,
+                |piece| check_raw_g1(piece, validation, context),
+                context,
+            )?;
+            return Ok(points);
+        }
+    }
+    let hasher = reader.polynomial_hasher(count * 64);
+    // From a stream the count proves nothing: grow with the points actually read.
+    let reserve = if reader.length_verified() {
+        count
+    } else {
+        count.min(POINT_STEP)
+    };
+    let mut points = Vec::new();
+    points
+        .try_reserve_exact(reserve)
+        .map_err(|_| Error::OutOfMemory {
+            what: context,
+            bytes: (count as u64).saturating_mul(64),
+        })?;
+    let mut staging = vec![0u8; count.min(POINT_STEP) * point_bytes];
+    let mut left = count;
+    while left > 0 {
+        let step = left.min(POINT_STEP);
+        let bytes = staging
+            .get_mut(..step * point_bytes)
+            .ok_or(Error::Truncated { context })?;
+        reader.read_exact(bytes, context)?;
+        let start = points.len();
+        decode_g1_chunk(bytes, encoding, validation, context, &mut points)?;
+        if let Some(hasher) = &hasher {
+            let new = points.get(start..).unwrap_or_default();
+            let raw: Vec<u8> = new.iter().flat_map(|p| p.to_raw_bytes()).collect();
+            hasher.add(start * 64, &raw);
+        }
+        left -= step;
+    }
+    reader.record_polynomial(hasher)?;
+    Ok(points)
+}
+
+/// Checks raw G1 points (64 bytes each): coordinates below the modulus and on the curve
+/// (nothing, when trusted). BN254's G1 has cofactor 1: on the curve is in the group.
+fn check_raw_g1(
+    bytes: &[u8],
+    validation: crate::options::Validation,
+    context: &'static str,
+) -> Result<()> {
+    if validation == crate::options::Validation::Trusted {
+        return Ok(());
+    }
+    let valid = bytes.len().is_multiple_of(64)
+        && bytes
+            .chunks_exact(64)
+            .all(|point| G1Affine::from_raw_bytes(point).is_some());
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::InvalidPoint { context })
+    }
+}
+
+/// Decodes G1 points in parallel, appending them to `out`.
+fn decode_g1_chunk(
+    bytes: &[u8],
+    encoding: FieldEncoding,
+    validation: crate::options::Validation,
+    context: &'static str,
+    out: &mut Vec<G1Affine>,
+) -> Result<()> {
+    let point_bytes = encoding.point_bytes();
+    if !bytes.len().is_multiple_of(point_bytes) {
+        return Err(Error::InvalidPoint { context });
+    }
+    out.try_reserve(bytes.len() / point_bytes)
+        .map_err(|_| Error::OutOfMemory {
+            what: context,
+            bytes: bytes.len() as u64 * 2,
+        })?;
+    let invalid = AtomicBool::new(false);
+    out.par_extend(bytes.par_chunks_exact(point_bytes).map(|chunk| {
+        crate::field::decode_g1(chunk, encoding, validation, context).unwrap_or_else(|_| {
+            invalid.store(true, Ordering::Relaxed);
+            G1Affine::identity()
+        })
+    }));
+    if invalid.load(Ordering::Relaxed) {
+        return Err(Error::InvalidPoint { context });
+    }
+    Ok(())
+}
+
+/// Reads one G2 point; checked (unless trusted, for raw points): on the curve and in the
+/// prime-order subgroup (BN254's G2 has a cofactor).
+///
+/// # Errors
+///
+/// [`Error::Truncated`], [`Error::InvalidPoint`].
+pub fn read_g2(
+    reader: &mut PayloadReader<'_>,
+    encoding: FieldEncoding,
+    validation: crate::options::Validation,
+    context: &'static str,
+) -> Result<G2Affine> {
+    let point = match encoding {
+        FieldEncoding::Raw => {
+            let bytes = reader.read_array::<G2_RAW_BYTES>(context)?;
+            match validation {
+                crate::options::Validation::Trusted => G2Affine::from_raw_bytes_unchecked(&bytes),
+                crate::options::Validation::Checked => {
+                    G2Affine::from_raw_bytes(&bytes).ok_or(Error::InvalidPoint { context })?
+                }
+            }
+        }
+        FieldEncoding::Canonical => {
+            let bytes = reader.read_array::<G2_COMPRESSED_BYTES>(context)?;
+            let mut repr = <G2Affine as GroupEncoding>::Repr::default();
+            repr.as_mut().copy_from_slice(&bytes);
+            Option::from(G2Affine::from_bytes(&repr)).ok_or(Error::InvalidPoint { context })?
+        }
+    };
+    let check =
+        validation == crate::options::Validation::Checked || encoding == FieldEncoding::Canonical;
+    if check && !bool::from(point.to_curve().is_torsion_free()) {
+        return Err(Error::InvalidPoint { context });
+    }
+    Ok(point)
+}
+
+/// Reads parameters in halo2's layout (`k`, `g`, `g_lagrange`, `g2`, `s_g2`): `k` is checked
+/// with `check_k` before anything `2^k`-sized, and the payload must hold every point.
+///
+/// # Errors
+///
+/// `check_k`'s, and those of [`read_g1_points`] and [`read_g2`].
+pub fn read_params(
+    reader: &mut PayloadReader<'_>,
+    encoding: FieldEncoding,
+    validation: crate::options::Validation,
+    check_k: impl FnOnce(u32) -> Result<()>,
+) -> Result<Params> {
+    let k = reader.read_u32_le("parameters k")?;
+    check_k(k)?;
+    let n = rows(k);
+    let g2_bytes = match encoding {
+        FieldEncoding::Raw => G2_RAW_BYTES,
+        FieldEncoding::Canonical => G2_COMPRESSED_BYTES,
+    };
+    reader.ensure_available(
+        2 * n as u128 * encoding.point_bytes() as u128 + 2 * g2_bytes as u128,
+        "parameters",
+    )?;
+    let g = read_g1_points(reader, n, encoding, validation, "parameters g")?;
+    let g_lagrange = read_g1_points(reader, n, encoding, validation, "parameters g_lagrange")?;
+    let g2 = read_g2(reader, encoding, validation, "parameters g2")?;
+    let s_g2 = read_g2(reader, encoding, validation, "parameters s_g2")?;
+    assemble_params(ParamsParts {
+        k,
+        g,
+        g_lagrange,
+        g2,
+        s_g2,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Validation;
+
+    fn small() -> Params {
+        use rand::SeedableRng;
+        Params::setup(5, rand::rngs::StdRng::seed_from_u64(7))
+    }
+
+    fn halo2_bytes(params: &Params, format: SerdeFormat) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        params.write_custom(&mut bytes, format).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn halo2s_layout_round_trips_in_both_encodings() {
+        let params = small();
+        for encoding in [FieldEncoding::Raw, FieldEncoding::Canonical] {
+            let mut written = Vec::new();
+            write_params(&params, encoding, &mut written).unwrap();
+            assert_eq!(written, halo2_bytes(&params, serde_format(encoding)));
+            for validation in [Validation::Checked, Validation::Trusted] {
+                let mut reader = PayloadReader::from_slice(&written);
+                let back = read_params(&mut reader, encoding, validation, |_| Ok(())).unwrap();
+                assert_eq!(reader.remaining(), 0);
+                assert_eq!(
+                    halo2_bytes(&back, SerdeFormat::RawBytes),
+                    halo2_bytes(&params, SerdeFormat::RawBytes)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn points_off_the_curve_and_outside_g2s_subgroup_are_refused() {
+        use halo2_proofs::arithmetic::CurveAffine;
+        use halo2_proofs::halo2curves::ff::Field;
+        let params = small();
+        let mut bytes = halo2_bytes(&params, SerdeFormat::RawBytes);
+        // The y coordinate of g[3] changed: off the curve.
+        bytes[4 + 3 * 64 + 40] ^= 1;
+        let mut reader = PayloadReader::from_slice(&bytes);
+        let refused = read_params(&mut reader, FieldEncoding::Raw, Validation::Checked, |_| {
+            Ok(())
+        });
+        assert!(
+            matches!(refused, Err(Error::InvalidPoint { .. })),
+            "{refused:?}"
+        );
+        let mut reader = PayloadReader::from_slice(&bytes);
+        assert!(read_params(
+            &mut reader,
+            FieldEncoding::Raw,
+            Validation::Trusted,
+            |_| Ok(())
+        )
+        .is_ok());
+        // A G2 point on the twist but outside the prime-order subgroup.
+        let outside = (0u64..)
+            .find_map(|x| {
+                use halo2curves::bn256::Fq2;
+                let x = Fq2::new(
+                    halo2curves::bn256::Fq::from(x),
+                    halo2curves::bn256::Fq::one(),
+                );
+                let y2 = x.square() * x + G2Affine::b();
+                Option::<Fq2>::from(y2.sqrt())
+                    .map(|y| G2Affine { x, y })
+                    .filter(|p| !bool::from(p.to_curve().is_torsion_free()))
+            })
+            .unwrap();
+        let mut bytes = halo2_bytes(&params, SerdeFormat::RawBytes);
+        let end = bytes.len();
+        bytes[end - G2_RAW_BYTES..].copy_from_slice(&outside.to_raw_bytes());
+        let mut reader = PayloadReader::from_slice(&bytes);
+        let refused = read_params(&mut reader, FieldEncoding::Raw, Validation::Checked, |_| {
+            Ok(())
+        });
+        assert!(
+            matches!(
+                refused,
+                Err(Error::InvalidPoint {
+                    context: "parameters s_g2"
+                })
+            ),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn downsizing_matches_halo2_and_refuses_growing() {
+        let params = small();
+        let mut expected = small();
+        expected.downsize(3);
+        let down = downsize(params, 3).unwrap();
+        assert_eq!(
+            halo2_bytes(&down, SerdeFormat::RawBytes),
+            halo2_bytes(&expected, SerdeFormat::RawBytes)
+        );
+        assert!(matches!(downsize(small(), 6), Err(Error::KMismatch { .. })));
+    }
+}
