@@ -121,7 +121,11 @@ impl KeyCodec for BincodeCodec {
                     context.assemble_pk(vk, pk)
                 }),
         }?;
-        // Bytes the local buffer read ahead but bincode did not consume are left over.
+        // Bytes the local buffer read ahead but bincode did not consume are left over, unless
+        // the payload continues (a verifying key read from a proving key's payload).
+        if context.payload_kind != context.kind {
+            return Ok(key);
+        }
         match reader.buffer().len() {
             0 => Ok(key),
             count => Err(Error::TrailingBytes {

@@ -203,8 +203,11 @@ impl Item {
 /// What a decoder is told besides the payload bytes.
 #[derive(Debug)]
 pub struct DecodeContext {
-    /// The kind requested (and recorded in the header).
+    /// The kind requested.
     pub kind: KeyKind,
+    /// The kind the payload holds (the header's): [`KeyKind::Proving`] when a verifying key is
+    /// read from a proving key's payload, which then continues after it.
+    pub payload_kind: KeyKind,
     /// The codec's wire mode recorded in the header: one of the codec's
     /// [`KeyCodec::wire_modes`].
     pub mode: WireMode,

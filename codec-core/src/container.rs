@@ -88,6 +88,29 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
     Ok(digest)
 }
 
+/// What a load asks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request {
+    /// The kind wanted.
+    pub(crate) kind: KeyKind,
+    /// A verifying key may be read from a proving key's container (its prefix: the
+    /// polynomials are not decoded).
+    pub(crate) from_proving_key: bool,
+    /// Compute the digest (it is computed anyway when the options pin one).
+    pub(crate) digest: bool,
+}
+
+impl Request {
+    /// `kind`, from a container of that kind.
+    pub(crate) fn of(kind: KeyKind) -> Self {
+        Request {
+            kind,
+            from_proving_key: false,
+            digest: false,
+        }
+    }
+}
+
 /// What a container held and, when the load computed it, its digest.
 pub(crate) struct Decoded {
     pub(crate) item: Item,
@@ -108,12 +131,16 @@ pub(crate) struct Decoded {
 /// `None` for parameters (the header's fingerprint must be [`Fingerprint::NONE`]).
 pub(crate) fn read<K: KeyCodec + ?Sized>(
     codec: &K,
-    kind: KeyKind,
+    request: Request,
     cs: Option<ConstraintSystem<Fr>>,
     input: Input<'_>,
     options: &LoadOptions,
-    digest: bool,
 ) -> Result<Decoded> {
+    let Request {
+        kind,
+        from_proving_key,
+        digest,
+    } = request;
     // Bytes in memory cannot change while they are read: their checksum is verified before
     // decoding, which refuses a damaged payload without decoding it. Every other source is
     // hashed as the decoder reads it.
@@ -148,7 +175,9 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     reader.read_exact(rest, "container header")?;
     let header = Header::from_bytes(&header_bytes)?;
     let fingerprint = cs.as_ref().map_or(Fingerprint::NONE, fingerprint_of);
-    let mode = check_header(codec, kind, &header, fingerprint, options)?;
+    let prefix = from_proving_key && kind == KeyKind::Verifying && header.kind == KeyKind::Proving;
+    let expected_kind = if prefix { KeyKind::Proving } else { kind };
+    let mode = check_header(codec, expected_kind, &header, fingerprint, options)?;
     if let Some(total) = total {
         check_length(&header, total - header_len as u64)?;
     }
@@ -163,6 +192,7 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     let mut payload = reader.narrow(header.payload_len, total.is_some(), hash_while_reading)?;
     let context = DecodeContext {
         kind,
+        payload_kind: header.kind,
         mode,
         k: Some(header.k),
         validation: codec.effective_validation(mode, options.validation),
@@ -181,7 +211,18 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
             codec.decode(&mut payload, &context).map(Item::Key)
         }
     };
-    let item = settle(decoded, &mut payload, &header, hash_while_reading)?;
+    let item = if prefix {
+        // A pin authenticates the verifying key by itself: the polynomials need not be read.
+        let pinned = options.expected_digest.is_some() || options.expected_transcript.is_some();
+        settle_prefix(
+            decoded,
+            &mut payload,
+            &header,
+            hash_while_reading && !pinned,
+        )?
+    } else {
+        settle(decoded, &mut payload, &header, hash_while_reading)?
+    };
     if item.kind() != kind {
         return Err(Error::Internal(format!(
             "the {} decoder returned {} for {kind}",
@@ -192,8 +233,10 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     if let Item::Key(key) = &item {
         check_transcript(key, options)?;
     }
+    // A prefix's digest is the verifying key's; the header records the proving key's.
+    let recorded = if prefix { None } else { header.digest };
     let digest = digest
-        .then(|| check_digest(&item, payload.recorded_polynomials(), &header, options))
+        .then(|| check_digest(&item, payload.recorded_polynomials(), recorded, options))
         .transpose()?;
     Ok(Decoded { item, digest })
 }
@@ -216,20 +259,20 @@ fn check_transcript(key: &Key, options: &LoadOptions) -> Result<()> {
 /// The digest, checked against what the header records and against the pin.
 fn check_digest(
     item: &Item,
-    recorded: Option<Vec<[u8; 32]>>,
-    header: &Header,
+    polynomials: Option<Vec<[u8; 32]>>,
+    recorded: Option<KeyDigest>,
     options: &LoadOptions,
 ) -> Result<KeyDigest> {
     let found = match item {
-        Item::Key(key) => digest::of_decoded(key, recorded)?,
-        Item::Params(params) => digest::of_params(params, recorded)?,
+        Item::Key(key) => digest::of_decoded(key, polynomials)?,
+        Item::Params(params) => digest::of_params(params, polynomials)?,
     };
     if let Some(expected) = options.expected_digest {
         if found != expected {
             return Err(Error::DigestMismatch { expected, found });
         }
     }
-    if let Some(recorded) = header.digest {
+    if let Some(recorded) = recorded {
         if found != recorded {
             return Err(Error::RecordedDigestMismatch { recorded, found });
         }
@@ -247,33 +290,67 @@ fn settle<T>(
     header: &Header,
     verify: bool,
 ) -> Result<T> {
+    let value = explained(decoded, payload, header, verify)?;
     let left = payload.remaining();
-    let explain = |payload: &mut PayloadReader<'_>| -> Result<()> {
-        match payload.digest_afresh() {
-            Some(found) if verify => verify_checksum(header, found),
-            _ => Ok(()),
-        }
-    };
+    if left > 0 {
+        explain(payload, header, verify)?;
+        return Err(Error::TrailingBytes { count: left });
+    }
+    if verify {
+        let found = payload.digest().ok_or_else(|| {
+            Error::Internal("the payload was decoded but its checksum was lost".into())
+        })?;
+        verify_checksum(header, found)?;
+    }
+    Ok(value)
+}
+
+/// As [`settle`], for a verifying key read from a proving key's container: the rest of the
+/// payload (the polynomials) is left unread, or, when `verify` is set, read and hashed
+/// without being decoded, so that the checksum covers the whole payload as always.
+fn settle_prefix<T>(
+    decoded: Result<T>,
+    payload: &mut PayloadReader<'_>,
+    header: &Header,
+    verify: bool,
+) -> Result<T> {
+    let value = explained(decoded, payload, header, verify)?;
+    if verify {
+        let found = payload.digest_afresh_from_here().ok_or(Error::Truncated {
+            context: "the proving key's polynomials",
+        })?;
+        verify_checksum(header, found)?;
+    }
+    Ok(value)
+}
+
+/// A decoder's outcome, with a decode error reported as the checksum mismatch that explains
+/// it when there is one. An I/O failure of the source says nothing about the bytes.
+fn explained<T>(
+    decoded: Result<T>,
+    payload: &mut PayloadReader<'_>,
+    header: &Header,
+    verify: bool,
+) -> Result<T> {
     match decoded {
-        // The source failed: nothing to say about the bytes.
         Err(err @ Error::Io { .. }) => Err(err),
         Err(err) => {
-            explain(payload)?;
+            explain(payload, header, verify)?;
             Err(err)
         }
-        Ok(_) if left > 0 => {
-            explain(payload)?;
-            Err(Error::TrailingBytes { count: left })
-        }
-        Ok(key) => {
-            if verify {
-                let found = payload.digest().ok_or_else(|| {
-                    Error::Internal("the payload was decoded but its checksum was lost".into())
-                })?;
-                verify_checksum(header, found)?;
-            }
-            Ok(key)
-        }
+        ok => ok,
+    }
+}
+
+/// Fails with the checksum mismatch, when verifying and the payload's checksum (hashed
+/// afresh) is not the recorded one.
+fn explain(payload: &mut PayloadReader<'_>, header: &Header, verify: bool) -> Result<()> {
+    if !verify {
+        return Ok(());
+    }
+    match payload.digest_afresh() {
+        Some(found) => verify_checksum(header, found),
+        None => Ok(()),
     }
 }
 

@@ -5,12 +5,12 @@ use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::Path;
 
-use halo2_proofs::plonk::Circuit;
-use halo2curves::bn256::Fr;
+use halo2_proofs::plonk::{Circuit, VerifyingKey};
+use halo2curves::bn256::{Fr, G1Affine};
 
 use crate::circuit::{configure, fingerprint};
 use crate::codec::{HaloKey, Item, ItemRef, KeyCodec};
-use crate::container::{self, Decoded, Input};
+use crate::container::{self, Decoded, Input, Request};
 use crate::error::{Error, IoContext, Result};
 use crate::file::save_atomic;
 use crate::ids::KeyDigest;
@@ -88,24 +88,15 @@ pub trait KeyCodecExt: KeyCodec {
     ///
     /// As [`KeyCodecExt::load`].
     fn load_params(&self, path: &Path, options: &LoadOptions) -> Result<Params> {
-        let load = || {
-            let file = File::open(path).during("open")?;
-            let len = file.metadata().during("read the metadata of")?.len();
-            let input = Input::At {
-                source: &file,
-                len,
-                buffer: options.buffers.file_read_capacity(),
-            };
+        with_file(path, options, |input| {
             into_params(container::read(
                 self,
-                KeyKind::Params,
+                Request::of(KeyKind::Params),
                 None,
                 input,
                 options,
-                false,
             )?)
-        };
-        load().map_err(|err: Error| err.at_path(path))
+        })
     }
 
     /// Decodes KZG parameters from a container held in memory.
@@ -116,11 +107,10 @@ pub trait KeyCodecExt: KeyCodec {
     fn read_params_slice(&self, bytes: &[u8], options: &LoadOptions) -> Result<Params> {
         into_params(container::read(
             self,
-            KeyKind::Params,
+            Request::of(KeyKind::Params),
             None,
             Input::Memory(bytes),
             options,
-            false,
         )?)
     }
 
@@ -141,7 +131,8 @@ pub trait KeyCodecExt: KeyCodec {
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> Result<K> {
-        load_file::<C, K>(self, path, circuit_params, options, false).map(|(key, _)| key)
+        load_file::<C, K>(self, path, circuit_params, options, Request::of(K::KIND))
+            .map(|(key, _)| key)
     }
 
     /// Loads a key from `path` as [`KeyCodecExt::load`] does, and returns its digest too
@@ -157,9 +148,38 @@ pub trait KeyCodecExt: KeyCodec {
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> Result<(K, KeyDigest)> {
-        let (key, digest) = load_file::<C, K>(self, path, circuit_params, options, true)?;
+        let request = Request {
+            digest: true,
+            ..Request::of(K::KIND)
+        };
+        let (key, digest) = load_file::<C, K>(self, path, circuit_params, options, request)?;
         let digest = digest.ok_or_else(|| Error::Internal("the digest was not computed".into()))?;
         Ok((key, digest))
+    }
+
+    /// Loads a verifying key from `path`, which holds either a verifying key or a proving key:
+    /// from a proving key's container only its verifying key is decoded (a verifier needs
+    /// nothing else), and its polynomials are not read when a pin
+    /// ([`LoadOptions::expected_transcript`], or [`LoadOptions::expected_digest`] with the
+    /// verifying key's digest) authenticates the verifying key, or when
+    /// [`LoadOptions::integrity`] skips the checksum; otherwise they are read and hashed, not
+    /// decoded, so that the whole payload's checksum is verified as always.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::load`].
+    fn load_verifying_key<C: Circuit<Fr>>(
+        &self,
+        path: &Path,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<VerifyingKey<G1Affine>> {
+        let request = Request {
+            from_proving_key: true,
+            ..Request::of(KeyKind::Verifying)
+        };
+        load_file::<C, VerifyingKey<G1Affine>>(self, path, circuit_params, options, request)
+            .map(|(vk, _)| vk)
     }
 
     /// Writes a container (header and payload) at the writer's current position; returns the
@@ -210,11 +230,10 @@ pub trait KeyCodecExt: KeyCodec {
         let cs = configure::<C>(circuit_params);
         let decoded = container::read(
             self,
-            K::KIND,
+            Request::of(K::KIND),
             Some(cs),
             Input::Stream(reader),
             options,
-            false,
         )?;
         into_key(decoded)
     }
@@ -234,11 +253,10 @@ pub trait KeyCodecExt: KeyCodec {
         let cs = configure::<C>(circuit_params);
         let decoded = container::read(
             self,
-            K::KIND,
+            Request::of(K::KIND),
             Some(cs),
             Input::Memory(bytes),
             options,
-            false,
         )?;
         into_key(decoded)
     }
@@ -262,26 +280,37 @@ fn into_params(decoded: Decoded) -> Result<Params> {
     }
 }
 
-/// Loads a file; the digest when `digest` is set or the options pin one.
+/// Opens `path` and reads it as a positioned source (small reads through a buffer of the
+/// options' capacity); errors name the path.
+fn with_file<T>(
+    path: &Path,
+    options: &LoadOptions,
+    read: impl FnOnce(Input<'_>) -> Result<T>,
+) -> Result<T> {
+    let open = || {
+        let file = File::open(path).during("open")?;
+        let len = file.metadata().during("read the metadata of")?.len();
+        read(Input::At {
+            source: &file,
+            len,
+            buffer: options.buffers.file_read_capacity(),
+        })
+    };
+    open().map_err(|err: Error| err.at_path(path))
+}
+
+/// Loads a key from a file as `request` asks; its digest when computed.
 fn load_file<C: Circuit<Fr>, K: HaloKey>(
     codec: &(impl KeyCodec + ?Sized),
     path: &Path,
     circuit_params: C::Params,
     options: &LoadOptions,
-    digest: bool,
+    request: Request,
 ) -> Result<(K, Option<KeyDigest>)> {
-    let load = || {
-        let file = File::open(path).during("open")?;
-        let len = file.metadata().during("read the metadata of")?.len();
-        let input = Input::At {
-            source: &file,
-            len,
-            buffer: options.buffers.file_read_capacity(),
-        };
+    with_file(path, options, |input| {
         let cs = configure::<C>(circuit_params);
-        let decoded = container::read(codec, K::KIND, Some(cs), input, options, digest)?;
+        let decoded = container::read(codec, request, Some(cs), input, options)?;
         let digest = decoded.digest;
         Ok((into_key(decoded)?, digest))
-    };
-    load().map_err(|err: Error| err.at_path(path))
+    })
 }

@@ -261,6 +261,14 @@ impl<'a> PayloadReader<'a> {
         self.length_verified
     }
 
+    /// Reads what is left of the payload without handing it out (hashing it when hashing),
+    /// then returns the digest of the whole payload, as [`PayloadReader::digest`]; `None` if
+    /// the rest cannot be read.
+    pub(crate) fn digest_afresh_from_here(&mut self) -> Option<u64> {
+        io::copy(self, &mut io::sink()).ok()?;
+        self.digest()
+    }
+
     /// Bytes of the payload not yet read.
     pub fn remaining(&self) -> u64 {
         self.remaining

@@ -197,6 +197,7 @@ impl RawBytesCodec {
     fn params_context(&self, options: &LoadOptions) -> DecodeContext {
         DecodeContext {
             kind: KeyKind::Params,
+            payload_kind: KeyKind::Params,
             mode: self.wire_mode(),
             k: options.expected_k,
             validation: self.effective_validation(self.wire_mode(), options.validation),
@@ -213,6 +214,7 @@ impl RawBytesCodec {
     ) -> DecodeContext {
         DecodeContext {
             kind,
+            payload_kind: kind,
             mode: self.wire_mode(),
             k: options.expected_k,
             validation: self.effective_validation(self.wire_mode(), options.validation),

@@ -67,6 +67,7 @@ fn a_payload_shorter_than_the_polynomials_is_refused_before_reading() {
     let vk = standard_plonk().vk();
     let context = DecodeContext {
         kind: KeyKind::Proving,
+        payload_kind: KeyKind::Proving,
         mode: WireMode::new(0, "test"),
         k: Some(STANDARD_PLONK_K),
         validation: Validation::Checked,

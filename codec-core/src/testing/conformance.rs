@@ -46,6 +46,7 @@ macro_rules! conformance_tests {
             huge_declared_payload_is_refused,
             failed_save_keeps_previous_file,
             pinned_loads_check_the_key_digest_from_every_source,
+            a_verifying_key_loads_from_a_proving_keys_file,
             a_forged_recorded_digest_is_refused_when_the_digest_is_computed
         );
         #[cfg(unix)]
@@ -601,6 +602,15 @@ impl std::io::Read for ChangingFile {
 }
 
 #[cfg(unix)]
+/// A proving key, its digest computed (its pieces hashed as they are read).
+#[cfg(unix)]
+fn digest_request() -> crate::container::Request {
+    crate::container::Request {
+        digest: true,
+        ..crate::container::Request::of(crate::ids::KeyKind::Proving)
+    }
+}
+
 /// Loads `path` while it changes at its `change_at`-th read; returns the outcome and how
 /// many reads the load made.
 fn load_while_changing<K: KeyCodec + ?Sized>(
@@ -629,25 +639,11 @@ fn load_while_changing<K: KeyCodec + ?Sized>(
                 buffer: options.buffers.file_read_capacity(),
             };
             // The key's digest is computed too: its pieces are hashed as they are read.
-            crate::container::read(
-                codec,
-                crate::ids::KeyKind::Proving,
-                Some(cs.clone()),
-                input,
-                options,
-                true,
-            )
+            crate::container::read(codec, digest_request(), Some(cs.clone()), input, options)
         }
         Mode::Stream => {
             let input = crate::container::Input::Stream(&mut file);
-            crate::container::read(
-                codec,
-                crate::ids::KeyKind::Proving,
-                Some(cs.clone()),
-                input,
-                options,
-                true,
-            )
+            crate::container::read(codec, digest_request(), Some(cs.clone()), input, options)
         }
     }
     .and_then(|decoded| match decoded.item {
@@ -837,6 +833,64 @@ pub fn pinned_loads_check_the_key_digest_from_every_source<K: KeyCodec + ?Sized>
         "{:?}",
         refused.err()
     );
+}
+
+/// [`KeyCodecExt::load_verifying_key`] reads a verifying key from a proving key's container:
+/// the verifying key equals the original, a damaged polynomial region is refused by the
+/// checksum unless a pin authenticates the verifying key (then the polynomials are not
+/// read) or integrity is skipped, and a damaged verifying key is refused either way.
+pub fn a_verifying_key_loads_from_a_proving_keys_file<K: KeyCodec + ?Sized>(codec: &K) {
+    let fixture = lookup();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pk_path = dir.path().join("key.pk");
+    codec
+        .save::<LookupCircuit, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
+        .expect("save");
+    let plain = LoadOptions::default();
+    let vk = codec
+        .load_verifying_key::<LookupCircuit>(&pk_path, (), &plain)
+        .expect("vk of pk");
+    assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
+    // A verifying key's own file loads the same way.
+    let vk_path = dir.path().join("key.vk");
+    codec
+        .save::<LookupCircuit, _>(&vk_path, fixture.vk(), (), &SaveOptions::default())
+        .expect("save vk");
+    let again = codec
+        .load_verifying_key::<LookupCircuit>(&vk_path, (), &plain)
+        .expect("vk");
+    assert_eq!(vk_bytes(&again), vk_bytes(fixture.vk()));
+
+    // The last byte of the file lies after the verifying key in every layout.
+    let mut damaged = std::fs::read(&pk_path).expect("read");
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0x01;
+    let damaged_path = dir.path().join("damaged.pk");
+    std::fs::write(&damaged_path, &damaged).expect("write");
+    let refused = codec.load_verifying_key::<LookupCircuit>(&damaged_path, (), &plain);
+    assert!(
+        matches!(refused, Err(Error::PayloadChecksum { .. })),
+        "{:?}",
+        refused.err()
+    );
+    let pinned = LoadOptions {
+        expected_transcript: Some(fixture.vk().transcript_repr()),
+        ..LoadOptions::default()
+    };
+    let vk = codec
+        .load_verifying_key::<LookupCircuit>(&damaged_path, (), &pinned)
+        .expect("a pinned verifying key needs no polynomials");
+    assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
+    let skipped = LoadOptions {
+        integrity: Integrity::Skip,
+        ..LoadOptions::default()
+    };
+    codec
+        .load_verifying_key::<LookupCircuit>(&damaged_path, (), &skipped)
+        .expect("integrity skipped");
+    // A proving key is still refused from a verifying key's file.
+    let as_pk = codec.load::<LookupCircuit, Pk>(&vk_path, (), &plain);
+    assert!(matches!(as_pk, Err(Error::KindMismatch { .. })));
 }
 
 /// A header whose recorded digest is not its key's (resealed, as a forger would) loads when
