@@ -141,6 +141,15 @@ impl<'a> PayloadReader<'a> {
         }
     }
 
+    /// A reader over the first `len` bytes of `file` (checked against its length by the
+    /// caller), read as keycodec reads its own files: small reads through a buffer of
+    /// `capacity` bytes, bulk reads ([`PayloadReader::read_checked`]) at explicit offsets from
+    /// several threads, straight into the destination. For backends' imports of headerless
+    /// files.
+    pub fn from_file(file: &'a std::fs::File, len: u64, capacity: usize) -> Self {
+        PayloadReader::at(file, 0, len, capacity)
+    }
+
     /// A reader over `len` bytes of `source` from `offset`, with a buffer of `capacity` bytes
     /// for small reads; `len` was checked against the source's length.
     pub(crate) fn at(source: &'a dyn ReadAt, offset: u64, len: u64, capacity: usize) -> Self {

@@ -31,7 +31,7 @@ mod decode;
 mod encode;
 
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 use codec_core::backend_api::circuit::configure;
@@ -130,10 +130,9 @@ impl RawBytesCodec {
                     limit: options.limits.max_payload_bytes,
                 });
             }
-            let mut reader =
-                BufReader::with_capacity(options.buffers.read_capacity.as_usize(), file);
             let context = self.import_context::<C>(K::KIND, circuit_params, options);
-            let mut payload = PayloadReader::new(&mut reader, len, true);
+            let mut payload =
+                PayloadReader::from_file(&file, len, options.buffers.file_read_capacity());
             let key = self.decode(&mut payload, &context)?;
             match payload.remaining() {
                 0 => K::from_key(key),
@@ -181,10 +180,9 @@ impl RawBytesCodec {
         let import = || {
             let file = File::open(path).during("open")?;
             let len = file.metadata().during("read the metadata of")?.len();
-            let mut reader =
-                BufReader::with_capacity(options.buffers.read_capacity.as_usize(), file);
             let context = self.params_context(options);
-            let mut payload = PayloadReader::new(&mut reader, len, true);
+            let mut payload =
+                PayloadReader::from_file(&file, len, options.buffers.file_read_capacity());
             let params = self.decode_params(&mut payload, &context)?;
             match payload.remaining() {
                 0 => Ok(params),

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+pub mod start;
 
 pub use backend::{load_any, Backend, ParseBackendError};
 pub use codec_core::{
