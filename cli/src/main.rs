@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod params;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +22,9 @@ Examples:
   keycodec verify prover.pk --digest 4f1e…   fail unless intact and recording that digest
   keycodec digest prover.pk                  the key digest to pin in LoadOptions
   keycodec inspect --json prover.pk | jq .k
+  keycodec params import kzg_bn254_22.srs params-22.kc   check halo2's file, save a container
+  keycodec params downsize params-22.kc params-20.kc --k 20
+  keycodec params export params-22.kc kzg_bn254_22.srs --format processed
 
 Exit codes:
   0  the file is intact (and records the digest asked for)
@@ -73,6 +77,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// KZG parameters: inspect, import halo2's files, export them, downsize.
+    #[command(subcommand)]
+    Params(params::ParamsCommand),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +95,7 @@ fn main() -> ExitCode {
         Command::Digest { file, json } => {
             (*json, inspect(file).and_then(|found| digest(&found, *json)))
         }
+        Command::Params(command) => (command.json(), command.run()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -107,7 +115,7 @@ fn main() -> ExitCode {
 }
 
 /// `inspect`: the header and the payload's state, whatever they are.
-fn report(found: &Inspection, json: bool) {
+pub(crate) fn report(found: &Inspection, json: bool) {
     let header = &found.header;
     let codec_name = found.backend.map(|b| b.name());
     if json {

@@ -120,3 +120,78 @@ fn damage_is_exit_code_1_a_missing_file_3_and_a_bad_command_line_2() {
     let out = keycodec(&["frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn parameters_import_inspect_downsize_and_export() {
+    use codec_core::halo2_proofs::poly::commitment::Params as _;
+    use codec_core::halo2_proofs::SerdeFormat;
+    let params = &codec_core::testing::standard_plonk().params;
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let mut halo2 = Vec::new();
+    params
+        .write_custom(&mut halo2, SerdeFormat::RawBytes)
+        .unwrap();
+    std::fs::write(path("kzg.srs"), &halo2).unwrap();
+
+    let out = keycodec(&["params", "inspect", "--json", &path("kzg.srs")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["k"], params.k());
+    assert_eq!(json["kind"], "halo2 parameters");
+
+    let out = keycodec(&[
+        "params",
+        "import",
+        &path("kzg.srs"),
+        &path("params.kc"),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = keycodec(&["digest", &path("params.kc")]);
+    assert_eq!(text(&out.stdout).trim(), json["digest"].as_str().unwrap());
+    let out = keycodec(&["params", "inspect", &path("params.kc")]);
+    assert!(
+        text(&out.stdout).contains("KZG parameters"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let smaller = params.k() - 1;
+    let out = keycodec(&[
+        "params",
+        "downsize",
+        &path("params.kc"),
+        &path("small.kc"),
+        "--k",
+        &smaller.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = keycodec(&["inspect", "--json", &path("small.kc")]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["k"], smaller);
+
+    let out = keycodec(&[
+        "params",
+        "export",
+        &path("params.kc"),
+        &path("out.srs"),
+        "--format",
+        "processed",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut processed = Vec::new();
+    params
+        .write_custom(&mut processed, SerdeFormat::Processed)
+        .unwrap();
+    assert_eq!(std::fs::read(path("out.srs")).unwrap(), processed);
+
+    // A damaged halo2 file is refused by the import (exit code 1).
+    let mut damaged = halo2.clone();
+    damaged[4 + 64 * 3 + 40] ^= 1;
+    std::fs::write(path("bad.srs"), &damaged).unwrap();
+    let out = keycodec(&["params", "import", &path("bad.srs"), &path("bad.kc")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(!dir.path().join("bad.kc").exists());
+}

@@ -1,0 +1,255 @@
+//! `keycodec params …`: KZG parameters, in keycodec's containers and in halo2's own files.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use keycodec::halo2_proofs::poly::commitment::Params as _;
+use keycodec::halo2_proofs::SerdeFormat;
+use keycodec::start::{halo2_params_format, open_params};
+use keycodec::{KeyCodecExt, LoadOptions, Params, RawBytesCodec, SaveOptions, Validation};
+use serde_json::json;
+
+use crate::check::{inspect, Failure};
+
+/// What `keycodec params` does.
+#[derive(Subcommand, Debug)]
+pub(crate) enum ParamsCommand {
+    /// Print what a parameters file holds: a keycodec container (its header and checksum) or
+    /// a halo2 file (its k and format, from its length).
+    Inspect {
+        /// The parameters file.
+        file: PathBuf,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read halo2's parameters file (as `ParamsKZG::write_custom` writes it, in any format),
+    /// check every point, and save it as a keycodec container: every later load takes the
+    /// fast path.
+    Import {
+        /// halo2's parameters file (`kzg_bn254_22.srs`).
+        source: PathBuf,
+        /// The container to write.
+        destination: PathBuf,
+        /// Skip the points' checks (for a file you trust).
+        #[arg(long)]
+        trusted: bool,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write parameters (a container or halo2's file) as halo2's own file, for halo2's
+    /// `ParamsKZG::read_custom`.
+    Export {
+        /// The parameters file.
+        source: PathBuf,
+        /// halo2's file to write.
+        destination: PathBuf,
+        /// halo2's `SerdeFormat` to write.
+        #[arg(long, value_enum, default_value_t = Format::Raw)]
+        format: Format,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Downsize parameters to 2^k points (g truncated, g_lagrange recomputed) and save them as
+    /// a container.
+    Downsize {
+        /// The parameters file (a container or halo2's file).
+        source: PathBuf,
+        /// The container to write.
+        destination: PathBuf,
+        /// The smaller k.
+        #[arg(long)]
+        k: u32,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// halo2's `SerdeFormat`s, as the command line names them.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Format {
+    /// `RawBytes` (and `RawBytesUnchecked`): 64-byte G1 points.
+    Raw,
+    /// `Processed`: compressed points, half the size, slow to read.
+    Processed,
+}
+
+impl ParamsCommand {
+    /// Whether the output is JSON.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            ParamsCommand::Inspect { json, .. }
+            | ParamsCommand::Import { json, .. }
+            | ParamsCommand::Export { json, .. }
+            | ParamsCommand::Downsize { json, .. } => *json,
+        }
+    }
+
+    /// Runs the command.
+    pub(crate) fn run(&self) -> Result<(), Failure> {
+        match self {
+            ParamsCommand::Inspect { file, json } => inspect_params(file, *json),
+            ParamsCommand::Import {
+                source,
+                destination,
+                trusted,
+                json,
+            } => {
+                let options = LoadOptions {
+                    validation: if *trusted {
+                        Validation::Trusted
+                    } else {
+                        Validation::Checked
+                    },
+                    ..LoadOptions::default()
+                };
+                let params = phase("reading and checking", source, || {
+                    open_params(source, None, &options)
+                })?;
+                save(&params, destination, *json)
+            }
+            ParamsCommand::Export {
+                source,
+                destination,
+                format,
+                json,
+            } => {
+                let params = phase("reading", source, || {
+                    open_params(source, None, &LoadOptions::default())
+                })?;
+                let format = match format {
+                    Format::Raw => SerdeFormat::RawBytes,
+                    Format::Processed => SerdeFormat::Processed,
+                };
+                phase("writing", destination, || {
+                    let mut file =
+                        std::io::BufWriter::new(std::fs::File::create(destination).map_err(
+                            |err| keycodec::Error::io("create", err).at_path(destination),
+                        )?);
+                    RawBytesCodec::new(format).export_params(&params, &mut file)?;
+                    std::io::Write::flush(&mut file)
+                        .map_err(|err| keycodec::Error::io("write", err).at_path(destination))
+                })?;
+                report_written(destination, &params, None, *json);
+                Ok(())
+            }
+            ParamsCommand::Downsize {
+                source,
+                destination,
+                k,
+                json,
+            } => {
+                let params = phase("reading and downsizing", source, || {
+                    open_params(source, Some(*k), &LoadOptions::default())
+                })?;
+                save(&params, destination, *json)
+            }
+        }
+    }
+}
+
+/// Saves parameters as a rawbytes container and reports it.
+fn save(params: &Params, destination: &Path, json: bool) -> Result<(), Failure> {
+    let digest = phase("saving", destination, || {
+        RawBytesCodec::default().save_params(destination, params, &SaveOptions::default())
+    })?;
+    report_written(destination, params, Some(digest), json);
+    Ok(())
+}
+
+fn report_written(path: &Path, params: &Params, digest: Option<keycodec::KeyDigest>, json: bool) {
+    if json {
+        println!(
+            "{}",
+            json!({
+                "ok": true,
+                "file": path.display().to_string(),
+                "k": params.k(),
+                "digest": digest.map(|d| d.to_string()),
+            })
+        );
+    } else {
+        match digest {
+            Some(digest) => println!(
+                "{}: parameters for k = {}, digest {digest}",
+                path.display(),
+                params.k()
+            ),
+            None => println!("{}: parameters for k = {}", path.display(), params.k()),
+        }
+    }
+}
+
+/// `params inspect`: a container's header, or a halo2 file's k and format.
+fn inspect_params(file: &Path, json: bool) -> Result<(), Failure> {
+    match inspect(file) {
+        Ok(found) => {
+            crate::report(&found, json);
+            Ok(())
+        }
+        Err(Failure::Check(_)) => {
+            let format = halo2_params_format(file).map_err(failure)?;
+            let len = std::fs::metadata(file)
+                .map_err(|err| Failure::Io(format!("could not read {}: {err}", file.display())))?
+                .len();
+            let k = {
+                use std::io::Read;
+                let mut k = [0u8; 4];
+                std::fs::File::open(file)
+                    .and_then(|mut f| f.read_exact(&mut k))
+                    .map_err(|err| {
+                        Failure::Io(format!("could not read {}: {err}", file.display()))
+                    })?;
+                u32::from_le_bytes(k)
+            };
+            let format = match format {
+                SerdeFormat::Processed => "Processed (compressed points)",
+                _ => "RawBytes (uncompressed points)",
+            };
+            if json {
+                println!(
+                    "{}",
+                    json!({ "file": file.display().to_string(), "kind": "halo2 parameters", "k": k, "format": format, "file_bytes": len })
+                );
+            } else {
+                println!(
+                    "{}: halo2 parameters file (no container), k = {k}, {format}, {len} bytes",
+                    file.display()
+                );
+                println!("  `keycodec params import` checks it and saves it as a container");
+            }
+            Ok(())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// Runs `work` with a spinner naming it and the file (on a terminal).
+fn phase<T>(
+    what: &str,
+    file: &Path,
+    work: impl FnOnce() -> keycodec::Result<T>,
+) -> Result<T, Failure> {
+    let spinner = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    spinner.set_message(format!("{what} {}", file.display()));
+    spinner.enable_steady_tick(Duration::from_millis(120));
+    let result = work();
+    spinner.finish_and_clear();
+    result.map_err(failure)
+}
+
+/// A library error, by what the exit code says.
+pub(crate) fn failure(err: keycodec::Error) -> Failure {
+    match err {
+        keycodec::Error::Io { .. } => Failure::Io(err.to_string()),
+        other => Failure::Check(other.to_string()),
+    }
+}
