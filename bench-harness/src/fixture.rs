@@ -138,7 +138,13 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture, S
     })
 }
 
-fn load_or_build_params(cache_dir: &Path, k: u32) -> Result<ParamsKZG<Bn256>, String> {
+/// Loads the cached KZG parameters for `k` (those the key was generated with), or builds
+/// (and caches) them.
+///
+/// # Errors
+///
+/// I/O errors writing the cache.
+pub fn load_or_build_params(cache_dir: &Path, k: u32) -> Result<ParamsKZG<Bn256>, String> {
     let path = params_cache_path(cache_dir, k);
     if let Some(params) = read_params(&path, k) {
         return Ok(params);

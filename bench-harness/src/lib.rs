@@ -1,12 +1,19 @@
-//! The keycodec benchmark harness: which backend and buffer should I use for my keys, on
-//! this machine?
+//! The keycodec benchmark harness: which backend should I use for my keys and parameters,
+//! on this machine, and how close does it come to what the machine allows?
 //!
 //! `cargo run --release -p bench-harness` builds (or loads from its cache) the seed's
-//! StandardPlonk proving key at k = 22, saves and loads it with every backend and mode at
-//! buffers of 1 KiB, 8 KiB, 1 MiB and 1 GiB, alongside halo2's own `pk.write` /
-//! `ProvingKey::read` (`halo2-native`), checks every loaded key against the original, and
-//! reports medians next to the machine's own bulk write and read of the same number of bytes,
-//! measured in the same run.
+//! StandardPlonk proving key and its KZG parameters at k = 22, then, run after run, writes
+//! every file and times every load in an order rotated each run: the proving key with every
+//! backend (checked, trusted, pinned), the parameters with every backend that stores them,
+//! a prover's cold start (parameters + key), halo2's own readers for each, and the **floor**
+//! of each kind (the file read into fresh memory over every core, with the key's evaluation
+//! domain built on another thread: what any loader must at least do). Every loaded artifact
+//! is compared with the original. The table reports, per row, the median, the fastest run
+//! and the spread, and ratios to the floor and to halo2's reader taken run by run (paired),
+//! so that a slow moment of the shared machine moves both sides of a ratio. The default
+//! run (one buffer, each backend's default layout, three runs) gives a first table in a few
+//! minutes; `--full` is the sweep (every layout, four buffers, five runs, halo2's
+//! compressed parameters, the import of those and the downsize).
 //!
 //! # JSON schema (`--json PATH`)
 //!
@@ -14,31 +21,41 @@
 //! {
 //!   "circuit": "standard-plonk" | "dense",
 //!   "k": u32,                          // the key has 2^k rows
-//!   "repeat": usize,                   // runs per median
+//!   "repeat": usize,                   // runs per row
+//!   "full": bool,                      // --full
 //!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
 //!   "replace": bool,                   // saves replaced the previous run's file
 //!   "fixture": { "origin": str, "seconds": f64, "key_memory_bytes": u64,
 //!                "digest_s": f64, "domain_memory_bytes": u64 | null },
-//!   "limits": {                        // the machine, same run, same byte count
-//!     "bytes": u64,                    // = the largest key file
+//!   "limits": {                        // the machine, same run, the largest key file's size
+//!     "bytes": u64,
 //!     "bulk_write_s": f64, "bulk_read_s": f64,
 //!     "bulk_read_parallel_s": f64,     // the same read split over every core (pread)
 //!     "bulk_read_populated_s": f64, "populate_s": f64,
-//!     "checksum_s": f64                // XXH3-64 of `bytes` in memory: integrity's cost
+//!     "checksum_s": f64                // XXH3-64 of `bytes` in memory
 //!   },
 //!   "rows": [{
-//!     "backend": str, "mode": str,     // the file layout (wire mode)
-//!     "validation": "checked" | "trusted" | "pinned",  // pinned: checked, digest pinned
+//!     "kind": "pk" | "params" | "cold-start",
+//!     "backend": str,                  // a keycodec backend, "halo2-native" or "floor"
+//!     "mode": str,                     // the file layout (wire mode)
+//!     "validation": "checked" | "trusted" | "pinned" | "-",  // pinned: checked + digest pin
 //!     "buffer_bytes": u64,
-//!     "write_s": f64, "read_s": f64,   // medians; rows of one file share write_s
-//!     "write_runs": [f64], "read_runs": [f64],
-//!     "file_bytes": u64, "write_gbps": f64, "read_gbps": f64,
-//!     "write_vs_bulk": f64,            // write_s / bulk_write_s
-//!     "read_vs_bulk": f64,             // read_s / bulk_read_s (fresh memory)
-//!     "read_vs_bulk_parallel": f64,    // read_s / bulk_read_parallel_s
-//!     "read_vs_bulk_populated": f64,   // read_s / bulk_read_populated_s
+//!     "write_s": f64 | null,           // median; null for rows that read several files
+//!     "write_runs": [f64],
+//!     "read_s": f64,                   // median
+//!     "read_min_s": f64, "read_spread": f64,   // fastest run; (max - min) / median
+//!     "read_runs": [f64],
+//!     "file_bytes": u64,               // every file the row reads
+//!     "write_gbps": f64 | null, "read_gbps": f64,
+//!     "read_vs_floor": f64 | null,     // median over runs of read / floor's read, same run
+//!     "speedup_vs_halo2": f64 | null,  // median over runs of halo2's read / this read
+//!     "vs_halo2": { "backend", "mode", "validation" } | null,  // the row compared with
+//!     "write_vs_bulk": f64 | null,     // proving-key rows: write_s / bulk_write_s
+//!     "read_vs_bulk": f64 | null,      // read_s / bulk_read_s (fresh memory)
+//!     "read_vs_bulk_parallel": f64 | null,
+//!     "read_vs_bulk_populated": f64 | null,
 //!     "peak_rss_bytes": u64 | null,    // rise of resident memory during the load (max of runs)
-//!     "verified": bool                 // every load equal to the original key
+//!     "verified": bool                 // every load equal to the original
 //!   }],
 //!   "harness_peak_rss_bytes": u64 | null
 //! }
@@ -49,7 +66,9 @@
 pub mod fixture;
 pub mod measure;
 pub mod params;
+pub mod plan;
 pub mod report;
+pub mod stats;
 
 use std::path::PathBuf;
 
@@ -58,12 +77,18 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::Size;
 use serde::Serialize;
 
-use measure::{backend_names, groups, median, rss, Limits};
+use measure::{rss, Limits};
+use plan::{backend_names, Kind};
+use stats::{paired_ratio, rotation, Summary};
 
-/// Measure saving and loading a halo2 proving key with every keycodec backend, against
-/// halo2's own reader and the machine's bulk I/O limits.
+/// Measure saving and loading halo2 proving keys and KZG parameters with every keycodec
+/// backend, against halo2's own readers and the machine's own limits.
 #[derive(Parser, Debug, Clone)]
-#[command(version, about, long_about = None)]
+#[command(version, about, long_about = None, after_help = "\
+Examples:
+  bench-harness                               first table in a few minutes (k = 22)
+  bench-harness --full --json report.json     the whole sweep, as JSON too
+  bench-harness --k 18 --backends rawbytes,halo2-native --repeat 7")]
 pub struct Args {
     /// Circuit size: the benchmark key has 2^k rows.
     #[arg(long, default_value_t = 22)]
@@ -77,19 +102,26 @@ pub struct Args {
     pub circuit: CircuitName,
 
     /// Backends to measure, comma-separated. `halo2-native` is halo2's own pk.write /
-    /// ProvingKey::read through a BufWriter / BufReader, the seed's reference.
+    /// ProvingKey::read and ParamsKZG::write_custom / read_custom, the reference.
     #[arg(long, value_delimiter = ',', default_values_t = backend_names().into_iter().map(String::from),
           value_parser = clap::builder::PossibleValuesParser::new(backend_names()))]
     pub backends: Vec<String>,
 
+    /// The full sweep: every wire mode of every backend, buffers of 1 KiB to 1 GiB, five
+    /// runs, halo2's compressed (`Processed`) key and parameters (the parameters alone read
+    /// in over a minute at k = 22), keycodec's import of those, the downsize of the
+    /// parameters to k - 1, and a cold start per backend.
+    #[arg(long)]
+    pub full: bool,
+
     /// Buffer sizes for the BufReader / BufWriter around the file, comma-separated human
-    /// sizes (B, KiB, MiB, GiB). Memory-mapped loads (rkyv) use no read buffer.
-    #[arg(long, value_delimiter = ',', default_value = "1KiB,8KiB,1MiB,1GiB")]
+    /// sizes (B, KiB, MiB, GiB) [default: 1MiB; with --full 1KiB,8KiB,1MiB,1GiB].
+    #[arg(long, value_delimiter = ',')]
     pub buffers: Vec<Size>,
 
-    /// Runs per measurement; the table shows medians.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: usize,
+    /// Runs per row [default: 3; with --full 5].
+    #[arg(long)]
+    pub repeat: Option<usize>,
 
     /// Also write the results as JSON to this path (schema in the crate docs).
     #[arg(long)]
@@ -118,6 +150,27 @@ pub struct Args {
     pub replace: bool,
 }
 
+impl Args {
+    /// The arguments of a run with every default (`bench-harness` alone).
+    pub fn defaults() -> Self {
+        Args::parse_from(["bench-harness"])
+    }
+
+    /// The buffers measured.
+    pub fn buffer_sizes(&self) -> Vec<Size> {
+        match (self.buffers.is_empty(), self.full) {
+            (false, _) => self.buffers.clone(),
+            (true, false) => vec![Size::mib(1)],
+            (true, true) => vec![Size::kib(1), Size::kib(8), Size::mib(1), Size::gib(1)],
+        }
+    }
+
+    /// Runs per row.
+    pub fn runs(&self) -> usize {
+        self.repeat.unwrap_or(if self.full { 5 } else { 3 }).max(1)
+    }
+}
+
 /// The circuits `--circuit` takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -131,42 +184,68 @@ pub enum CircuitName {
 /// The default cache: the workspace's `target/bench-cache`.
 pub const DEFAULT_CACHE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench-cache");
 
-/// One row of the table: one backend, wire mode, validation and buffer.
+/// Which row a row is compared with.
+#[derive(Clone, Debug, Serialize)]
+pub struct RowId {
+    /// Backend name.
+    pub backend: &'static str,
+    /// File layout.
+    pub mode: &'static str,
+    /// Validation.
+    pub validation: &'static str,
+}
+
+/// One row of the table: one load of one kind, backend, wire mode, validation and buffer.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// Backend name (`rawbytes`, `bincode`, `rkyv`, `halo2-native`).
+    /// What the row loads.
+    pub kind: Kind,
+    /// Backend name (a keycodec backend, `halo2-native` or `floor`).
     pub backend: &'static str,
     /// The file layout (the backend's wire mode; halo2's `SerdeFormat` for halo2-native).
     pub mode: &'static str,
-    /// `checked` or `trusted` (halo2's `RawBytesUnchecked` is `RawBytes` trusted).
+    /// `checked`, `trusted` (halo2's `RawBytesUnchecked` is `RawBytes` trusted), `pinned`
+    /// (checked, digest pinned) or `-` (floor rows).
     pub validation: &'static str,
     /// Buffer capacity in bytes.
     pub buffer_bytes: u64,
-    /// Median save time, seconds (durable: includes `sync_all`).
-    pub write_s: f64,
-    /// Median load time, seconds.
-    pub read_s: f64,
+    /// Median save time, seconds (durable: includes `sync_all`); `None` for rows reading
+    /// several files.
+    pub write_s: Option<f64>,
     /// Every save time.
     pub write_runs: Vec<f64>,
-    /// Every load time.
+    /// Median load time, seconds.
+    pub read_s: f64,
+    /// Fastest load, seconds.
+    pub read_min_s: f64,
+    /// `(max - min) / median` of the loads.
+    pub read_spread: f64,
+    /// Every load time, in run order.
     pub read_runs: Vec<f64>,
-    /// File size in bytes.
+    /// Bytes of every file the row reads.
     pub file_bytes: u64,
     /// Save throughput, GB/s (10^9 bytes).
-    pub write_gbps: f64,
+    pub write_gbps: Option<f64>,
     /// Load throughput, GB/s.
     pub read_gbps: f64,
-    /// `write_s` over the bulk write of the same byte count.
-    pub write_vs_bulk: f64,
-    /// `read_s` over the bulk read into fresh memory.
-    pub read_vs_bulk: f64,
-    /// `read_s` over the parallel bulk read into fresh memory.
-    pub read_vs_bulk_parallel: f64,
-    /// `read_s` over the bulk read into populated memory.
-    pub read_vs_bulk_populated: f64,
+    /// Median over runs of this load over its kind's floor in the same run.
+    pub read_vs_floor: Option<f64>,
+    /// Median over runs of halo2's load ([`Row::vs_halo2`]) over this one in the same run:
+    /// how many times faster than halo2 this row is.
+    pub speedup_vs_halo2: Option<f64>,
+    /// The halo2 row of `speedup_vs_halo2`.
+    pub vs_halo2: Option<RowId>,
+    /// Proving-key rows: `write_s` over the bulk write of the same byte count.
+    pub write_vs_bulk: Option<f64>,
+    /// Proving-key rows: `read_s` over the bulk read into fresh memory.
+    pub read_vs_bulk: Option<f64>,
+    /// Proving-key rows: `read_s` over the parallel bulk read into fresh memory.
+    pub read_vs_bulk_parallel: Option<f64>,
+    /// Proving-key rows: `read_s` over the bulk read into populated memory.
+    pub read_vs_bulk_populated: Option<f64>,
     /// Rise of resident memory during the load (maximum over runs), if measurable.
     pub peak_rss_bytes: Option<u64>,
-    /// Whether every loaded key equalled the original.
+    /// Whether every load gave the original.
     pub verified: bool,
 }
 
@@ -204,8 +283,10 @@ pub struct Report {
     pub circuit: CircuitName,
     /// The key has 2^k rows.
     pub k: u32,
-    /// Runs per median.
+    /// Runs per row.
     pub repeat: usize,
+    /// `--full`.
+    pub full: bool,
     /// Cold reads.
     pub cold: Cold,
     /// Saves replaced the previous run's file (`--replace`).
@@ -232,117 +313,186 @@ pub fn run(args: &Args) -> Result<Report, String> {
     }
 }
 
+/// What the runs of one case gathered.
+#[derive(Clone, Default)]
+struct Gathered {
+    reads: Vec<f64>,
+    peak: Option<u64>,
+    verified: bool,
+}
+
 fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
     let fixture = fixture::load_or_build::<C>(&args.cache_dir, args.k)?;
+    let params = fixture::load_or_build_params(&args.cache_dir, args.k)?;
     let pk = &fixture.pk;
     let scratch = args.cache_dir.join("scratch");
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     let pin = keycodec::KeyDigest::of_pk(pk).map_err(|e| e.to_string())?;
     let digest_s = started.elapsed().as_secs_f64();
-    let groups = groups(&args.backends, Some(pin));
-    let repeat = args.repeat.max(1);
-    let steps = (groups.len() * args.buffers.len() * repeat) as u64;
+    let domain_memory_bytes = measure::domain_memory_bytes(pk);
+    let preparing = fixture::spinner("preparing the runs".to_owned());
+    let plan = plan::plan::<C>(&plan::Inputs {
+        pk,
+        pin,
+        params: &params,
+        scratch: &scratch,
+        backends: &args.backends,
+        full: args.full,
+    });
+    preparing.finish_and_clear();
+    let (buffers, repeat) = (args.buffer_sizes(), args.runs());
+    let steps = (buffers.len() * repeat * (plan.files.len() + plan.cases.len())) as u64;
     let bar = ProgressBar::new(steps).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed}, ~{eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let domain_memory_bytes = measure::domain_memory_bytes(pk);
     let mut harness_peak = rss::peak();
     let mut cold_effective = true;
     let mut rows = Vec::new();
-    for group in &groups {
-        for &buffer in &args.buffers {
-            let path = scratch.join(format!("{}-{}.key", group.backend, group.writer.mode()));
-            let mut writes = Vec::new();
-            let mut reads = vec![(Vec::new(), None::<u64>, true); group.reads.len()];
-            let mut file_bytes = 0;
-            for run in 0..repeat {
-                bar.set_message(format!(
-                    "{} {} {buffer} run {}",
-                    group.backend,
-                    group.writer.mode(),
-                    run + 1
-                ));
+    for &buffer in &buffers {
+        let mut writes = vec![Vec::new(); plan.files.len()];
+        let mut sizes = vec![0u64; plan.files.len()];
+        let mut gathered = vec![
+            Gathered {
+                verified: true,
+                ..Gathered::default()
+            };
+            plan.cases.len()
+        ];
+        for run in 0..repeat {
+            for index in rotation(plan.files.len(), run) {
+                let (Some(file), Some(times), Some(size)) = (
+                    plan.files.get(index),
+                    writes.get_mut(index),
+                    sizes.get_mut(index),
+                ) else {
+                    continue;
+                };
+                bar.set_message(format!("run {}: writing {}", run + 1, file.path.display()));
                 // Unless `--replace`, every save goes to a path with no file (see `Args`).
-                if !args.replace && path.exists() {
-                    std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+                if !args.replace && file.path.exists() {
+                    std::fs::remove_file(&file.path).map_err(|e| e.to_string())?;
                 }
-                writes.push(measure::write::<C>(group.writer, &path, pk, buffer)?);
-                file_bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
-                // The first read after a save is often slower (the kernel is still settling
-                // the file it just wrote): each run starts with another mode, so that no mode
-                // always pays it.
-                let count = group.reads.len();
-                for index in (0..count).map(|i| (i + run) % count) {
-                    let (Some((_, reader)), Some((times, peak, verified))) =
-                        (group.reads.get(index), reads.get_mut(index))
-                    else {
-                        continue;
-                    };
-                    if args.cold {
-                        // The harness's files are clean when read: every save was synced.
-                        cold_effective &= codec_core::drop_cached_pages(&path);
-                    }
-                    harness_peak = harness_peak.max(rss::peak());
-                    let measurable = rss::reset_peak();
-                    let before = rss::current();
-                    let (loaded, seconds) = measure::read::<C>(*reader, &path, args.k, buffer)?;
-                    let after = rss::peak();
-                    harness_peak = harness_peak.max(after);
-                    if let (true, Some(before), Some(after)) = (measurable, before, after) {
-                        *peak = Some(peak.unwrap_or(0).max(after.saturating_sub(before)));
-                    }
-                    *verified &= measure::keys_equal(pk, &loaded);
-                    drop(loaded);
-                    times.push(seconds);
-                }
+                times.push(file.write(buffer)?);
+                *size = std::fs::metadata(&file.path)
+                    .map_err(|e| e.to_string())?
+                    .len();
                 bar.inc(1);
             }
-            std::fs::remove_file(&path).map_err(|e| e.to_string())?;
-            for ((validation, _), (times, peak, verified)) in group.reads.iter().zip(reads) {
-                let (write_s, read_s) = (median(&writes), median(&times));
-                rows.push(Row {
-                    backend: group.backend,
-                    mode: group.writer.mode(),
-                    validation,
-                    buffer_bytes: buffer.0,
-                    write_s,
-                    read_s,
-                    write_runs: writes.clone(),
-                    read_runs: times,
-                    file_bytes,
-                    write_gbps: file_bytes as f64 / write_s / 1e9,
-                    read_gbps: file_bytes as f64 / read_s / 1e9,
-                    write_vs_bulk: f64::NAN,
-                    read_vs_bulk: f64::NAN,
-                    read_vs_bulk_parallel: f64::NAN,
-                    read_vs_bulk_populated: f64::NAN,
-                    peak_rss_bytes: peak,
-                    verified,
-                });
+            for index in rotation(plan.cases.len(), run) {
+                let (Some(case), Some(gathered)) = (plan.cases.get(index), gathered.get_mut(index))
+                else {
+                    continue;
+                };
+                bar.set_message(format!(
+                    "run {}: {} {} {} {}",
+                    run + 1,
+                    case.backend,
+                    case.mode,
+                    case.validation,
+                    buffer
+                ));
+                let paths: Vec<&std::path::Path> = case
+                    .files
+                    .iter()
+                    .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
+                    .collect();
+                if args.cold {
+                    for path in &paths {
+                        // The harness's files are clean when read: every save was synced.
+                        cold_effective &= codec_core::drop_cached_pages(path);
+                    }
+                }
+                harness_peak = harness_peak.max(rss::peak());
+                let measurable = rss::reset_peak();
+                let before = rss::current();
+                let (seconds, verified) = case.run(&paths, buffer)?;
+                let after = rss::peak();
+                harness_peak = harness_peak.max(after);
+                if let (true, Some(before), Some(after)) = (measurable, before, after) {
+                    gathered.peak =
+                        Some(gathered.peak.unwrap_or(0).max(after.saturating_sub(before)));
+                }
+                gathered.verified &= verified;
+                gathered.reads.push(seconds);
+                bar.inc(1);
             }
+        }
+        for file in &plan.files {
+            std::fs::remove_file(&file.path).map_err(|e| e.to_string())?;
+        }
+        for (case, runs) in plan.cases.iter().zip(&gathered) {
+            let reference = case
+                .reference
+                .and_then(|r| Some((plan.cases.get(r)?, gathered.get(r)?)));
+            let floor = case.floor.and_then(|f| gathered.get(f));
+            let write_runs = match case.files.as_slice() {
+                [file] if case.shows_write => writes.get(*file).cloned().unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let write_s = (!write_runs.is_empty()).then(|| stats::median(&write_runs));
+            let file_bytes = case.files.iter().filter_map(|&f| sizes.get(f)).sum::<u64>();
+            let read = Summary::of(&runs.reads);
+            rows.push(Row {
+                kind: case.kind,
+                backend: case.backend,
+                mode: case.mode,
+                validation: case.validation,
+                buffer_bytes: buffer.0,
+                write_s,
+                write_gbps: write_s.map(|s| file_bytes as f64 / s / 1e9),
+                write_runs,
+                read_s: read.median_s,
+                read_min_s: read.min_s,
+                read_spread: read.spread,
+                read_gbps: file_bytes as f64 / read.median_s / 1e9,
+                read_runs: runs.reads.clone(),
+                file_bytes,
+                read_vs_floor: floor.and_then(|floor| paired_ratio(&runs.reads, &floor.reads)),
+                speedup_vs_halo2: reference
+                    .and_then(|(_, theirs)| paired_ratio(&theirs.reads, &runs.reads)),
+                vs_halo2: reference.map(|(case, _)| RowId {
+                    backend: case.backend,
+                    mode: case.mode,
+                    validation: case.validation,
+                }),
+                write_vs_bulk: None,
+                read_vs_bulk: None,
+                read_vs_bulk_parallel: None,
+                read_vs_bulk_populated: None,
+                peak_rss_bytes: runs.peak,
+                verified: runs.verified && runs.reads.len() == repeat,
+            });
         }
     }
     bar.finish_and_clear();
+    drop(plan);
+    drop(params);
 
-    let largest = rows.iter().map(|row| row.file_bytes).max().unwrap_or(0);
+    let largest = rows
+        .iter()
+        .filter(|row| row.kind == Kind::Pk)
+        .map(|row| row.file_bytes)
+        .max()
+        .unwrap_or(0);
     let spinner = fixture::spinner(format!(
         "machine limits: bulk write and read of {largest} bytes"
     ));
     let limits = measure::machine_limits(&scratch.join("bulk.bin"), largest, repeat, args.cold)?;
     spinner.finish_and_clear();
-    for row in &mut rows {
-        row.write_vs_bulk = row.write_s / limits.bulk_write_s;
-        row.read_vs_bulk = row.read_s / limits.bulk_read_s;
-        row.read_vs_bulk_parallel = row.read_s / limits.bulk_read_parallel_s;
-        row.read_vs_bulk_populated = row.read_s / limits.bulk_read_populated_s;
+    for row in rows.iter_mut().filter(|row| row.kind == Kind::Pk) {
+        row.write_vs_bulk = row.write_s.map(|s| s / limits.bulk_write_s);
+        row.read_vs_bulk = Some(row.read_s / limits.bulk_read_s);
+        row.read_vs_bulk_parallel = Some(row.read_s / limits.bulk_read_parallel_s);
+        row.read_vs_bulk_populated = Some(row.read_s / limits.bulk_read_populated_s);
     }
     harness_peak = harness_peak.max(rss::peak());
     Ok(Report {
         circuit: args.circuit,
         k: args.k,
         repeat,
+        full: args.full,
         cold: Cold {
             requested: args.cold,
             effective: args.cold && cold_effective,

@@ -6,14 +6,17 @@ use std::path::Path;
 use std::time::Instant;
 
 use halo2_proofs::plonk::{Circuit, ProvingKey};
+use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
-use halo2curves::bn256::{Fr, G1Affine};
+use halo2curves::bn256::{Bn256, Fr, G1Affine};
 use keycodec::{
-    Backend, BufferConfig, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, SaveOptions, Size,
+    BufferConfig, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, Params, SaveOptions, Size,
     Validation,
 };
 use rayon::prelude::*;
+
+use crate::stats::median;
 
 /// How a benchmark file is written.
 #[derive(Clone, Copy)]
@@ -33,82 +36,22 @@ pub enum Reader {
     Native(SerdeFormat),
 }
 
+/// The name of a halo2 `SerdeFormat`'s file layout, as the table shows it.
+pub fn format_name(format: SerdeFormat) -> &'static str {
+    match format {
+        SerdeFormat::Processed => "Processed",
+        _ => "RawBytes",
+    }
+}
+
 impl Writer {
     /// The file layout's name, as the table shows it.
     pub fn mode(&self) -> &'static str {
         match self {
             Writer::Codec(codec) => codec.wire_mode().name(),
-            Writer::Native(SerdeFormat::Processed) => "Processed",
-            Writer::Native(_) => "RawBytes",
+            Writer::Native(format) => format_name(*format),
         }
     }
-}
-
-/// One file layout, written once per run and read back by one or more readers.
-#[derive(Clone)]
-pub struct Group {
-    /// Backend name as shown in the table.
-    pub backend: &'static str,
-    /// How the file is written.
-    pub writer: Writer,
-    /// (validation name, reader) pairs: each is a row of the table.
-    pub reads: Vec<(&'static str, Reader)>,
-}
-
-/// The reference rows: halo2's own writer and reader.
-pub const HALO2_NATIVE: &str = "halo2-native";
-
-/// The backends the harness knows, by the names `--backends` takes: keycodec's backend list
-/// and halo2's own reader.
-pub fn backend_names() -> Vec<&'static str> {
-    Backend::compiled()
-        .map(Backend::name)
-        .chain([HALO2_NATIVE])
-        .collect()
-}
-
-/// The groups of the named backends, in table order: for a keycodec backend, one per wire
-/// mode it writes, read checked, (where the mode can skip checks) trusted, and, given the
-/// key's digest, checked and pinned to it.
-pub fn groups(backends: &[String], pin: Option<KeyDigest>) -> Vec<Group> {
-    let mut out = Vec::new();
-    for name in backends {
-        if name == HALO2_NATIVE {
-            out.push(Group {
-                backend: HALO2_NATIVE,
-                writer: Writer::Native(SerdeFormat::RawBytes),
-                reads: vec![
-                    ("checked", Reader::Native(SerdeFormat::RawBytes)),
-                    ("trusted", Reader::Native(SerdeFormat::RawBytesUnchecked)),
-                ],
-            });
-            out.push(Group {
-                backend: HALO2_NATIVE,
-                writer: Writer::Native(SerdeFormat::Processed),
-                reads: vec![("checked", Reader::Native(SerdeFormat::Processed))],
-            });
-            continue;
-        }
-        let Some(backend) = name.parse::<Backend>().ok() else {
-            continue;
-        };
-        for &codec in backend.codecs().unwrap_or_default() {
-            let mut reads = vec![("checked", Reader::Codec(codec, Validation::Checked, None))];
-            let trusted = codec.effective_validation(codec.wire_mode(), Validation::Trusted);
-            if trusted == Validation::Trusted {
-                reads.push(("trusted", Reader::Codec(codec, Validation::Trusted, None)));
-            }
-            if pin.is_some() {
-                reads.push(("pinned", Reader::Codec(codec, Validation::Checked, pin)));
-            }
-            out.push(Group {
-                backend: backend.name(),
-                writer: Writer::Codec(codec),
-                reads,
-            });
-        }
-    }
-    out
 }
 
 /// Writes `pk` to `path` durably; returns the seconds taken.
@@ -163,22 +106,10 @@ pub fn read<C: Circuit<Fr, Params = ()>>(
     k: u32,
     buffer: Size,
 ) -> Result<(ProvingKey<G1Affine>, f64), String> {
-    let options = |validation, expected_digest| {
-        let mut options = LoadOptions {
-            buffers: BufferConfig::both(buffer),
-            validation,
-            expected_k: Some(k),
-            expected_digest,
-            ..LoadOptions::default()
-        };
-        // The harness's own files: a compact key's expansion is not a forgery.
-        options.limits.memory_budget = u64::MAX;
-        options
-    };
     let started = Instant::now();
     let pk = match reader {
         Reader::Codec(codec, validation, pin) => codec
-            .load::<C, _>(path, (), &options(validation, pin))
+            .load::<C, _>(path, (), &load_options(validation, pin, Some(k), buffer))
             .map_err(|e| e.to_string())?,
         Reader::Native(format) => {
             let file = File::open(path).map_err(|e| e.to_string())?;
@@ -187,6 +118,108 @@ pub fn read<C: Circuit<Fr, Params = ()>>(
         }
     };
     Ok((pk, started.elapsed().as_secs_f64()))
+}
+
+/// Options for the harness's own loads: checked or trusted, pinned or not, and no memory
+/// budget (a compact key's expansion of the harness's own file is not a forgery).
+pub fn load_options(
+    validation: Validation,
+    expected_digest: Option<KeyDigest>,
+    k: Option<u32>,
+    buffer: Size,
+) -> LoadOptions {
+    let mut options = LoadOptions {
+        buffers: BufferConfig::both(buffer),
+        validation,
+        expected_k: k,
+        expected_digest,
+        ..LoadOptions::default()
+    };
+    options.limits.memory_budget = u64::MAX;
+    options
+}
+
+/// Writes KZG parameters with halo2's own `write_custom` through a `BufWriter`, then
+/// `sync_all`; returns the seconds taken.
+///
+/// # Errors
+///
+/// I/O errors, as text.
+pub fn write_params_native(
+    path: &Path,
+    params: &Params,
+    format: SerdeFormat,
+    buffer: Size,
+) -> Result<f64, String> {
+    let started = Instant::now();
+    let written = File::create(path).and_then(|file| {
+        let mut writer = BufWriter::with_capacity(buffer.as_usize(), &file);
+        params.write_custom(&mut writer, format)?;
+        writer.flush()?;
+        drop(writer);
+        file.sync_all()
+    });
+    written.map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Reads KZG parameters with halo2's own `ParamsKZG::read_custom` through a `BufReader`.
+///
+/// # Errors
+///
+/// I/O errors, as text. halo2's reader panics on bad input; the harness only feeds it files
+/// it has just written.
+pub fn read_params_native(
+    path: &Path,
+    format: SerdeFormat,
+    buffer: Size,
+) -> Result<Params, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let mut reader = BufReader::with_capacity(buffer.as_usize(), file);
+    ParamsKZG::<Bn256>::read_custom(&mut reader, format).map_err(|e| e.to_string())
+}
+
+/// What any loader of a key file must at least do: read the file into fresh memory over
+/// every core (4 MiB positioned reads) while the key's evaluation domain, if `domain`
+/// (`(degree, k)`) is given, is built on another thread; nothing is decoded. Returns the
+/// seconds until both are done and whether every byte was read.
+///
+/// # Errors
+///
+/// I/O errors, as text.
+pub fn floor(path: &Path, domain: Option<(u32, u32)>) -> Result<(f64, bool), String> {
+    let started = Instant::now();
+    let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    let len = usize::try_from(len).map_err(|e| e.to_string())?;
+    let (read, domain_built) = std::thread::scope(|scope| {
+        let building = domain.map(|(degree, k)| {
+            scope.spawn(move || {
+                let domain = EvaluationDomain::<Fr>::new(degree, k);
+                std::hint::black_box(&domain);
+            })
+        });
+        let mut fresh = Vec::new();
+        let read = fresh
+            .try_reserve_exact(len)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                fresh.resize(len, 0);
+                parallel_read(path, &mut fresh).map_err(|e| e.to_string())
+            })
+            .map(|()| fresh.len() == len);
+        std::hint::black_box(&fresh);
+        (read, building.is_none_or(|thread| thread.join().is_ok()))
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    Ok((seconds, read? && domain_built))
+}
+
+/// Whether two sets of parameters are the same (their digests, over every point).
+pub fn params_equal(a: &Params, b: &Params) -> bool {
+    match (KeyDigest::of_params(a), KeyDigest::of_params(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// Whether two proving keys hold the same data.
@@ -331,27 +364,13 @@ pub fn machine_limits(
 }
 
 /// Reads `path` into `out` with 4 MiB positioned reads spread over rayon's threads.
-fn parallel_read(path: &Path, out: &mut [u8]) -> std::io::Result<()> {
+pub fn parallel_read(path: &Path, out: &mut [u8]) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     const STEP: usize = 4 << 20;
     let file = File::open(path)?;
     out.par_chunks_mut(STEP)
         .enumerate()
         .try_for_each(|(index, piece)| file.read_exact_at(piece, (index * STEP) as u64))
-}
-
-/// The median of a non-empty sample (the mean of the middle two for even sizes).
-pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let upper = sorted.len() / 2;
-    let middle = if sorted.len() % 2 == 1 {
-        upper..upper + 1
-    } else {
-        upper.saturating_sub(1)..upper + 1
-    };
-    let middle = sorted.get(middle).unwrap_or_default();
-    middle.iter().sum::<f64>() / middle.len() as f64
 }
 
 /// Resident-memory readings of this process, from `/proc/self/status` (Linux).
@@ -389,12 +408,6 @@ pub mod rss {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_samples() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-    }
 
     #[test]
     fn peak_rss_sees_a_large_allocation() {

@@ -6,20 +6,23 @@ use std::path::Path;
 use keycodec::Size;
 use plotters::prelude::*;
 
+use crate::plan::Kind;
 use crate::{Report, Row};
 
-/// The report as a plain-text table, with the machine's limits and the fixture underneath.
+/// The report as a plain-text table per kind, with the machine's limits and the fixture
+/// underneath.
 pub fn table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}, k = {}, medians of {} runs{}{}",
+        "{}, k = {}, {} runs per row, rows interleaved (order rotated each run){}{}{}",
         match report.circuit {
             crate::CircuitName::StandardPlonk => "StandardPlonk",
             crate::CircuitName::Dense => "dense circuit",
         },
         report.k,
         report.repeat,
+        if report.full { ", full sweep" } else { "" },
         match (report.cold.requested, report.cold.effective) {
             (false, _) => "",
             (true, true) => ", cold reads (page cache dropped before each read)",
@@ -33,43 +36,64 @@ pub fn table(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<13} {:<10} {:<8} {:>6} {:>8} {:>8} {:>14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>3}",
-        "backend",
-        "mode",
-        "values",
-        "buffer",
-        "write s",
-        "read s",
-        "file bytes",
-        "w GB/s",
-        "r GB/s",
-        "w/bulk",
-        "r/bulk",
-        "r/par",
-        "r/popul",
-        "load RSS",
-        "ok"
+        "read s: median; min: fastest run; spread: (max - min) / median; x floor: this load over \
+         its kind's floor, and x halo2: halo2's load over this one, each taken within a run \
+         (median over runs)"
     );
-    for row in &report.rows {
+    for (kind, title) in [
+        (Kind::Pk, "proving key"),
+        (Kind::Params, "KZG parameters"),
+        (Kind::ColdStart, "cold start: parameters + proving key"),
+    ] {
+        // keycodec's rows, then halo2's, then the floor.
+        let mut rows: Vec<&Row> = report.rows.iter().filter(|row| row.kind == kind).collect();
+        rows.sort_by_key(|row| match row.backend {
+            crate::plan::HALO2_NATIVE => 1,
+            crate::plan::FLOOR => 2,
+            _ => 0,
+        });
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}");
         let _ = writeln!(
             out,
-            "{:<13} {:<10} {:<8} {:>6} {:>8.3} {:>8.3} {:>14} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9} {:>3}",
-            row.backend,
-            row.mode,
-            row.validation,
-            Size(row.buffer_bytes).to_string(),
-            row.write_s,
-            row.read_s,
-            row.file_bytes,
-            row.write_gbps,
-            row.read_gbps,
-            row.write_vs_bulk,
-            row.read_vs_bulk,
-            row.read_vs_bulk_parallel,
-            row.read_vs_bulk_populated,
-            row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
-            if row.verified { "yes" } else { "NO" },
+            "{:<13} {:<16} {:<8} {:>6} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>14} {:>7} {:>9} {:>3}",
+            "backend",
+            "mode",
+            "values",
+            "buffer",
+            "write s",
+            "read s",
+            "min s",
+            "spread",
+            "x floor",
+            "x halo2",
+            "file bytes",
+            "r GB/s",
+            "load RSS",
+            "ok"
         );
+        for row in rows {
+            let _ = writeln!(
+                out,
+                "{:<13} {:<16} {:<8} {:>6} {:>8} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>7} {:>14} {:>7.2} {:>9} {:>3}",
+                row.backend,
+                row.mode,
+                row.validation,
+                Size(row.buffer_bytes).to_string(),
+                optional(row.write_s, 3),
+                row.read_s,
+                row.read_min_s,
+                row.read_spread * 100.0,
+                optional(row.read_vs_floor, 2),
+                optional(row.speedup_vs_halo2, 2),
+                row.file_bytes,
+                row.read_gbps,
+                row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
+                if row.verified { "yes" } else { "NO" },
+            );
+        }
     }
     let limits = &report.limits;
     let gbps = |s: f64| limits.bytes as f64 / s / 1e9;
@@ -114,6 +138,10 @@ pub fn table(report: &Report) -> String {
     out
 }
 
+fn optional(value: Option<f64>, decimals: usize) -> String {
+    value.map_or("-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.0}MiB", bytes as f64 / f64::from(1 << 20))
 }
@@ -137,26 +165,30 @@ pub fn write_plot(report: &Report, path: &Path) -> Result<(), String> {
     let root = SVGBackend::new(path, (1280, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let (left, right) = root.split_horizontally(640);
-    let series = series_names(&report.rows);
+    // Proving-key loads and saves by buffer: the rows a buffer changes.
+    let rows: Vec<&Row> = report
+        .rows
+        .iter()
+        .filter(|row| row.kind == Kind::Pk && row.write_gbps.is_some())
+        .collect();
+    let series = series_names(&rows);
     for (area, title, value) in [
         (
             &left,
             "save (GB/s)",
-            (|row: &Row| row.write_gbps) as fn(&Row) -> f64,
+            (|row: &Row| row.write_gbps.unwrap_or(0.0)) as fn(&Row) -> f64,
         ),
         (&right, "load (GB/s)", |row: &Row| row.read_gbps),
     ] {
-        let x_min = report
-            .rows
+        let x_min = rows
             .iter()
             .map(|r| (r.buffer_bytes as f64).log2())
             .fold(f64::INFINITY, f64::min);
-        let x_max = report
-            .rows
+        let x_max = rows
             .iter()
             .map(|r| (r.buffer_bytes as f64).log2())
             .fold(f64::NEG_INFINITY, f64::max);
-        let y_max = report.rows.iter().map(value).fold(0.0, f64::max) * 1.15 + 0.01;
+        let y_max = rows.iter().map(|row| value(row)).fold(0.0, f64::max) * 1.15 + 0.01;
         let (x_min, x_max) = if x_min < x_max {
             (x_min, x_max)
         } else {
@@ -178,8 +210,7 @@ pub fn write_plot(report: &Report, path: &Path) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         for (index, name) in series.iter().enumerate() {
             let color = Palette99::pick(index).to_rgba();
-            let points: Vec<(f64, f64)> = report
-                .rows
+            let points: Vec<(f64, f64)> = rows
                 .iter()
                 .filter(|row| &series_name(row) == name)
                 .map(|row| ((row.buffer_bytes as f64).log2(), value(row)))
@@ -207,7 +238,7 @@ fn series_name(row: &Row) -> String {
     format!("{} {} {}", row.backend, row.mode, row.validation)
 }
 
-fn series_names(rows: &[Row]) -> Vec<String> {
+fn series_names(rows: &[&Row]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for row in rows {
         let name = series_name(row);

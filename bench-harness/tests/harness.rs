@@ -12,7 +12,8 @@
 use std::path::Path;
 
 use bench_harness::fixture::{load_or_build, pk_cache_path};
-use bench_harness::measure::{backend_names, groups, keys_equal};
+use bench_harness::measure::keys_equal;
+use bench_harness::plan::{backend_names, Kind, FLOOR, HALO2_NATIVE};
 use bench_harness::{run, Args, CircuitName, DEFAULT_CACHE_DIR};
 use codec_core::testing::StandardPlonk;
 use keycodec::halo2_proofs::plonk::ProvingKey;
@@ -25,7 +26,8 @@ fn args(cache_dir: &Path, k: u32) -> Args {
         circuit: CircuitName::StandardPlonk,
         backends: backend_names().into_iter().map(String::from).collect(),
         buffers: vec![Size::kib(8), Size::mib(1)],
-        repeat: 1,
+        repeat: Some(2),
+        full: true,
         json: Some(cache_dir.join("report.json")),
         plot: Some(cache_dir.join("report.svg")),
         cache_dir: cache_dir.to_path_buf(),
@@ -46,16 +48,19 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
         json: None,
         plot: None,
         // Two runs, the second saving over the first's file.
-        repeat: 2,
+        repeat: Some(2),
         replace: true,
+        full: false,
         ..args(dir.path(), 8)
     };
     let report = run(&args).unwrap();
     assert!(report.replace);
+    assert!(report.rows.iter().all(|row| row.verified));
     assert!(report
         .rows
         .iter()
-        .all(|row| row.verified && row.write_runs.len() == 2));
+        .filter(|row| row.write_s.is_some())
+        .all(|row| row.write_runs.len() == 2 && row.read_runs.len() == 2));
     let size = |backend: &str, mode: &str| {
         report
             .rows
@@ -73,32 +78,88 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
     assert!(bench_harness::report::table(&report).starts_with("dense circuit, k = 8"));
 }
 
+/// The default run: each backend's default layout, one buffer, three runs.
+#[test]
+fn default_run_is_the_quick_one() {
+    let defaults = Args::defaults();
+    assert_eq!(defaults.k, 22);
+    assert_eq!(defaults.buffer_sizes(), vec![Size::mib(1)]);
+    assert_eq!(defaults.runs(), 3);
+    let full = Args {
+        full: true,
+        ..Args::defaults()
+    };
+    assert_eq!(full.buffer_sizes().len(), 4);
+    assert_eq!(full.runs(), 5);
+
+    let dir = tempfile::tempdir().unwrap();
+    let args = Args {
+        k: 7,
+        cache_dir: dir.path().to_path_buf(),
+        ..Args::defaults()
+    };
+    let report = run(&args).unwrap();
+    assert!(report
+        .rows
+        .iter()
+        .all(|row| row.verified && row.read_runs.len() == 3));
+    // No compressed layouts, no downsize, no import: those are the full sweep's.
+    assert!(!report.rows.iter().any(|row| row.mode == "Processed"
+        || row.mode.starts_with("downsize")
+        || row.mode.starts_with("import")));
+    // One cold start for keycodec (the backend storing parameters) and one for halo2.
+    let cold: Vec<_> = report
+        .rows
+        .iter()
+        .filter(|row| row.kind == Kind::ColdStart)
+        .collect();
+    assert_eq!(
+        cold.len(),
+        2,
+        "{:?}",
+        cold.iter().map(|r| r.backend).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
     let args = args(dir.path(), 8);
     let report = run(&args).unwrap();
-    // A row per read mode of every file layout of every backend, per buffer: for rawbytes
-    // RawBytes checked and trusted and Processed checked, for halo2's reader the same three.
-    let pin = Some(keycodec::KeyDigest([0; 32]));
-    let reads: usize = groups(&args.backends, pin)
-        .iter()
-        .map(|g| g.reads.len())
-        .sum();
-    assert_eq!(report.rows.len(), reads * args.buffers.len());
-    for (backend, mode, validation) in [
-        ("rawbytes", "RawBytes", "trusted"),
-        ("rawbytes", "RawBytes", "pinned"),
-        ("rkyv", "sections", "pinned"),
-        ("rawbytes", "Processed", "checked"),
-        ("halo2-native", "RawBytes", "trusted"),
-        ("halo2-native", "Processed", "checked"),
+    for (kind, backend, mode, validation) in [
+        (Kind::Pk, "rawbytes", "RawBytes", "trusted"),
+        (Kind::Pk, "rawbytes", "RawBytes", "pinned"),
+        (Kind::Pk, "rkyv", "sections", "pinned"),
+        (Kind::Pk, "rawbytes", "Processed", "checked"),
+        (Kind::Pk, HALO2_NATIVE, "RawBytes", "trusted"),
+        (Kind::Pk, HALO2_NATIVE, "Processed", "checked"),
+        (Kind::Pk, FLOOR, "read + domain", "-"),
+        (Kind::Params, "rawbytes", "RawBytes", "checked"),
+        (Kind::Params, "rawbytes", "RawBytes", "trusted"),
+        (Kind::Params, "rawbytes", "Processed", "checked"),
+        (Kind::Params, "rawbytes", "import Processed", "checked"),
+        (Kind::Params, "rawbytes", "downsize k-1", "checked"),
+        (Kind::Params, HALO2_NATIVE, "RawBytes", "trusted"),
+        (Kind::Params, HALO2_NATIVE, "Processed", "checked"),
+        (Kind::Params, FLOOR, "read", "-"),
+        (Kind::ColdStart, "rawbytes", "RawBytes", "checked"),
+        (Kind::ColdStart, "rkyv", "sections", "checked"),
+        (Kind::ColdStart, HALO2_NATIVE, "RawBytes", "checked"),
     ] {
-        assert!(
-            report.rows.iter().any(|row| row.backend == backend
-                && row.mode == mode
-                && row.validation == validation),
-            "{backend} {mode} {validation}"
+        let matching = report
+            .rows
+            .iter()
+            .filter(|row| {
+                row.kind == kind
+                    && row.backend == backend
+                    && row.mode == mode
+                    && row.validation == validation
+            })
+            .count();
+        assert_eq!(
+            matching,
+            args.buffers.len(),
+            "{kind:?} {backend} {mode} {validation}"
         );
     }
     for backend in Backend::compiled() {
@@ -108,14 +169,65 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         );
     }
     assert!(report.rows.iter().all(|row| row.verified));
+    assert!(report.rows.iter().all(|row| row.read_runs.len() == 2
+        && row.read_s > 0.0
+        && row.read_min_s <= row.read_s
+        && row.read_spread >= 0.0));
+    // Every keycodec row is compared with halo2's row of its kind and with its kind's
+    // floor, run by run; the import of halo2's compressed parameters with halo2's own read
+    // of them.
+    for row in report
+        .rows
+        .iter()
+        .filter(|row| row.backend != HALO2_NATIVE && row.backend != FLOOR)
+    {
+        let what = format!(
+            "{:?} {} {} {}",
+            row.kind, row.backend, row.mode, row.validation
+        );
+        assert!(row.speedup_vs_halo2.is_some_and(|x| x > 0.0), "{what}");
+        let halo2 = row.vs_halo2.as_ref().unwrap();
+        assert_eq!(halo2.backend, HALO2_NATIVE, "{what}");
+        let expected_mode = if row.mode == "import Processed" {
+            "Processed"
+        } else {
+            "RawBytes"
+        };
+        assert_eq!(halo2.mode, expected_mode, "{what}");
+        let expected_validation = match row.validation {
+            "trusted" => "trusted",
+            _ => "checked",
+        };
+        assert_eq!(halo2.validation, expected_validation, "{what}");
+        if row.kind != Kind::ColdStart {
+            assert!(row.read_vs_floor.is_some_and(|x| x > 0.0), "{what}");
+        }
+    }
+    // The rows that read one file written in every run carry that file's saves.
     assert!(report
         .rows
         .iter()
-        .all(|row| row.read_s > 0.0 && row.write_s > 0.0));
+        .filter(|row| row.kind != Kind::ColdStart
+            && row.backend != FLOOR
+            && !row.mode.starts_with("downsize")
+            && !row.mode.starts_with("import"))
+        .all(|row| row.write_runs.len() == 2 && row.write_s.is_some()));
+    // An import or a downsize reads a file another writer wrote: no saves of its own.
+    assert!(report
+        .rows
+        .iter()
+        .filter(|row| row.mode.starts_with("downsize") || row.mode.starts_with("import"))
+        .all(|row| row.write_s.is_none()));
     assert!(report.limits.bulk_read_s > 0.0 && report.limits.bulk_write_s > 0.0);
     assert_eq!(
         report.limits.bytes,
-        report.rows.iter().map(|r| r.file_bytes).max().unwrap()
+        report
+            .rows
+            .iter()
+            .filter(|row| row.kind == Kind::Pk)
+            .map(|r| r.file_bytes)
+            .max()
+            .unwrap()
     );
 
     bench_harness::report::write_json(&report, args.json.as_ref().unwrap()).unwrap();
@@ -125,19 +237,34 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
             .unwrap();
     assert_eq!(json["k"], 8);
     assert_eq!(json["circuit"], "standard-plonk");
+    assert_eq!(json["full"], true);
     for key in ["bulk_write_s", "bulk_read_s", "bytes"] {
         assert!(json["limits"][key].is_number(), "limits.{key}");
     }
     // Building a k = 8 domain keeps well under a MiB: only its presence is checked here.
     assert!(json["fixture"]["domain_memory_bytes"].is_number());
+    let kinds: Vec<&str> = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["kind"].as_str().unwrap())
+        .collect();
+    for kind in ["pk", "params", "cold-start"] {
+        assert!(kinds.contains(&kind), "{kind}");
+    }
     let row = &json["rows"][0];
     for key in [
+        "kind",
         "backend",
         "mode",
         "validation",
         "buffer_bytes",
         "write_s",
         "read_s",
+        "read_min_s",
+        "read_spread",
+        "read_vs_floor",
+        "speedup_vs_halo2",
         "file_bytes",
         "peak_rss_bytes",
         "verified",
@@ -147,7 +274,14 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let svg = std::fs::read_to_string(args.plot.as_ref().unwrap()).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("rkyv sections checked"));
     let table = bench_harness::report::table(&report);
-    assert!(table.contains("halo2-native") && table.contains("machine limits"));
+    for section in [
+        "proving key",
+        "KZG parameters",
+        "cold start",
+        "machine limits",
+    ] {
+        assert!(table.contains(section), "{section}");
+    }
 }
 
 #[test]

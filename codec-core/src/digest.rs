@@ -53,6 +53,16 @@ impl KeyDigest {
             .collect();
         Ok(pk_digest(vk_digest(pk.get_vk())?, &hashes))
     }
+
+    /// The digest of KZG parameters, as [`KeyCodecExt::save_params`](crate::KeyCodecExt::save_params)
+    /// records it.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyDigest::of_vk`].
+    pub fn of_params(params: &Params) -> Result<Self> {
+        of_params(params, None)
+    }
 }
 
 /// BLAKE3 derive-key context of parameters' digests.
