@@ -44,8 +44,62 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
 ) -> Result<KeyDigest> {
     let start = writer.stream_position().during("seek in")?;
     writer.write_all(&[0u8; HEADER_LEN]).during("write")?;
+    let (header, digest) = encode_beside_digest(codec, item, fingerprint, &mut *writer)?;
+    writer.seek(SeekFrom::Start(start)).during("seek in")?;
+    writer.write_all(&header.to_bytes()).during("write")?;
+    writer
+        .seek(SeekFrom::Start(
+            start + HEADER_LEN as u64 + header.payload_len,
+        ))
+        .during("seek in")?;
+    writer.flush().during("write")?;
+    Ok(digest)
+}
+
+/// Writes a container to a writer that cannot seek back (an upload), in order: the payload
+/// is encoded twice, first only to learn the header (length, checksum, digest), then to
+/// `writer` behind that header. Nothing is held in memory but the codec's own buffers. The
+/// second encoding must hash as the first did, or this fails before the writer has all the
+/// bytes (a codec whose output is not deterministic).
+#[cfg(feature = "remote")]
+pub(crate) fn write_in_order<K: KeyCodec + ?Sized>(
+    codec: &K,
+    item: ItemRef<'_>,
+    fingerprint: Fingerprint,
+    writer: &mut dyn Write,
+) -> Result<KeyDigest> {
+    let (header, digest) = encode_beside_digest(codec, item, fingerprint, std::io::sink())?;
+    writer.write_all(&header.to_bytes()).during("write")?;
     let mut hashing = HashingWriter {
         inner: &mut *writer,
+        hasher: Xxh3::new(),
+        written: 0,
+    };
+    match item {
+        ItemRef::Key(key) => codec.encode(key, &mut hashing),
+        ItemRef::Params(params) => codec.encode_params(params, &mut hashing),
+    }?;
+    let (written, checksum) = (hashing.written, hashing.hasher.digest());
+    if (written, checksum) != (header.payload_len, header.payload_checksum) {
+        return Err(Error::Internal(format!(
+            "the {} codec encoded the same item twice differently",
+            codec.name()
+        )));
+    }
+    writer.flush().during("write")?;
+    Ok(digest)
+}
+
+/// Encodes `item`'s payload into `out` while its digest is computed on another thread;
+/// returns the header that describes the payload, and the digest.
+fn encode_beside_digest<K: KeyCodec + ?Sized>(
+    codec: &K,
+    item: ItemRef<'_>,
+    fingerprint: Fingerprint,
+    out: impl Write,
+) -> Result<(Header, KeyDigest)> {
+    let mut hashing = HashingWriter {
+        inner: out,
         hasher: Xxh3::new(),
         written: 0,
     };
@@ -68,24 +122,17 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
     });
     encoded?;
     let digest = digest?;
-    let (payload_len, payload_checksum) = (hashing.written, hashing.hasher.digest());
     let header = Header {
         codec: codec.id(),
         mode: codec.wire_mode().byte(),
         kind: item.kind(),
         k: item.k(),
-        payload_len,
-        payload_checksum,
+        payload_len: hashing.written,
+        payload_checksum: hashing.hasher.digest(),
         fingerprint,
         digest: Some(digest),
     };
-    writer.seek(SeekFrom::Start(start)).during("seek in")?;
-    writer.write_all(&header.to_bytes()).during("write")?;
-    writer
-        .seek(SeekFrom::Start(start + HEADER_LEN as u64 + payload_len))
-        .during("seek in")?;
-    writer.flush().during("write")?;
-    Ok(digest)
+    Ok((header, digest))
 }
 
 /// What a load asks for.

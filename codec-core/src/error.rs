@@ -298,6 +298,36 @@ pub enum Error {
         feature: &'static str,
     },
 
+    /// Something went wrong with an object in object storage: `source` says what (an
+    /// error of the store, a changed object, or any error a load of its bytes can report:
+    /// a truncated or corrupt object, a pin mismatch...).
+    #[error("{object}: {source}")]
+    Remote {
+        /// The object (`s3://bucket/path`, or the store and path).
+        object: String,
+        /// What went wrong.
+        source: Box<Error>,
+    },
+
+    /// The object store reported a failure that its retries did not overcome (a missing
+    /// object, refused credentials, a server that kept failing).
+    #[error("object storage could not {operation}: {source}")]
+    ObjectStore {
+        /// What was being done: `read the metadata of`, `read a range of`, `upload`...
+        operation: &'static str,
+        /// The store's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// The object was replaced while it was read (its ETag changed between requests): what
+    /// was read would mix two versions, so nothing was loaded. Loading again reads the new
+    /// version.
+    #[error("the object changed while it was read (it was version {expected}); load it again")]
+    ObjectChanged {
+        /// The ETag (or version) the load started with.
+        expected: String,
+    },
+
     /// A bug in keycodec or a backend (a broken internal invariant, a worker thread that
     /// panicked), reported instead of panicking.
     #[error("internal error: {0} (please report this)")]
@@ -312,6 +342,26 @@ impl Error {
             operation,
             path: None,
             source,
+        }
+    }
+
+    /// `self`, as the error of the object `object` (unless it already names one).
+    #[must_use]
+    pub fn in_object(self, object: &str) -> Self {
+        match self {
+            remote @ Error::Remote { .. } => remote,
+            other => Error::Remote {
+                object: object.to_owned(),
+                source: Box::new(other),
+            },
+        }
+    }
+
+    /// The error under any [`Error::Remote`] wrappers: what went wrong, wherever it did.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::Remote { source, .. } => source.cause(),
+            other => other,
         }
     }
 

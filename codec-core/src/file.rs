@@ -247,6 +247,60 @@ fn sync_dir(_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Takes an exclusive lock on `.{name}.keycodec.lock` beside `path` (creating it), waiting
+/// while another thread or process holds it; the lock lasts until the returned file is
+/// dropped (or its process dies: the kernel releases it). keycodec takes it where two
+/// processes would otherwise both do the same expensive work on `path`: generate a key,
+/// download an object into a cache.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the lock file.
+pub fn lock_beside(path: &Path) -> Result<File> {
+    let mut name = OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(".keycodec.lock");
+    let lock_path = path.with_file_name(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|err| Error::io("create the lock file", err).at_path(&lock_path))?;
+    file.lock()
+        .map_err(|err| Error::io("lock", err).at_path(&lock_path))?;
+    Ok(file)
+}
+
+/// Writes all of `buf` at `offset` of `file`, leaving its cursor alone where the platform
+/// allows (positioned writes from several threads at once).
+#[cfg(feature = "remote")]
+pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        let (mut buf, mut offset) = (buf, offset);
+        while !buf.is_empty() {
+            match std::os::windows::fs::FileExt::seek_write(file, buf, offset)? {
+                0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                n => {
+                    buf = buf.get(n..).unwrap_or_default();
+                    offset += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        let _ = (file, buf, offset);
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,12 +46,14 @@ mod vk_layout;
 mod vk_parts;
 
 pub mod header;
+#[cfg(feature = "remote")]
+pub mod remote;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use codec::{HaloKey, KeyCodec};
 pub use error::{Error, Result};
-pub use file::drop_cached_pages;
+pub use file::{drop_cached_pages, lock_beside};
 pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
 pub use options::{

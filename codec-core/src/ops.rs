@@ -265,7 +265,7 @@ pub trait KeyCodecExt: KeyCodec {
 impl<T: KeyCodec + ?Sized> KeyCodecExt for T {}
 
 /// The key a load of a key decoded.
-fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
+pub(crate) fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
     match decoded.item {
         Item::Key(key) => K::from_key(key),
         Item::Params(_) => Err(Error::Internal("parameters decoded for a key".into())),
@@ -307,10 +307,22 @@ fn load_file<C: Circuit<Fr>, K: HaloKey>(
     options: &LoadOptions,
     request: Request,
 ) -> Result<(K, Option<KeyDigest>)> {
+    let cs = configure::<C>(circuit_params);
+    let decoded = read_file(codec, path, request, Some(cs), options)?;
+    let digest = decoded.digest;
+    Ok((into_key(decoded)?, digest))
+}
+
+/// Reads the container at `path` as `request` asks, for the circuit `cs` (none for
+/// parameters); errors name the path.
+pub(crate) fn read_file(
+    codec: &(impl KeyCodec + ?Sized),
+    path: &Path,
+    request: Request,
+    cs: Option<halo2_proofs::plonk::ConstraintSystem<Fr>>,
+    options: &LoadOptions,
+) -> Result<Decoded> {
     with_file(path, options, |input| {
-        let cs = configure::<C>(circuit_params);
-        let decoded = container::read(codec, request, Some(cs), input, options)?;
-        let digest = decoded.digest;
-        Ok((into_key(decoded)?, digest))
+        container::read(codec, request, cs, input, options)
     })
 }

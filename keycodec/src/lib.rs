@@ -23,6 +23,10 @@ pub use codec_core::header;
 /// field encodings a backend is written with (see the module's docs).
 pub use codec_core::backend_api;
 
+/// Keys and parameters in object storage (S3 and compatible), with a local cache.
+#[cfg(feature = "remote")]
+pub use codec_core::remote;
+
 #[cfg(feature = "bincode")]
 pub use codec_bincode::BincodeCodec;
 #[cfg(feature = "compact")]

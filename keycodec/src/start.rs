@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use codec_core::halo2_proofs::plonk::{
     keygen_pk, keygen_vk_custom, Circuit, ProvingKey, VerifyingKey,
@@ -14,7 +14,8 @@ use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::header::MAGIC;
 use codec_core::{
-    downsize, Error, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, Params, Result, SaveOptions,
+    downsize, lock_beside, Error, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, Params, Result,
+    SaveOptions,
 };
 
 use crate::Backend;
@@ -69,7 +70,7 @@ pub fn load_or_generate_pk<C: Circuit<Fr>>(
     if let Some(pk) = usable(attempt())? {
         return Ok((pk, Origin::Loaded));
     }
-    let _lock = lock(path)?;
+    let _lock = lock_beside(path)?;
     // Another process may have generated it while this one waited.
     if let Some(pk) = usable(attempt())? {
         return Ok((pk, Origin::Loaded));
@@ -109,7 +110,7 @@ pub fn load_or_generate_vk<C: Circuit<Fr>>(
     if let Some(vk) = usable(attempt())? {
         return Ok((vk, Origin::Loaded));
     }
-    let _lock = lock(path)?;
+    let _lock = lock_beside(path)?;
     if let Some(vk) = usable(attempt())? {
         return Ok((vk, Origin::Loaded));
     }
@@ -222,28 +223,6 @@ fn usable<T>(loaded: Result<T>) -> Result<Option<T>> {
         ) => Err(err),
         Err(_) => Ok(None),
     }
-}
-
-/// An exclusive lock on `path`'s lock file, held until dropped; waits for another holder.
-fn lock(path: &Path) -> Result<File> {
-    let lock_path = lock_path(path);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|err| Error::io("create the lock file", err).at_path(&lock_path))?;
-    file.lock()
-        .map_err(|err| Error::io("lock", err).at_path(&lock_path))?;
-    Ok(file)
-}
-
-/// `.{name}.keycodec.lock` beside `path`.
-fn lock_path(path: &Path) -> PathBuf {
-    let mut name = std::ffi::OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(".keycodec.lock");
-    path.with_file_name(name)
 }
 
 fn keygen(err: codec_core::halo2_proofs::plonk::Error) -> Error {

@@ -322,6 +322,7 @@ pub fn fuzz_one(
                 &options,
                 &mut entry,
             );
+            #[cfg(feature = "rawbytes")]
             if backend.name() == "rawbytes" {
                 let import = keycodec::RawBytesCodec::default();
                 entry(
@@ -457,7 +458,9 @@ pub fn run(plan: &Plan<'_>, meter: &dyn Meter) -> std::io::Result<Outcome> {
         let (_, base) = seeds[rng.below(seeds.len())];
         let (_, other) = seeds[rng.below(seeds.len())];
         let mutant = mutate(base, other, &mut rng);
-        let original = &mutant.data == base;
+        // A mutant that became a valid file of the corpus (a splice can copy all of
+        // another) is not damaged, whatever it was made from.
+        let original = plan.corpus.iter().any(|(_, file)| file == &mutant.data);
         let (runs, findings) = fuzz_one(&mutant, original, plan.backends, meter, &scratch);
         outcome.decodes += runs;
         outcome.inputs += 1;

@@ -12,7 +12,11 @@
 )]
 
 pub mod counting;
+#[cfg(feature = "remote")]
+pub mod faulty;
 pub mod fuzz;
+#[cfg(feature = "remote")]
+pub mod s3;
 
 use codec_core::halo2_proofs::halo2curves::ff::{Field, FromUniformBytes};
 use codec_core::halo2_proofs::plonk::ProvingKey;

@@ -18,7 +18,7 @@ use codec_core::header::HEADER_LEN;
 use codec_core::testing::conformance::{refresh_checksums, rewrite_header};
 use codec_core::testing::{standard_plonk, StandardPlonk};
 use codec_core::LoadOptions;
-use keycodec::{Backend, KeyCodecExt, SaveOptions};
+use keycodec::{Backend, KeyCodecExt};
 use keycodec_tests::counting::{peak_during, Counting};
 
 #[global_allocator]
@@ -151,7 +151,7 @@ fn forged_large_k_parameters() {
         .save_params(
             &container_path,
             &standard_plonk().params,
-            &SaveOptions::default(),
+            &keycodec::SaveOptions::default(),
         )
         .unwrap();
     let mut container = std::fs::read(&container_path).unwrap();

@@ -8,6 +8,8 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
+// The parameter tests need the rawbytes backend; a build without it uses less of this file.
+#![cfg_attr(not(feature = "rawbytes"), allow(unused_imports, dead_code))]
 
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2_proofs::SerdeFormat;

@@ -1,0 +1,532 @@
+//! Keys and parameters in object storage (S3 and compatible stores), through the
+//! [`object_store`] crate: saved by a multipart upload streamed from the key's memory, loaded
+//! by ranged GETs decoded as they arrive, optionally through a local cache.
+//!
+//! A load is the file load with another source of bytes: the object's metadata first (its
+//! size and ETag), then the header and the small fields by buffered ranged reads, then the
+//! polynomials by ranges fetched straight into the key's memory, several at once. Every range
+//! is requested on the condition that the object is still the version the load started with
+//! (`If-Match`), so a key is never assembled from two versions ([`Error::ObjectChanged`]);
+//! the payload checksum and any digest pin are verified on exactly the bytes decoded, as
+//! for files. Failed requests and connections broken mid-body are retried by `object_store`
+//! (its [`RetryConfig`](object_store::RetryConfig), with exponential backoff), resuming a
+//! range where it broke.
+//!
+//! A save encodes the container twice, first to learn its header (length, checksum, digest),
+//! then into a multipart upload of parts of [`RemoteOptions::part_size`], at most
+//! [`RemoteOptions::upload_concurrency`] in flight: memory stays at a few parts, whatever
+//! the key's size. The object appears only when the upload completes; a failed save aborts
+//! the upload, and a process that dies mid-save leaves no object either (an incomplete
+//! multipart upload is never visible).
+//!
+//! [`Remote`] is a blocking API, like the rest of keycodec: it runs its own small runtime.
+//! Call it from ordinary threads (in async code, from `spawn_blocking`); called from an
+//! async task it returns [`Error::Internal`] rather than block the executor.
+
+mod cache;
+mod object;
+mod upload;
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use halo2_proofs::plonk::Circuit;
+use halo2curves::bn256::Fr;
+pub use object_store;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
+use tokio::runtime::{Handle, Runtime};
+
+pub use cache::CacheOutcome;
+
+use crate::circuit::{configure, fingerprint};
+use crate::codec::{HaloKey, Item, ItemRef, KeyCodec};
+use crate::container::{self, Decoded, Input, Request};
+use crate::error::{Error, Result};
+use crate::ids::{KeyDigest, KeyKind};
+use crate::options::LoadOptions;
+use crate::params::Params;
+use object::{ObjectSource, Tee};
+use upload::UploadWriter;
+
+/// How a [`Remote`] transfers.
+#[derive(Clone, Copy, Debug)]
+pub struct RemoteOptions {
+    /// Bytes per part of an upload (S3 needs at least 5 MiB for every part but the last).
+    /// Default 16 MiB.
+    pub part_size: usize,
+    /// Parts uploaded at once. A save holds about `part_size x (upload_concurrency + 1)`
+    /// bytes of parts. Default 4.
+    pub upload_concurrency: usize,
+    /// Ranged GETs each bulk read of a load is split into, sent at once; one bulk read per
+    /// core is in flight, so a load has up to `cores x ranges_per_read` requests open.
+    /// Default 4.
+    pub ranges_per_read: usize,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            part_size: 16 << 20,
+            upload_concurrency: 4,
+            ranges_per_read: 4,
+        }
+    }
+}
+
+/// What the store says about an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its ETag, if the store gives one: every ranged read of a load is conditional on it.
+    pub e_tag: Option<String>,
+    /// Its version, in a versioned bucket.
+    pub version: Option<String>,
+}
+
+/// An object store and how keycodec uses it. Cheap to share by reference across threads.
+pub struct Remote {
+    store: Arc<dyn ObjectStore>,
+    /// Shut down without blocking on drop (see `Drop`), so always `Some` until then.
+    runtime: Option<Runtime>,
+    options: RemoteOptions,
+    /// How objects are named in errors: the URL's scheme and bucket, or the store.
+    base: String,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("store", &self.base)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which is not allowed in async code; this never does.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// An error of the store doing `operation`.
+pub(crate) fn store_error(operation: &'static str, err: object_store::Error) -> Error {
+    Error::ObjectStore {
+        operation,
+        source: Box::new(err),
+    }
+}
+
+impl Remote {
+    /// Uses `store` (any `object_store` implementation: S3, an in-memory store...).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the runtime's threads cannot be started, [`Error::Internal`] when
+    /// called from an async task.
+    pub fn new(store: Arc<dyn ObjectStore>) -> Result<Self> {
+        let base = store.to_string();
+        Self::build(store, base)
+    }
+
+    /// The store and object a URL names: `s3://bucket/path/to/key.pk`, configured from the
+    /// environment as the AWS tools are (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_REGION`, `AWS_ENDPOINT` for S3-compatible servers, `AWS_ALLOW_HTTP=true` for a
+    /// plain-HTTP endpoint...), with `object_store`'s retries: up to 10 per request with
+    /// exponential backoff, within 3 minutes. `memory:///path` is an empty in-memory store.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ObjectStore`] for a URL or configuration the store refuses, and as
+    /// [`Remote::new`].
+    pub fn from_url(url: &str) -> Result<(Self, ObjectPath)> {
+        let bad = |source: Box<dyn std::error::Error + Send + Sync>| Error::ObjectStore {
+            operation: "use the URL",
+            source,
+        };
+        let parsed = url::Url::parse(url).map_err(|err| bad(Box::new(err)))?;
+        let (scheme, path) =
+            object_store::ObjectStoreScheme::parse(&parsed).map_err(|err| bad(Box::new(err)))?;
+        let location = ObjectPath::parse(path).map_err(|err| bad(Box::new(err)))?;
+        let store: Arc<dyn ObjectStore> = match scheme {
+            object_store::ObjectStoreScheme::AmazonS3 => Arc::new(
+                object_store::aws::AmazonS3Builder::from_env()
+                    .with_url(url)
+                    .build()
+                    .map_err(|err| bad(Box::new(err)))?,
+            ),
+            object_store::ObjectStoreScheme::Memory => {
+                Arc::new(object_store::memory::InMemory::new())
+            }
+            other => {
+                return Err(bad(format!(
+                    "{other:?} URLs are not supported (s3:// and memory:// are)"
+                )
+                .into()))
+            }
+        };
+        let base = match parsed.host_str() {
+            Some(host) => format!("{}://{host}", parsed.scheme()),
+            None => format!("{}://", parsed.scheme()),
+        };
+        Ok((Self::build(store, base)?, location))
+    }
+
+    fn build(store: Arc<dyn ObjectStore>, base: String) -> Result<Self> {
+        outside_async()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("keycodec-remote")
+            .enable_all()
+            .build()
+            .map_err(|err| Error::io("start the object storage client's threads", err))?;
+        Ok(Remote {
+            store,
+            runtime: Some(runtime),
+            options: RemoteOptions::default(),
+            base,
+        })
+    }
+
+    /// The same store with other transfer options.
+    #[must_use]
+    pub fn with_options(mut self, options: RemoteOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// How errors name `location`: `s3://bucket/path`.
+    pub fn name(&self, location: &ObjectPath) -> String {
+        format!("{}/{location}", self.base.trim_end_matches('/'))
+    }
+
+    fn handle(&self) -> Result<&Handle> {
+        outside_async()?;
+        self.runtime
+            .as_ref()
+            .map(Runtime::handle)
+            .ok_or_else(|| Error::Internal("the object storage runtime is gone".into()))
+    }
+
+    /// The object's size, ETag and version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around [`Error::ObjectStore`] (a missing object
+    /// among others).
+    pub fn head(&self, location: &ObjectPath) -> Result<ObjectInfo> {
+        let head = || {
+            let meta = self
+                .handle()?
+                .block_on(self.store.head(location))
+                .map_err(|err| store_error("read the metadata of", err))?;
+            Ok(ObjectInfo {
+                size: meta.size,
+                e_tag: meta.e_tag,
+                version: meta.version,
+            })
+        };
+        head().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// Saves a key to `location` (see the module docs: nothing appears under that name
+    /// unless the whole upload succeeds); returns its digest, which the object records.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around the store's errors and the codec's.
+    pub fn save<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        key: &K,
+        circuit_params: C::Params,
+    ) -> Result<KeyDigest> {
+        let fingerprint = fingerprint::<C>(circuit_params);
+        self.upload(location, &|_| {}, |writer| {
+            container::write_in_order(codec, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
+        })
+    }
+
+    /// Saves KZG parameters to `location`, as [`Remote::save`] saves keys.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::save`], and [`Error::KindNotSupported`] from codecs that do not store
+    /// parameters.
+    pub fn save_params(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        params: &Params,
+    ) -> Result<KeyDigest> {
+        self.upload(location, &|_| {}, |writer| {
+            container::write_in_order(
+                codec,
+                ItemRef::Params(params),
+                crate::ids::Fingerprint::NONE,
+                writer,
+            )
+        })
+    }
+
+    /// Uploads a file as it is (a container saved earlier; check it first) to `location`,
+    /// reporting bytes sent to `progress`; returns the bytes uploaded.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming the file, and as [`Remote::save`].
+    pub fn upload_file(
+        &self,
+        path: &Path,
+        location: &ObjectPath,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<u64> {
+        let mut file = File::open(path).map_err(|err| Error::io("open", err).at_path(path))?;
+        self.upload(location, progress, |writer| {
+            std::io::copy(&mut file, writer)
+                .map_err(|err| Error::from_read(err, "the file").at_path(path))
+        })
+    }
+
+    fn upload<T>(
+        &self,
+        location: &ObjectPath,
+        progress: &(dyn Fn(u64) + Sync),
+        write: impl FnOnce(&mut dyn std::io::Write) -> Result<T>,
+    ) -> Result<T> {
+        let upload = || {
+            let handle = self.handle()?;
+            let multipart = handle
+                .block_on(self.store.put_multipart(location))
+                .map_err(|err| store_error("start an upload of", err))?;
+            let part_size = self.options.part_size.max(1);
+            let mut writer = UploadWriter::new(
+                handle,
+                WriteMultipart::new_with_chunk_size(multipart, part_size),
+                part_size,
+                self.options.upload_concurrency,
+                progress,
+            );
+            // Small writes (a verifying key's fields) are gathered before they reach the
+            // part buffer.
+            let written = {
+                let mut buffered = std::io::BufWriter::with_capacity(1 << 20, &mut writer);
+                write(&mut buffered).and_then(|written| {
+                    std::io::Write::flush(&mut buffered)
+                        .map_err(|err| Error::io("upload", err))
+                        .map(|()| written)
+                })
+            };
+            match written {
+                Ok(written) => writer.finish().map(|()| written),
+                Err(err) => Err(writer.abort(err)),
+            }
+        };
+        upload().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// Loads a key from `location` (see the module docs), with every check a file load
+    /// makes: the object's size stands for the file's length.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around what a file load reports (a truncated or
+    /// corrupt object, a pin mismatch...), [`Error::ObjectStore`] and
+    /// [`Error::ObjectChanged`].
+    pub fn load<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        let cs = configure::<C>(circuit_params);
+        let decoded = self.read(
+            codec,
+            location,
+            Request::of(K::KIND),
+            Some(cs),
+            options,
+            None,
+        )?;
+        into_key(decoded, &self.name(location))
+    }
+
+    /// Loads KZG parameters from `location`, as [`Remote::load`] loads keys.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::load`].
+    pub fn load_params(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        options: &LoadOptions,
+    ) -> Result<Params> {
+        let decoded = self.read(
+            codec,
+            location,
+            Request::of(KeyKind::Params),
+            None,
+            options,
+            None,
+        )?;
+        match decoded.item {
+            Item::Params(params) => Ok(params),
+            Item::Key(_) => Err(Error::Internal("a key decoded for parameters".into())),
+        }
+    }
+
+    /// Downloads the object into `file` (from its start, by ranged GETs at once, each
+    /// conditional on the object's version), reporting bytes received to `progress`;
+    /// returns what the store said about it. The bytes are not checked: load or verify the
+    /// file before trusting it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::load`], and [`Error::Io`] writing the file.
+    pub fn download_to(
+        &self,
+        location: &ObjectPath,
+        file: &File,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<ObjectInfo> {
+        let info = self.head(location)?;
+        let download = || {
+            file.set_len(info.size)
+                .map_err(|err| Error::io("size the download file", err))?;
+            let source = self.source(location, &info, Some(file))?;
+            fill(&source, 0..info.size, progress)?;
+            Ok(info.clone())
+        };
+        download().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// A source of the object's bytes, writing them to `tee` too, if given.
+    fn source<'a>(
+        &'a self,
+        location: &'a ObjectPath,
+        info: &'a ObjectInfo,
+        tee: Option<&'a File>,
+    ) -> Result<ObjectSource<'a>> {
+        Ok(ObjectSource {
+            store: self.store.as_ref(),
+            handle: self.handle()?,
+            location,
+            info,
+            ranges_per_read: self.options.ranges_per_read,
+            tee: tee.map(|file| Tee {
+                file,
+                written: Mutex::new(Vec::new()),
+            }),
+            failure: Mutex::new(None),
+        })
+    }
+
+    /// Reads one container from the object; with `tee`, every byte of the object ends up in
+    /// that file too (ranges the load did not need are fetched after it).
+    fn read(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        request: Request,
+        cs: Option<halo2_proofs::plonk::ConstraintSystem<Fr>>,
+        options: &LoadOptions,
+        tee: Option<&File>,
+    ) -> Result<Decoded> {
+        let info = self.head(location)?;
+        let read = || {
+            if let Some(file) = tee {
+                file.set_len(info.size)
+                    .map_err(|err| Error::io("size the cache file", err))?;
+            }
+            let source = self.source(location, &info, tee)?;
+            let decoded = container::read(
+                codec,
+                request,
+                cs,
+                Input::At {
+                    source: &source,
+                    len: info.size,
+                    buffer: options.buffers.file_read_capacity(),
+                },
+                options,
+            );
+            // The store's failure, not what it made the reader see (a short read...).
+            let decoded = match source.take_failure() {
+                Some(failure) => Err(failure),
+                None => decoded,
+            }?;
+            if let Some(tee) = &source.tee {
+                for gap in tee.gaps(info.size) {
+                    fill(&source, gap, &|_| {})?;
+                }
+            }
+            Ok(decoded)
+        };
+        read().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+}
+
+/// Reads `range` of the object through `source` (whose tee keeps the bytes), in pieces on
+/// every core.
+fn fill(
+    source: &ObjectSource<'_>,
+    range: std::ops::Range<u64>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<()> {
+    use rayon::prelude::*;
+    const PIECE: u64 = 16 << 20;
+    let starts: Vec<u64> = (range.start..range.end).step_by(PIECE as usize).collect();
+    let filled = starts.into_par_iter().try_for_each(|start| {
+        let len = usize::try_from(PIECE.min(range.end - start))
+            .map_err(|_| Error::Internal("a piece larger than memory".into()))?;
+        let mut piece = Vec::new();
+        piece
+            .try_reserve_exact(len)
+            .map_err(|_| Error::OutOfMemory {
+                what: "a downloaded piece",
+                bytes: len as u64,
+            })?;
+        piece.resize(len, 0);
+        crate::source::ReadAt::read_exact_at(source, &mut piece, start)
+            .map_err(|err| Error::from_read(err, "the object"))?;
+        progress(len as u64);
+        Ok(())
+    });
+    match source.take_failure() {
+        Some(failure) => Err(failure),
+        None => filled,
+    }
+}
+
+/// The key a load decoded.
+fn into_key<K: HaloKey>(decoded: Decoded, object: &str) -> Result<K> {
+    match decoded.item {
+        Item::Key(key) => K::from_key(key).map_err(|err| err.in_object(object)),
+        Item::Params(_) => Err(Error::Internal("parameters decoded for a key".into())),
+    }
+}
+
+/// Refuses to block inside an async task (which would stall or panic the executor).
+fn outside_async() -> Result<()> {
+    match Handle::try_current() {
+        Ok(_) => Err(Error::Internal(
+            "keycodec's object storage calls block: call them from a thread that runs no \
+             async task (tokio::task::spawn_blocking)"
+                .into(),
+        )),
+        Err(_) => Ok(()),
+    }
+}

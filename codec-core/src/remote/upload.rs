@@ -1,0 +1,94 @@
+//! A multipart upload as a `Write`: bytes are cut into parts of a fixed size, at most a few
+//! of which are in flight (and in memory) at once.
+
+use std::io::{self, Write};
+
+use object_store::WriteMultipart;
+use tokio::runtime::Handle;
+
+use super::store_error;
+use crate::error::{Error, Result};
+
+/// Writes into a multipart upload. Nothing is stored under the object's name until
+/// [`UploadWriter::finish`] completes the upload; [`UploadWriter::abort`] (or an error, or
+/// the process dying first) leaves no object behind.
+pub(super) struct UploadWriter<'a> {
+    handle: &'a Handle,
+    upload: Option<WriteMultipart>,
+    part_size: usize,
+    concurrency: usize,
+    failure: Option<Error>,
+    progress: &'a (dyn Fn(u64) + Sync),
+}
+
+impl<'a> UploadWriter<'a> {
+    pub(super) fn new(
+        handle: &'a Handle,
+        upload: WriteMultipart,
+        part_size: usize,
+        concurrency: usize,
+        progress: &'a (dyn Fn(u64) + Sync),
+    ) -> Self {
+        UploadWriter {
+            handle,
+            upload: Some(upload),
+            part_size,
+            concurrency: concurrency.max(1),
+            failure: None,
+            progress,
+        }
+    }
+
+    /// Uploads the last part and completes the upload: the object appears, whole.
+    pub(super) fn finish(mut self) -> Result<()> {
+        let upload = self.upload.take().ok_or_else(|| self.failed())?;
+        // `finish` aborts the upload itself when a part or the completion fails.
+        self.handle
+            .block_on(upload.finish())
+            .map(drop)
+            .map_err(|err| store_error("complete the upload of", err))
+    }
+
+    /// Aborts the upload (the store drops the parts it has); returns the failure of a part,
+    /// if one made the writer fail, else `error`.
+    pub(super) fn abort(mut self, error: Error) -> Error {
+        if let Some(upload) = self.upload.take() {
+            // The error that stopped the save is the one to report; a failed abort leaves
+            // parts the store expires (no object is ever visible).
+            let _ = self.handle.block_on(upload.abort());
+        }
+        self.failure.take().unwrap_or(error)
+    }
+
+    fn failed(&self) -> Error {
+        Error::Internal("the upload was used after it failed".into())
+    }
+}
+
+impl Write for UploadWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let Some(upload) = self.upload.as_mut() else {
+            return Err(io::Error::other("the upload failed"));
+        };
+        // A part at a time, each after waiting for room: a whole polynomial handed over at
+        // once never has more than `concurrency` parts in memory.
+        for part in buf.chunks(self.part_size.max(1)) {
+            if let Err(err) = self
+                .handle
+                .block_on(upload.wait_for_capacity(self.concurrency))
+            {
+                self.failure = Some(store_error("upload a part of", err));
+                return Err(io::Error::other("an upload of a part failed"));
+            }
+            // Spawning the part's upload needs the runtime's context.
+            let _context = self.handle.enter();
+            upload.write(part);
+            (self.progress)(part.len() as u64);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

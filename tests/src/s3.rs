@@ -1,0 +1,144 @@
+//! A real S3 server for the tests: moto's (`moto_server`, PyPI `moto[server]` 5.2.x), started
+//! once per test process on a free loopback port and stopped when the process exits.
+//!
+//! `KEYCODEC_TEST_S3_ENDPOINT=http://127.0.0.1:PORT` uses a server already running instead.
+//! Credentials are test values; moto checks none.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use keycodec::remote::object_store::aws::AmazonS3Builder;
+use keycodec::remote::object_store::{BackoffConfig, ObjectStore, RetryConfig};
+
+/// The running server.
+pub struct S3Server {
+    /// `127.0.0.1:PORT`.
+    pub addr: SocketAddr,
+    /// The shell that runs moto and stops it when this process's end closes its stdin.
+    _child: Option<Child>,
+}
+
+/// The test process's server, started on first use.
+///
+/// # Panics
+///
+/// When moto cannot be started (with how to install it).
+pub fn server() -> &'static S3Server {
+    static SERVER: OnceLock<S3Server> = OnceLock::new();
+    SERVER.get_or_init(S3Server::start)
+}
+
+impl S3Server {
+    fn start() -> S3Server {
+        if let Ok(endpoint) = std::env::var("KEYCODEC_TEST_S3_ENDPOINT") {
+            let addr = endpoint
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .parse()
+                .expect("KEYCODEC_TEST_S3_ENDPOINT is http://HOST:PORT");
+            return S3Server { addr, _child: None };
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let log = std::env::temp_dir().join(format!("keycodec-moto-{port}.log"));
+        // moto runs in the background of a shell that waits on its stdin: when this process
+        // exits, however it exits, the pipe closes and the shell stops moto.
+        let script = format!(
+            "moto_server -H 127.0.0.1 -p {port} >'{}' 2>&1 & pid=$!; read _; kill $pid; wait $pid",
+            log.display()
+        );
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("sh to start moto_server");
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let started = Instant::now();
+        while request(
+            addr,
+            "GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n",
+        )
+        .is_err()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "moto_server did not start on {addr} within 60 s (is it installed? \
+                 python3 -m pip install 'moto[server]>=5.2,<5.3'); its log: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        S3Server {
+            addr,
+            _child: Some(child),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A new, empty bucket (named after `prefix`, unique in this process).
+    pub fn bucket(&self, prefix: &str) -> String {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let response = request(
+            self.addr,
+            &format!("PUT /{name} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n"),
+        )
+        .expect("moto answers");
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        name
+    }
+}
+
+/// An S3 client of `bucket` at `endpoint` with test credentials and quick retries (a few,
+/// milliseconds apart), so that fault tests run fast.
+pub fn store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
+    Arc::new(
+        AmazonS3Builder::new()
+            .with_endpoint(endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("keycodec-test")
+            .with_secret_access_key("keycodec-test")
+            .with_retry(RetryConfig {
+                backoff: BackoffConfig {
+                    init_backoff: Duration::from_millis(5),
+                    max_backoff: Duration::from_millis(50),
+                    base: 2.0,
+                },
+                max_retries: 4,
+                retry_timeout: Duration::from_secs(30),
+            })
+            .build()
+            .expect("an S3 client"),
+    )
+}
+
+/// Sends one raw HTTP request and returns the response's head and body as text.
+fn request(addr: SocketAddr, text: &str) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.write_all(
+        text.replace("HTTP/1.1\r\n", "HTTP/1.1\r\nConnection: close\r\n")
+            .as_bytes(),
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
+}

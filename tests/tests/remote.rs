@@ -1,0 +1,481 @@
+//! Keys and parameters in object storage, against a real S3 server (moto, on loopback):
+//! round trips of every backend, multipart uploads, truncated, corrupt, replaced and
+//! mispinned objects, failed requests and broken connections (through a proxy told to fail
+//! them), interrupted uploads, and the local cache.
+#![cfg(feature = "remote")]
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::sync::Arc;
+
+use codec_core::testing::{pk_bytes, standard_plonk, standard_plonk_k10, vk_bytes, StandardPlonk};
+use keycodec::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use keycodec::halo2curves::bn256::G1Affine;
+use keycodec::remote::object_store::path::Path as ObjectPath;
+use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use keycodec::remote::{CacheOutcome, Remote, RemoteOptions};
+use keycodec::{
+    Backend, BufferConfig, Error, KeyCodecExt, KeyDigest, LoadOptions, RawBytesCodec, SaveOptions,
+    Size, Validation,
+};
+use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
+use keycodec_tests::s3::{server, store};
+
+/// A remote on a fresh bucket, straight to the server.
+fn remote(prefix: &str) -> (Remote, Arc<dyn ObjectStore>) {
+    let server = server();
+    let store = store(&server.endpoint(), &server.bucket(prefix));
+    (Remote::new(Arc::clone(&store)).unwrap(), store)
+}
+
+/// A remote on a fresh bucket through a proxy that can be told to fail requests; the
+/// second store goes to the server directly (to change objects behind the remote's back).
+fn remote_behind_proxy(prefix: &str) -> (Remote, Arc<dyn ObjectStore>, FaultyProxy) {
+    let server = server();
+    let bucket = server.bucket(prefix);
+    let proxy = FaultyProxy::start(server.addr);
+    let remote = Remote::new(store(&proxy.endpoint(), &bucket)).unwrap();
+    (remote, store(&server.endpoint(), &bucket), proxy)
+}
+
+fn put(store: &Arc<dyn ObjectStore>, location: &ObjectPath, bytes: Vec<u8>) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(store.put(location, PutPayload::from(bytes)))
+        .unwrap();
+}
+
+fn checked() -> LoadOptions {
+    LoadOptions::default()
+}
+
+/// Reads through a small buffer: a small key's load makes many requests, which faults can
+/// hit (with the default 1 MiB buffer, one request reads all of it).
+fn many_requests() -> LoadOptions {
+    LoadOptions {
+        buffers: BufferConfig::both(Size::kib(16)),
+        ..LoadOptions::default()
+    }
+}
+
+#[test]
+fn every_backend_round_trips_keys_and_parameters() {
+    let fixture = standard_plonk_k10();
+    let (remote, _) = remote("round-trip");
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        let pk_at = ObjectPath::from(format!("{backend}/circuit.pk"));
+        let digest = remote
+            .save::<StandardPlonk, _>(codec, &pk_at, &fixture.pk, ())
+            .unwrap();
+        assert_eq!(digest, KeyDigest::of_pk(&fixture.pk).unwrap(), "{backend}");
+        let pk: ProvingKey<G1Affine> = remote
+            .load::<StandardPlonk, _>(codec, &pk_at, (), &checked())
+            .unwrap();
+        assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk), "{backend}");
+        // Pinned, trusted: the same key.
+        let pinned = LoadOptions {
+            expected_digest: Some(digest),
+            validation: Validation::Trusted,
+            ..LoadOptions::default()
+        };
+        let pk: ProvingKey<G1Affine> = remote
+            .load::<StandardPlonk, _>(codec, &pk_at, (), &pinned)
+            .unwrap();
+        assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk), "{backend} pinned");
+        // The object is byte for byte what a file save writes.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("circuit.pk");
+        codec
+            .save::<StandardPlonk, _>(&file, &fixture.pk, (), &SaveOptions::default())
+            .unwrap();
+        let downloaded = dir.path().join("downloaded.pk");
+        let info = remote
+            .download_to(
+                &pk_at,
+                &std::fs::File::create(&downloaded).unwrap(),
+                &|_| {},
+            )
+            .unwrap();
+        assert_eq!(info.size, std::fs::metadata(&file).unwrap().len());
+        assert!(
+            std::fs::read(&file).unwrap() == std::fs::read(&downloaded).unwrap(),
+            "{backend}: the object differs from the file"
+        );
+
+        let vk_at = ObjectPath::from(format!("{backend}/circuit.vk"));
+        remote
+            .save::<StandardPlonk, _>(codec, &vk_at, fixture.vk(), ())
+            .unwrap();
+        let vk: VerifyingKey<G1Affine> = remote
+            .load::<StandardPlonk, _>(codec, &vk_at, (), &checked())
+            .unwrap();
+        assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()), "{backend}");
+
+        if codec.stores_params() {
+            let params_at = ObjectPath::from(format!("{backend}/kzg.params"));
+            remote
+                .save_params(codec, &params_at, &fixture.params)
+                .unwrap();
+            let params = remote.load_params(codec, &params_at, &checked()).unwrap();
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            use keycodec::halo2_proofs::poly::commitment::Params as _;
+            params.write(&mut ours).unwrap();
+            fixture.params.write(&mut theirs).unwrap();
+            assert!(ours == theirs, "{backend}: parameters differ");
+        }
+    }
+}
+
+#[test]
+fn large_objects_upload_in_parts_and_download_whole() {
+    let (remote, _, proxy) = remote_behind_proxy("parts");
+    let remote = remote.with_options(RemoteOptions {
+        part_size: 5 << 20,
+        ..RemoteOptions::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("big.bin");
+    let bytes: Vec<u8> = (0..12u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&source, &bytes).unwrap();
+    let at = ObjectPath::from("big.bin");
+    let sent = std::sync::atomic::AtomicU64::new(0);
+    let uploaded = remote
+        .upload_file(&source, &at, &|n| {
+            sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+    assert_eq!(uploaded, bytes.len() as u64);
+    assert_eq!(sent.into_inner(), bytes.len() as u64);
+    assert_eq!(
+        proxy.count_target("PUT", "partNumber="),
+        3,
+        "three parts of 5 MiB at most"
+    );
+    let target = dir.path().join("back.bin");
+    remote
+        .download_to(&at, &std::fs::File::create(&target).unwrap(), &|_| {})
+        .unwrap();
+    assert!(std::fs::read(&target).unwrap() == bytes);
+    // Downloaded by ranges, several at once.
+    assert!(proxy.count("GET", true) >= 3);
+}
+
+#[test]
+fn truncated_corrupt_and_mispinned_objects_are_refused_naming_the_object() {
+    let fixture = standard_plonk();
+    let (remote, store) = remote("refused");
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        let file = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
+        let load = |at: &ObjectPath, options: &LoadOptions| {
+            remote
+                .load::<StandardPlonk, ProvingKey<G1Affine>>(codec, at, (), options)
+                .unwrap_err()
+        };
+
+        let at = ObjectPath::from(format!("{backend}/truncated.pk"));
+        put(&store, &at, file[..file.len() - 7].to_vec());
+        let err = load(&at, &checked());
+        assert!(
+            matches!(
+                err.cause(),
+                Error::LengthMismatch { .. } | Error::Truncated { .. }
+            ),
+            "{backend}: {err}"
+        );
+        assert!(err.to_string().contains(at.as_ref()), "{err}");
+
+        let at = ObjectPath::from(format!("{backend}/corrupt.pk"));
+        let mut corrupt = file.clone();
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0x40;
+        put(&store, &at, corrupt);
+        let err = load(&at, &checked());
+        assert!(err.to_string().contains(at.as_ref()), "{backend}: {err}");
+
+        let at = ObjectPath::from(format!("{backend}/other.pk"));
+        put(&store, &at, file.clone());
+        let pinned = LoadOptions {
+            expected_digest: Some(KeyDigest([7; 32])),
+            ..LoadOptions::default()
+        };
+        let err = load(&at, &pinned);
+        assert!(
+            matches!(err.cause(), Error::DigestMismatch { .. }),
+            "{backend}: {err}"
+        );
+
+        let err = load(&ObjectPath::from("missing.pk"), &checked());
+        assert!(
+            matches!(err.cause(), Error::ObjectStore { .. }),
+            "{backend}: {err}"
+        );
+    }
+}
+
+#[test]
+fn failed_requests_and_broken_connections_are_retried() {
+    let fixture = standard_plonk_k10();
+    let codec = &RawBytesCodec::default();
+    let (remote, _, proxy) = remote_behind_proxy("retried");
+    let at = ObjectPath::from("circuit.pk");
+    remote
+        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
+        .unwrap();
+    for (skip, fault) in [
+        (0, Fault::Status(503)),
+        (1, Fault::Status(500)),
+        (2, Fault::ResetMidBody),
+        (3, Fault::Status(503)),
+    ] {
+        proxy.inject(Rule {
+            method: "GET",
+            target_contains: "circuit.pk",
+            ranged: true,
+            skip,
+            times: 1,
+            fault,
+        });
+    }
+    proxy.reset_counts();
+    let pk: ProvingKey<G1Affine> = remote
+        .load::<StandardPlonk, _>(codec, &at, (), &many_requests())
+        .unwrap();
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert_eq!(proxy.injected(), 4, "every fault was met and overcome");
+    assert!(proxy.count("GET", true) > 8);
+}
+
+#[test]
+fn an_object_replaced_during_a_load_is_refused() {
+    let fixture = standard_plonk_k10();
+    let codec = &RawBytesCodec::default();
+    let (remote, direct, proxy) = remote_behind_proxy("replaced");
+    let at = ObjectPath::from("circuit.pk");
+    remote
+        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
+        .unwrap();
+    // Another version of the same key (another codec's bytes), put after the load began.
+    let replacement = keycodec::RkyvCodec
+        .to_vec::<StandardPlonk, _>(&fixture.pk, ())
+        .unwrap();
+    let (direct_at, mut replacement) = (at.clone(), Some(replacement));
+    proxy.inject(Rule {
+        method: "GET",
+        target_contains: "circuit.pk",
+        ranged: true,
+        skip: 1,
+        times: 1,
+        fault: Fault::Hook(Box::new(move || {
+            if let Some(bytes) = replacement.take() {
+                put(&direct, &direct_at, bytes);
+            }
+        })),
+    });
+    let err = remote
+        .load::<StandardPlonk, ProvingKey<G1Affine>>(codec, &at, (), &many_requests())
+        .unwrap_err();
+    assert!(matches!(err.cause(), Error::ObjectChanged { .. }), "{err}");
+    assert!(err.to_string().contains("circuit.pk"), "{err}");
+    assert_eq!(proxy.injected(), 1);
+}
+
+#[test]
+fn an_interrupted_upload_leaves_no_object() {
+    let fixture = standard_plonk_k10();
+    let codec = &RawBytesCodec::default();
+    let (remote, direct, proxy) = remote_behind_proxy("interrupted");
+    let remote = remote.with_options(RemoteOptions {
+        part_size: 5 << 20,
+        ..RemoteOptions::default()
+    });
+    // Every part fails, whatever the retries.
+    proxy.inject(Rule {
+        method: "PUT",
+        target_contains: "uploadId=",
+        ranged: false,
+        skip: 0,
+        times: usize::MAX,
+        fault: Fault::Status(500),
+    });
+    let at = ObjectPath::from("circuit.pk");
+    let err = remote
+        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
+        .unwrap_err();
+    assert!(matches!(err.cause(), Error::ObjectStore { .. }), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.bin");
+    std::fs::write(&big, vec![1u8; 11 << 20]).unwrap();
+    let big_at = ObjectPath::from("big.bin");
+    assert!(remote.upload_file(&big, &big_at, &|_| {}).is_err());
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for location in [&at, &big_at] {
+        let head = runtime.block_on(direct.head(location));
+        assert!(
+            matches!(
+                head,
+                Err(keycodec::remote::object_store::Error::NotFound { .. })
+            ),
+            "{location}: {head:?}"
+        );
+    }
+    assert_eq!(
+        proxy.count_target("DELETE", "uploadId="),
+        2,
+        "both uploads were aborted"
+    );
+}
+
+#[test]
+fn the_cache_downloads_once_and_then_loads_locally() {
+    let fixture = standard_plonk_k10();
+    let codec = &RawBytesCodec::default();
+    let (remote, _, proxy) = remote_behind_proxy("cache");
+    let at = ObjectPath::from("circuit.pk");
+    let digest = remote
+        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let load = |options: &LoadOptions| {
+        remote
+            .load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
+                codec,
+                &at,
+                cache.path(),
+                (),
+                options,
+            )
+            .unwrap()
+    };
+
+    // Unpinned: keyed by the object's ETag; a miss, then a hit that only asks for metadata.
+    proxy.reset_counts();
+    let (pk, outcome) = load(&checked());
+    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert!(proxy.count("GET", true) > 0);
+    proxy.reset_counts();
+    let (pk, outcome) = load(&checked());
+    let CacheOutcome::Hit(cached) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert_eq!(proxy.count("GET", false), 0, "a hit reads no range");
+    assert!(
+        std::fs::read(&cached).unwrap()
+            == codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap()
+    );
+
+    // Pinned: keyed by the digest; a hit sends no request at all.
+    let pinned = LoadOptions {
+        expected_digest: Some(digest),
+        ..LoadOptions::default()
+    };
+    let (_, outcome) = load(&pinned);
+    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    proxy.reset_counts();
+    let (_, outcome) = load(&pinned);
+    let CacheOutcome::Hit(pinned_file) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(proxy.count("GET", false) + proxy.count("HEAD", false), 0);
+
+    // A cached file that is not the pin's key (here: another circuit's, under the pin's
+    // name) is never used: it is replaced by the object.
+    let other = codec
+        .to_vec::<StandardPlonk, _>(&standard_plonk().pk, ())
+        .unwrap();
+    std::fs::write(&pinned_file, other).unwrap();
+    let (pk, outcome) = load(&pinned);
+    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    // A damaged cached file likewise.
+    let mut damaged = std::fs::read(&cached).unwrap();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 1;
+    std::fs::write(&cached, damaged).unwrap();
+    let (pk, outcome) = load(&checked());
+    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+}
+
+#[test]
+fn concurrent_misses_download_once() {
+    let fixture = standard_plonk_k10();
+    let codec = &RawBytesCodec::default();
+    let (remote, _, proxy) = remote_behind_proxy("concurrent");
+    let at = ObjectPath::from("circuit.pk");
+    remote
+        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    // One load alone: how many ranged reads one download takes.
+    let alone = tempfile::tempdir().unwrap();
+    proxy.reset_counts();
+    remote
+        .load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
+            codec,
+            &at,
+            alone.path(),
+            (),
+            &checked(),
+        )
+        .unwrap();
+    let one_download = proxy.count("GET", true);
+    proxy.reset_counts();
+    let outcomes: Vec<CacheOutcome> = std::thread::scope(|scope| {
+        let loads: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let (pk, outcome) = remote
+                        .load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
+                            codec,
+                            &at,
+                            cache.path(),
+                            (),
+                            &checked(),
+                        )
+                        .unwrap();
+                    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+                    outcome
+                })
+            })
+            .collect();
+        loads.into_iter().map(|load| load.join().unwrap()).collect()
+    });
+    let misses = outcomes
+        .iter()
+        .filter(|o| matches!(o, CacheOutcome::Miss(_)))
+        .count();
+    assert_eq!(misses, 1, "{outcomes:?}");
+    assert_eq!(proxy.count("GET", true), one_download, "downloaded once");
+    let entries: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".kc") || name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "one cached file, no temporary left: {entries:?}"
+    );
+}
+
+#[test]
+fn calls_from_async_code_are_refused_not_blocked() {
+    let (remote, _) = remote("async");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let err = runtime.block_on(async { remote.head(&ObjectPath::from("x")) });
+    assert!(matches!(err.unwrap_err().cause(), Error::Internal(_)));
+    // A remote dropped inside async code does not panic either.
+    runtime.block_on(async { drop(remote) });
+}
