@@ -35,7 +35,7 @@
 //!     "checksum_s": f64                // XXH3-64 of `bytes` in memory
 //!   },
 //!   "rows": [{
-//!     "kind": "pk" | "params" | "cold-start",
+//!     "kind": "pk" | "params" | "cold-start" | "remote",
 //!     "backend": str,                  // a keycodec backend, "halo2-native" or "floor"
 //!     "mode": str,                     // the file layout (wire mode)
 //!     "validation": "checked" | "trusted" | "pinned" | "-",  // pinned: checked + digest pin
@@ -48,8 +48,9 @@
 //!     "file_bytes": u64,               // every file the row reads
 //!     "write_gbps": f64 | null, "read_gbps": f64,
 //!     "read_vs_floor": f64 | null,     // median over runs of read / floor's read, same run
-//!     "speedup_vs_halo2": f64 | null,  // median over runs of halo2's read / this read
-//!     "vs_halo2": { "backend", "mode", "validation" } | null,  // the row compared with
+//!     "speedup_vs_reference": f64 | null,  // median over runs of the reference's read / this
+//!     "reference": { "backend", "mode", "validation" } | null,  // halo2's reader; remote
+//!                                      // loads: download then load; cache hits: local load
 //!     "write_vs_bulk": f64 | null,     // proving-key rows: write_s / bulk_write_s
 //!     "read_vs_bulk": f64 | null,      // read_s / bulk_read_s (fresh memory)
 //!     "read_vs_bulk_parallel": f64 | null,
@@ -67,19 +68,19 @@ pub mod fixture;
 pub mod measure;
 pub mod params;
 pub mod plan;
+pub mod remote;
 pub mod report;
+pub mod runs;
 pub mod stats;
 
 use std::path::PathBuf;
 
 use clap::Parser;
-use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::Size;
 use serde::Serialize;
 
 use measure::{rss, Limits};
 use plan::{backend_names, Kind};
-use stats::{paired_ratio, rotation, Summary};
 
 /// Measure saving and loading halo2 proving keys and KZG parameters with every keycodec
 /// backend, against halo2's own readers and the machine's own limits.
@@ -148,6 +149,12 @@ pub struct Args {
     /// so both occupy the page cache at once), which this flag measures.
     #[arg(long)]
     pub replace: bool,
+
+    /// Also measure loads from object storage: start a loopback S3 server (moto), upload
+    /// the key with each backend, and time a remote load against the plain download of the
+    /// same object, downloading then loading, a cache hit and a local load.
+    #[arg(long)]
+    pub remote: bool,
 }
 
 impl Args {
@@ -230,11 +237,13 @@ pub struct Row {
     pub read_gbps: f64,
     /// Median over runs of this load over its kind's floor in the same run.
     pub read_vs_floor: Option<f64>,
-    /// Median over runs of halo2's load ([`Row::vs_halo2`]) over this one in the same run:
-    /// how many times faster than halo2 this row is.
-    pub speedup_vs_halo2: Option<f64>,
-    /// The halo2 row of `speedup_vs_halo2`.
-    pub vs_halo2: Option<RowId>,
+    /// Median over runs of the reference's load ([`Row::reference`]) over this one in the
+    /// same run: how many times faster than the reference this row is.
+    pub speedup_vs_reference: Option<f64>,
+    /// The row this one is compared with: halo2's reader of the same artifact; for a remote
+    /// load, downloading the object and then loading the file; for a cache hit, loading
+    /// the local file.
+    pub reference: Option<RowId>,
     /// Proving-key rows: `write_s` over the bulk write of the same byte count.
     pub write_vs_bulk: Option<f64>,
     /// Proving-key rows: `read_s` over the bulk read into fresh memory.
@@ -313,14 +322,6 @@ pub fn run(args: &Args) -> Result<Report, String> {
     }
 }
 
-/// What the runs of one case gathered.
-#[derive(Clone, Default)]
-struct Gathered {
-    reads: Vec<f64>,
-    peak: Option<u64>,
-    verified: bool,
-}
-
 fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
     let fixture = fixture::load_or_build::<C>(&args.cache_dir, args.k)?;
     let params = fixture::load_or_build_params(&args.cache_dir, args.k)?;
@@ -332,142 +333,28 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
     let digest_s = started.elapsed().as_secs_f64();
     let domain_memory_bytes = measure::domain_memory_bytes(pk);
     let preparing = fixture::spinner("preparing the runs".to_owned());
-    let plan = plan::plan::<C>(&plan::Inputs {
+    let inputs = plan::Inputs {
         pk,
         pin,
         params: &params,
         scratch: &scratch,
         backends: &args.backends,
         full: args.full,
-    });
+    };
+    let plan = plan::plan::<C>(&inputs);
     preparing.finish_and_clear();
     let (buffers, repeat) = (args.buffer_sizes(), args.runs());
-    let steps = (buffers.len() * repeat * (plan.files.len() + plan.cases.len())) as u64;
-    let bar = ProgressBar::new(steps).with_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed}, ~{eta} left)")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut harness_peak = rss::peak();
-    let mut cold_effective = true;
+    let mut runner = runs::Runner::new(args, repeat);
     let mut rows = Vec::new();
     for &buffer in &buffers {
-        let mut writes = vec![Vec::new(); plan.files.len()];
-        let mut sizes = vec![0u64; plan.files.len()];
-        let mut gathered = vec![
-            Gathered {
-                verified: true,
-                ..Gathered::default()
-            };
-            plan.cases.len()
-        ];
-        for run in 0..repeat {
-            for index in rotation(plan.files.len(), run) {
-                let (Some(file), Some(times), Some(size)) = (
-                    plan.files.get(index),
-                    writes.get_mut(index),
-                    sizes.get_mut(index),
-                ) else {
-                    continue;
-                };
-                bar.set_message(format!("run {}: writing {}", run + 1, file.path.display()));
-                // Unless `--replace`, every save goes to a path with no file (see `Args`).
-                if !args.replace && file.path.exists() {
-                    std::fs::remove_file(&file.path).map_err(|e| e.to_string())?;
-                }
-                times.push(file.write(buffer)?);
-                *size = std::fs::metadata(&file.path)
-                    .map_err(|e| e.to_string())?
-                    .len();
-                bar.inc(1);
-            }
-            for index in rotation(plan.cases.len(), run) {
-                let (Some(case), Some(gathered)) = (plan.cases.get(index), gathered.get_mut(index))
-                else {
-                    continue;
-                };
-                bar.set_message(format!(
-                    "run {}: {} {} {} {}",
-                    run + 1,
-                    case.backend,
-                    case.mode,
-                    case.validation,
-                    buffer
-                ));
-                let paths: Vec<&std::path::Path> = case
-                    .files
-                    .iter()
-                    .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
-                    .collect();
-                if args.cold {
-                    for path in &paths {
-                        // The harness's files are clean when read: every save was synced.
-                        cold_effective &= codec_core::drop_cached_pages(path);
-                    }
-                }
-                harness_peak = harness_peak.max(rss::peak());
-                let measurable = rss::reset_peak();
-                let before = rss::current();
-                let (seconds, verified) = case.run(&paths, buffer)?;
-                let after = rss::peak();
-                harness_peak = harness_peak.max(after);
-                if let (true, Some(before), Some(after)) = (measurable, before, after) {
-                    gathered.peak =
-                        Some(gathered.peak.unwrap_or(0).max(after.saturating_sub(before)));
-                }
-                gathered.verified &= verified;
-                gathered.reads.push(seconds);
-                bar.inc(1);
-            }
-        }
-        for file in &plan.files {
-            std::fs::remove_file(&file.path).map_err(|e| e.to_string())?;
-        }
-        for (case, runs) in plan.cases.iter().zip(&gathered) {
-            let reference = case
-                .reference
-                .and_then(|r| Some((plan.cases.get(r)?, gathered.get(r)?)));
-            let floor = case.floor.and_then(|f| gathered.get(f));
-            let write_runs = match case.files.as_slice() {
-                [file] if case.shows_write => writes.get(*file).cloned().unwrap_or_default(),
-                _ => Vec::new(),
-            };
-            let write_s = (!write_runs.is_empty()).then(|| stats::median(&write_runs));
-            let file_bytes = case.files.iter().filter_map(|&f| sizes.get(f)).sum::<u64>();
-            let read = Summary::of(&runs.reads);
-            rows.push(Row {
-                kind: case.kind,
-                backend: case.backend,
-                mode: case.mode,
-                validation: case.validation,
-                buffer_bytes: buffer.0,
-                write_s,
-                write_gbps: write_s.map(|s| file_bytes as f64 / s / 1e9),
-                write_runs,
-                read_s: read.median_s,
-                read_min_s: read.min_s,
-                read_spread: read.spread,
-                read_gbps: file_bytes as f64 / read.median_s / 1e9,
-                read_runs: runs.reads.clone(),
-                file_bytes,
-                read_vs_floor: floor.and_then(|floor| paired_ratio(&runs.reads, &floor.reads)),
-                speedup_vs_halo2: reference
-                    .and_then(|(_, theirs)| paired_ratio(&theirs.reads, &runs.reads)),
-                vs_halo2: reference.map(|(case, _)| RowId {
-                    backend: case.backend,
-                    mode: case.mode,
-                    validation: case.validation,
-                }),
-                write_vs_bulk: None,
-                read_vs_bulk: None,
-                read_vs_bulk_parallel: None,
-                read_vs_bulk_populated: None,
-                peak_rss_bytes: runs.peak,
-                verified: runs.verified && runs.reads.len() == repeat,
-            });
-        }
+        rows.extend(runner.measure(&plan, buffer)?);
     }
-    bar.finish_and_clear();
     drop(plan);
+    if args.remote {
+        let buffer = buffers.first().copied().unwrap_or(Size::mib(1));
+        rows.extend(remote::rows::<C>(&inputs, &mut runner, buffer)?);
+    }
+    runner.finish();
     drop(params);
 
     let largest = rows
@@ -487,7 +374,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
         row.read_vs_bulk_parallel = Some(row.read_s / limits.bulk_read_parallel_s);
         row.read_vs_bulk_populated = Some(row.read_s / limits.bulk_read_populated_s);
     }
-    harness_peak = harness_peak.max(rss::peak());
+    let harness_peak = runner.harness_peak.max(rss::peak());
     Ok(Report {
         circuit: args.circuit,
         k: args.k,
@@ -495,7 +382,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
         full: args.full,
         cold: Cold {
             requested: args.cold,
-            effective: args.cold && cold_effective,
+            effective: args.cold && runner.cold_effective,
         },
         replace: args.replace,
         fixture: FixtureInfo {

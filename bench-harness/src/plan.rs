@@ -47,6 +47,8 @@ pub enum Kind {
     Params,
     /// A prover's cold start: parameters and proving key.
     ColdStart,
+    /// A proving key in object storage (`--remote`).
+    Remote,
 }
 
 /// The artifacts measured, and what the plan includes.
@@ -67,26 +69,44 @@ pub struct Inputs<'a> {
 }
 
 /// Measures one write: the seconds taken.
-type Write<'a> = Box<dyn Fn(&Path, Size) -> Result<f64, String> + 'a>;
+pub(crate) type Write<'a> = Box<dyn Fn(&Path, Size) -> Result<f64, String> + 'a>;
+
+/// Measures one write of something that is not a local file: seconds, and its size.
+pub(crate) type Upload<'a> = Box<dyn Fn(Size) -> Result<(f64, u64), String> + 'a>;
+
+/// Removes what a write wrote.
+pub(crate) type Remove<'a> = Box<dyn Fn() -> Result<(), String> + 'a>;
 
 /// Measures one load of the case's files: seconds, and whether what it loaded was right.
-type Load<'a> = Box<dyn Fn(&[&Path], Size) -> Result<(f64, bool), String> + 'a>;
+pub(crate) type Load<'a> = Box<dyn Fn(&[&Path], Size) -> Result<(f64, bool), String> + 'a>;
 
-/// A file every run writes.
+/// Something every run writes: a file, or an object in object storage.
 pub struct File<'a> {
-    /// Where.
+    /// What the progress bar calls it.
+    pub name: String,
+    /// Where the file is (for an object: where nothing is).
     pub path: PathBuf,
-    write: Write<'a>,
+    write: Upload<'a>,
+    remove: Remove<'a>,
 }
 
 impl File<'_> {
-    /// Writes the file with `buffer`; returns the seconds taken.
+    /// Writes it with `buffer`; returns the seconds taken and the bytes written.
     ///
     /// # Errors
     ///
     /// The writer's error, as text.
-    pub fn write(&self, buffer: Size) -> Result<f64, String> {
-        (self.write)(&self.path, buffer)
+    pub fn write(&self, buffer: Size) -> Result<(f64, u64), String> {
+        (self.write)(buffer)
+    }
+
+    /// Removes it, if it is there.
+    ///
+    /// # Errors
+    ///
+    /// The file system's or the store's error, as text.
+    pub fn remove(&self) -> Result<(), String> {
+        (self.remove)()
     }
 }
 
@@ -102,7 +122,8 @@ pub struct Case<'a> {
     pub validation: &'static str,
     /// The files it reads (indices into [`Plan::files`]).
     pub files: Vec<usize>,
-    /// The case it is compared with (halo2's own way to load the same thing), if any.
+    /// The case it is compared with, if any: halo2's own way to load the same thing (for a
+    /// remote load, downloading the object and then loading the file).
     pub reference: Option<usize>,
     /// The floor case of its kind, if any.
     pub floor: Option<usize>,
@@ -133,15 +154,54 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    fn file(&mut self, name: String, write: Write<'a>, scratch: &Path) -> usize {
+    /// A plan with nothing in it.
+    pub(crate) fn empty() -> Self {
+        Plan {
+            files: Vec::new(),
+            cases: Vec::new(),
+        }
+    }
+
+    /// Compares `case` with `reference` (see [`Case::reference`]) and `floor`.
+    pub(crate) fn compare(&mut self, case: usize, reference: Option<usize>, floor: Option<usize>) {
+        if let Some(case) = self.cases.get_mut(case) {
+            case.reference = reference;
+            case.floor = floor;
+        }
+    }
+    pub(crate) fn file(&mut self, name: String, write: Write<'a>, scratch: &Path) -> usize {
+        let path = scratch.join(&name);
+        let (written, removed) = (path.clone(), path.clone());
         self.files.push(File {
-            path: scratch.join(name),
-            write,
+            name,
+            path,
+            write: Box::new(move |buffer| {
+                let seconds = write(&written, buffer)?;
+                let bytes = std::fs::metadata(&written)
+                    .map_err(|e| e.to_string())?
+                    .len();
+                Ok((seconds, bytes))
+            }),
+            remove: Box::new(move || match std::fs::remove_file(&removed) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.to_string()),
+                _ => Ok(()),
+            }),
         });
         self.files.len() - 1
     }
 
-    fn case(
+    /// Adds something that is not a local file (an object in object storage).
+    pub(crate) fn object(&mut self, name: String, write: Upload<'a>, remove: Remove<'a>) -> usize {
+        self.files.push(File {
+            name,
+            path: PathBuf::new(),
+            write,
+            remove,
+        });
+        self.files.len() - 1
+    }
+
+    pub(crate) fn case(
         &mut self,
         (kind, backend, mode, validation): (Kind, &'static str, &'static str, &'static str),
         files: Vec<usize>,
@@ -162,7 +222,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Marks a case as reading a file another writer wrote (an import, a downsize).
-    fn without_write(&mut self, case: usize) {
+    pub(crate) fn without_write(&mut self, case: usize) {
         if let Some(case) = self.cases.get_mut(case) {
             case.shows_write = false;
         }
@@ -223,10 +283,7 @@ pub const IMPORT_PROCESSED: &str = "import Processed";
 
 /// The plan for workload `C` at the key's `k`.
 pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
-    let mut plan = Plan {
-        files: Vec::new(),
-        cases: Vec::new(),
-    };
+    let mut plan = Plan::empty();
     let k = inputs.pk.get_vk().get_domain().k();
     let scratch = inputs.scratch;
     let selected = |name: &str| inputs.backends.iter().any(|b| b == name);
@@ -500,7 +557,11 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
 }
 
 /// Times a key load and compares what it loaded with the original.
-fn read_key<'a, C: Workload>(reader: Reader, pk: &'a ProvingKey<G1Affine>, k: u32) -> Load<'a> {
+pub(crate) fn read_key<'a, C: Workload>(
+    reader: Reader,
+    pk: &'a ProvingKey<G1Affine>,
+    k: u32,
+) -> Load<'a> {
     Box::new(move |paths, buffer| {
         let path = paths.first().ok_or("no file")?;
         let (loaded, seconds) = measure::read::<C>(reader, path, k, buffer)?;

@@ -37,17 +37,23 @@ pub fn table(report: &Report) -> String {
     let _ = writeln!(
         out,
         "read s: median; min: fastest run; spread: (max - min) / median; x floor: this load over \
-         its kind's floor, and x halo2: halo2's load over this one, each taken within a run \
-         (median over runs)"
+         its kind's floor; x ref: the reference's load over this one (halo2's reader; for a \
+         remote load, downloading then loading; for a cache hit, the local load), each ratio \
+         taken within a run (median over runs)"
     );
     for (kind, title) in [
         (Kind::Pk, "proving key"),
         (Kind::Params, "KZG parameters"),
         (Kind::ColdStart, "cold start: parameters + proving key"),
+        (
+            Kind::Remote,
+            "proving key in object storage (loopback S3 server; floor: its plain download)",
+        ),
     ] {
-        // keycodec's rows, then halo2's, then the floor.
+        // keycodec's rows, then halo2's, then the floor (remote rows: by backend, as run).
         let mut rows: Vec<&Row> = report.rows.iter().filter(|row| row.kind == kind).collect();
         rows.sort_by_key(|row| match row.backend {
+            _ if kind == Kind::Remote => 0,
             crate::plan::HALO2_NATIVE => 1,
             crate::plan::FLOOR => 2,
             _ => 0,
@@ -68,7 +74,7 @@ pub fn table(report: &Report) -> String {
             "min s",
             "spread",
             "x floor",
-            "x halo2",
+            "x ref",
             "file bytes",
             "r GB/s",
             "load RSS",
@@ -87,7 +93,7 @@ pub fn table(report: &Report) -> String {
                 row.read_min_s,
                 row.read_spread * 100.0,
                 optional(row.read_vs_floor, 2),
-                optional(row.speedup_vs_halo2, 2),
+                optional(row.speedup_vs_reference, 2),
                 row.file_bytes,
                 row.read_gbps,
                 row.peak_rss_bytes.map_or("n/a".to_owned(), mib),

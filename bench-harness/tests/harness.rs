@@ -33,6 +33,7 @@ fn args(cache_dir: &Path, k: u32) -> Args {
         cache_dir: cache_dir.to_path_buf(),
         cold: false,
         replace: false,
+        remote: false,
     }
 }
 
@@ -185,8 +186,8 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
             "{:?} {} {} {}",
             row.kind, row.backend, row.mode, row.validation
         );
-        assert!(row.speedup_vs_halo2.is_some_and(|x| x > 0.0), "{what}");
-        let halo2 = row.vs_halo2.as_ref().unwrap();
+        assert!(row.speedup_vs_reference.is_some_and(|x| x > 0.0), "{what}");
+        let halo2 = row.reference.as_ref().unwrap();
         assert_eq!(halo2.backend, HALO2_NATIVE, "{what}");
         let expected_mode = if row.mode == "import Processed" {
             "Processed"
@@ -264,7 +265,7 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         "read_min_s",
         "read_spread",
         "read_vs_floor",
-        "speedup_vs_halo2",
+        "speedup_vs_reference",
         "file_bytes",
         "peak_rss_bytes",
         "verified",
@@ -346,4 +347,46 @@ fn k22_round_trip_every_backend() {
         );
         std::fs::remove_file(&path).unwrap();
     }
+}
+
+/// `--remote`: the loopback S3 server, and per backend a remote load, the plain download,
+/// download-then-load, a cache hit and a local load, each compared as documented.
+#[test]
+fn remote_rows_compare_with_the_download_and_the_local_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = Args {
+        k: 7,
+        backends: vec!["rawbytes".into(), "rkyv".into()],
+        remote: true,
+        repeat: Some(2),
+        cache_dir: dir.path().to_path_buf(),
+        ..Args::defaults()
+    };
+    let report = run(&args).unwrap();
+    let remote: Vec<_> = report
+        .rows
+        .iter()
+        .filter(|row| row.kind == Kind::Remote)
+        .collect();
+    assert_eq!(remote.len(), 2 * 5, "five rows per backend");
+    assert!(remote
+        .iter()
+        .all(|row| row.verified && row.read_runs.len() == 2));
+    for backend in ["rawbytes", "rkyv"] {
+        let row = |mode: &str| {
+            remote
+                .iter()
+                .find(|row| row.backend == backend && row.mode == mode)
+                .unwrap_or_else(|| panic!("{backend} {mode}"))
+        };
+        let load = row("ranged GETs");
+        assert_eq!(load.reference.as_ref().unwrap().mode, "download, load");
+        assert!(load.read_vs_floor.is_some() && load.write_s.is_some());
+        assert_eq!(
+            row("cache hit").reference.as_ref().unwrap().mode,
+            "local file"
+        );
+        assert!(row("plain GET").write_s.is_none());
+    }
+    assert!(bench_harness::report::table(&report).contains("object storage"));
 }

@@ -17,6 +17,8 @@ pub(crate) enum Failure {
     Io(String),
     /// The file is not a valid container, or not the one asked for (exit code 1).
     Check(String),
+    /// Object storage failed (exit code 4).
+    Remote(String),
 }
 
 /// A container's header and what checking its payload found.

@@ -6,6 +6,7 @@
 
 mod check;
 mod params;
+mod remote;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,12 +26,19 @@ Examples:
   keycodec params import kzg_bn254_22.srs params-22.kc   check halo2's file, save a container
   keycodec params downsize params-22.kc params-20.kc --k 20
   keycodec params export params-22.kc kzg_bn254_22.srs --format processed
+  keycodec push prover.pk s3://provers/keys/prover.pk --digest 4f1e…
+  keycodec pull s3://provers/keys/prover.pk prover.pk --digest 4f1e…
+
+Object storage (push, pull) is configured from the environment as the AWS tools are:
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT (an S3-compatible
+server), AWS_ALLOW_HTTP=true (a plain-HTTP endpoint).
 
 Exit codes:
   0  the file is intact (and records the digest asked for)
   1  it is not: not a container, corrupt, truncated, or another digest
   2  the command line is wrong
-  3  the file could not be read
+  3  the file could not be read or written
+  4  object storage failed (no such object, refused credentials, unreachable)
 
 A container records its key's digest when it is saved (version 2). These commands check the
 file's header and payload checksums, which detect corruption; the digest they print is the
@@ -80,6 +88,34 @@ enum Command {
     /// KZG parameters: inspect, import halo2's files, export them, downsize.
     #[command(subcommand)]
     Params(params::ParamsCommand),
+    /// Check a container, then upload it to object storage (s3://bucket/path). Nothing
+    /// appears at the URL unless the whole upload succeeds.
+    Push {
+        /// The container file.
+        file: PathBuf,
+        /// Where to: s3://bucket/path.
+        url: String,
+        /// The key digest the file must record (64 hex digits).
+        #[arg(long)]
+        digest: Option<KeyDigest>,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a container from object storage (s3://bucket/path), check it, and only then
+    /// put it at FILE (atomically: a failed pull leaves FILE as it was).
+    Pull {
+        /// Where from: s3://bucket/path.
+        url: String,
+        /// The file to write.
+        file: PathBuf,
+        /// The key digest the object must record (64 hex digits).
+        #[arg(long)]
+        digest: Option<KeyDigest>,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -96,6 +132,18 @@ fn main() -> ExitCode {
             (*json, inspect(file).and_then(|found| digest(&found, *json)))
         }
         Command::Params(command) => (command.json(), command.run()),
+        Command::Push {
+            file,
+            url,
+            digest,
+            json,
+        } => (*json, remote::push(file, url, *digest, *json)),
+        Command::Pull {
+            url,
+            file,
+            digest,
+            json,
+        } => (*json, remote::pull(url, file, *digest, *json)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -103,6 +151,7 @@ fn main() -> ExitCode {
             let (code, message) = match failure {
                 Failure::Check(message) => (1, message),
                 Failure::Io(message) => (3, message),
+                Failure::Remote(message) => (4, message),
             };
             if json {
                 println!("{}", json!({ "ok": false, "error": message }));

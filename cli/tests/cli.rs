@@ -195,3 +195,79 @@ fn parameters_import_inspect_downsize_and_export() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(!dir.path().join("bad.kc").exists());
 }
+
+/// `push` and `pull` against the test S3 server, configured as users configure them: from
+/// the AWS environment variables.
+#[test]
+fn push_and_pull_check_both_ends() {
+    let server = keycodec_tests::s3::server();
+    let bucket = server.bucket("cli");
+    let endpoint = server.endpoint();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_keycodec"))
+            .args(args)
+            .env("AWS_ENDPOINT", &endpoint)
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", "keycodec-test")
+            .env("AWS_SECRET_ACCESS_KEY", "keycodec-test")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .expect("run keycodec")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (path, digest) = saved(dir.path());
+    let url = format!("s3://{bucket}/keys/key.pk");
+    let digest = digest.to_string();
+
+    let out = run(&["push", &path, &url, "--digest", &digest]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("pushed"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let pulled = dir.path().join("pulled.pk");
+    let pulled_name = pulled.display().to_string();
+    let out = run(&["pull", "--json", &url, &pulled_name, "--digest", &digest]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["key_digest"], digest);
+    assert!(std::fs::read(&pulled).unwrap() == std::fs::read(&path).unwrap());
+
+    // Another digest: refused (1), and the destination keeps what it had.
+    std::fs::write(&pulled, b"before").unwrap();
+    let other = "00".repeat(32);
+    let out = run(&["pull", &url, &pulled_name, "--digest", &other]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&pulled).unwrap(), b"before");
+    // Nothing pushed under another digest either.
+    let out = run(&[
+        "push",
+        &path,
+        &format!("s3://{bucket}/other.pk"),
+        "--digest",
+        &other,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // A missing object: object storage's failure (4).
+    let out = run(&["pull", &format!("s3://{bucket}/other.pk"), &pulled_name]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("other.pk"),
+        "{}",
+        text(&out.stderr)
+    );
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count();
+    assert_eq!(leftovers, 0);
+}

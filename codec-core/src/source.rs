@@ -35,6 +35,14 @@ pub(crate) trait ReadAt: Sync {
     ///
     /// I/O errors.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// How bulk reads of this source are best split, if not in [`BULK_STEP`] pieces on
+    /// rayon's global pool: pieces of this many bytes (a power of two, a multiple of
+    /// [`BULK_STEP`]), read by the threads of this pool (as many reads in flight as it has
+    /// threads). A remote source wants large pieces and more requests in flight than cores.
+    fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
+        None
+    }
 }
 
 #[cfg(unix)]
@@ -140,19 +148,25 @@ impl<'a> AtSource<'a> {
         let origin = self.position();
         let from_buffer = self.take_buffered(dst);
         let source = self.source;
-        dst.par_chunks_mut(BULK_STEP)
-            .enumerate()
-            .try_for_each(|(index, piece)| {
-                let piece_start = index * BULK_STEP;
-                let skip = from_buffer.saturating_sub(piece_start).min(piece.len());
-                let (_, unread) = piece.split_at_mut(skip);
-                if !unread.is_empty() {
-                    source
-                        .read_exact_at(unread, origin + (piece_start + skip) as u64)
-                        .map_err(|err| Error::from_read(err, context))?;
-                }
-                check(piece)
-            })?;
+        let read = |dst: &mut [u8], step: usize| {
+            dst.par_chunks_mut(step)
+                .enumerate()
+                .try_for_each(|(index, piece)| {
+                    let piece_start = index * step;
+                    let skip = from_buffer.saturating_sub(piece_start).min(piece.len());
+                    let (_, unread) = piece.split_at_mut(skip);
+                    if !unread.is_empty() {
+                        source
+                            .read_exact_at(unread, origin + (piece_start + skip) as u64)
+                            .map_err(|err| Error::from_read(err, context))?;
+                    }
+                    check(piece)
+                })
+        };
+        match source.bulk_plan() {
+            Some((step, pool)) => pool.install(|| read(dst, step)),
+            None => read(dst, BULK_STEP),
+        }?;
         if dst.len() > from_buffer {
             // Everything buffered was used; the position moves past `dst`.
             self.buffer.clear();

@@ -59,10 +59,14 @@ pub struct RemoteOptions {
     /// Parts uploaded at once. A save holds about `part_size x (upload_concurrency + 1)`
     /// bytes of parts. Default 4.
     pub upload_concurrency: usize,
-    /// Ranged GETs each bulk read of a load is split into, sent at once; one bulk read per
-    /// core is in flight, so a load has up to `cores x ranges_per_read` requests open.
-    /// Default 4.
-    pub ranges_per_read: usize,
+    /// Bytes per ranged GET of a load or a download: large enough that a request's
+    /// latency is small beside its transfer. Rounded to a power of two of at least 4 MiB.
+    /// Default 16 MiB.
+    pub range_size: usize,
+    /// Ranged GETs in flight at once (each on its own thread, where its bytes are checked
+    /// as they land). A load holds about `range_size x concurrency` bytes in flight beyond
+    /// the key. Default 8.
+    pub concurrency: usize,
 }
 
 impl Default for RemoteOptions {
@@ -70,7 +74,8 @@ impl Default for RemoteOptions {
         RemoteOptions {
             part_size: 16 << 20,
             upload_concurrency: 4,
-            ranges_per_read: 4,
+            range_size: 16 << 20,
+            concurrency: 8,
         }
     }
 }
@@ -420,12 +425,25 @@ impl Remote {
         info: &'a ObjectInfo,
         tee: Option<&'a File>,
     ) -> Result<ObjectSource<'a>> {
+        let range_size = self
+            .options
+            .range_size
+            .max(crate::source::BULK_STEP)
+            .checked_next_power_of_two()
+            .unwrap_or(crate::source::BULK_STEP);
+        // Without threads of its own, a load still works, on rayon's pool.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.options.concurrency.max(1))
+            .thread_name(|index| format!("keycodec-fetch-{index}"))
+            .build()
+            .ok();
         Ok(ObjectSource {
             store: self.store.as_ref(),
             handle: self.handle()?,
             location,
             info,
-            ranges_per_read: self.options.ranges_per_read,
+            range_size,
+            pool,
             tee: tee.map(|file| Tee {
                 file,
                 written: Mutex::new(Vec::new()),
@@ -487,24 +505,32 @@ fn fill(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<()> {
     use rayon::prelude::*;
-    const PIECE: u64 = 16 << 20;
-    let starts: Vec<u64> = (range.start..range.end).step_by(PIECE as usize).collect();
-    let filled = starts.into_par_iter().try_for_each(|start| {
-        let len = usize::try_from(PIECE.min(range.end - start))
-            .map_err(|_| Error::Internal("a piece larger than memory".into()))?;
-        let mut piece = Vec::new();
-        piece
-            .try_reserve_exact(len)
-            .map_err(|_| Error::OutOfMemory {
-                what: "a downloaded piece",
-                bytes: len as u64,
-            })?;
-        piece.resize(len, 0);
-        crate::source::ReadAt::read_exact_at(source, &mut piece, start)
-            .map_err(|err| Error::from_read(err, "the object"))?;
-        progress(len as u64);
-        Ok(())
-    });
+    let piece = source.range_size as u64;
+    let starts: Vec<u64> = (range.start..range.end)
+        .step_by(source.range_size)
+        .collect();
+    let read = || {
+        starts.into_par_iter().try_for_each(|start| {
+            let len = usize::try_from(piece.min(range.end - start))
+                .map_err(|_| Error::Internal("a piece larger than memory".into()))?;
+            let mut piece = Vec::new();
+            piece
+                .try_reserve_exact(len)
+                .map_err(|_| Error::OutOfMemory {
+                    what: "a downloaded piece",
+                    bytes: len as u64,
+                })?;
+            piece.resize(len, 0);
+            crate::source::ReadAt::read_exact_at(source, &mut piece, start)
+                .map_err(|err| Error::from_read(err, "the object"))?;
+            progress(len as u64);
+            Ok(())
+        })
+    };
+    let filled = match &source.pool {
+        Some(pool) => pool.install(read),
+        None => read(),
+    };
     match source.take_failure() {
         Some(failure) => Err(failure),
         None => filled,

@@ -16,9 +16,6 @@ use crate::source::ReadAt;
 
 use super::{store_error, ObjectInfo};
 
-/// Ranged GETs are not split below this size.
-const MIN_RANGE: usize = 1 << 20;
-
 /// Where the bytes read are also written: a file the object is being downloaded into, at the
 /// same offsets, and which ranges have been.
 pub(super) struct Tee<'a> {
@@ -57,7 +54,10 @@ pub(super) struct ObjectSource<'a> {
     pub(super) handle: &'a Handle,
     pub(super) location: &'a ObjectPath,
     pub(super) info: &'a ObjectInfo,
-    pub(super) ranges_per_read: usize,
+    /// Bytes per ranged GET (a power of two, a multiple of the core's bulk step).
+    pub(super) range_size: usize,
+    /// The threads bulk reads run on: as many ranged GETs in flight as it has threads.
+    pub(super) pool: Option<rayon::ThreadPool>,
     pub(super) tee: Option<Tee<'a>>,
     pub(super) failure: Mutex<Option<Error>>,
 }
@@ -78,15 +78,13 @@ impl ObjectSource<'_> {
         io::Error::other("object storage failed (the object's error says why)")
     }
 
-    /// Fills `buf` with the object's bytes from `offset` (within the object).
+    /// Fills `buf` with the object's bytes from `offset` (within the object): one ranged
+    /// GET per [`ObjectSource::range_size`] bytes, all sent at once.
     fn fetch(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         if buf.is_empty() {
             return Ok(());
         }
-        let pieces = self
-            .ranges_per_read
-            .clamp(1, buf.len().div_ceil(MIN_RANGE).max(1));
-        let step = buf.len().div_ceil(pieces);
+        let step = self.range_size.max(1);
         let requests = buf
             .chunks_mut(step)
             .enumerate()
@@ -167,5 +165,9 @@ impl ReadAt for ObjectSource<'_> {
         let (head, _) = buf.split_at_mut(n);
         self.fetch(head, offset)?;
         Ok(n)
+    }
+
+    fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
+        self.pool.as_ref().map(|pool| (self.range_size, pool))
     }
 }

@@ -1,0 +1,183 @@
+//! `--remote`: the proving key in object storage, on a loopback S3 server (moto) this module
+//! starts. For each backend, one plan (so that the server holds one key at a time): the key
+//! uploaded every run, then, interleaved, a remote load (ranged GETs decoded as they
+//! arrive), the plain download of the same object by `object_store` into memory (one GET:
+//! the floor, the server's own throughput), downloading to a file and then loading it (the
+//! reference), a pinned cache hit, and a load of the same backend's local file (the cache
+//! hit's reference).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use halo2_proofs::plonk::ProvingKey;
+use halo2curves::bn256::G1Affine;
+use keycodec::remote::object_store::path::Path as ObjectPath;
+use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt};
+use keycodec::remote::{CacheOutcome, Remote};
+use keycodec::{Backend, Size, Validation};
+
+use crate::fixture::Workload;
+use crate::measure::{self, load_options, Reader, Writer};
+use crate::plan::{read_key, Inputs, Kind, Plan};
+use crate::runs::Runner;
+use crate::Row;
+
+/// The remote rows of every selected keycodec backend.
+///
+/// # Errors
+///
+/// The server, an upload or a load failed, as text.
+pub fn rows<C: Workload>(
+    inputs: &Inputs<'_>,
+    runner: &mut Runner,
+    buffer: Size,
+) -> Result<Vec<Row>, String> {
+    let spinner = crate::fixture::spinner("starting the loopback S3 server (moto)".into());
+    let server = keycodec_tests::s3::server();
+    let bucket = server.bucket("harness");
+    let store = keycodec_tests::s3::store(&server.endpoint(), &bucket);
+    let remote = Remote::new(Arc::clone(&store)).map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    spinner.finish_and_clear();
+    let cache = inputs.scratch.join("remote-cache");
+    let mut rows = Vec::new();
+    for backend in Backend::compiled().filter(|b| inputs.backends.iter().any(|n| n == b.name())) {
+        let plan = plan::<C>(inputs, backend, &remote, &store, &runtime, &cache)?;
+        rows.extend(runner.measure(&plan, buffer)?);
+        // The cache's copy goes with the plan's objects.
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+    Ok(rows)
+}
+
+fn plan<'a, C: Workload>(
+    inputs: &Inputs<'a>,
+    backend: Backend,
+    remote: &'a Remote,
+    store: &'a Arc<dyn ObjectStore>,
+    runtime: &'a tokio::runtime::Runtime,
+    cache: &'a std::path::Path,
+) -> Result<Plan<'a>, String> {
+    let codec = backend.codec().map_err(|e| e.to_string())?;
+    let (pk, pin, scratch) = (inputs.pk, inputs.pin, inputs.scratch);
+    let k = pk.get_vk().get_domain().k();
+    let name = backend.name();
+    let location = ObjectPath::from(format!("{name}.pk"));
+    let mut plan = Plan::empty();
+
+    let (at, at_removed) = (location.clone(), location.clone());
+    let object = plan.object(
+        format!("s3 {location}"),
+        Box::new(move |_buffer| {
+            let started = Instant::now();
+            remote
+                .save::<C, _>(codec, &at, pk, ())
+                .map_err(|e| e.to_string())?;
+            let seconds = started.elapsed().as_secs_f64();
+            let size = remote.head(&at).map_err(|e| e.to_string())?.size;
+            Ok((seconds, size))
+        }),
+        Box::new(move || match runtime.block_on(store.delete(&at_removed)) {
+            Err(err) if !matches!(err, keycodec::remote::object_store::Error::NotFound { .. }) => {
+                Err(err.to_string())
+            }
+            _ => Ok(()),
+        }),
+    );
+    let local = plan.file(
+        format!("{name}-remote-reference.key"),
+        Box::new(move |path, buffer| measure::write::<C>(Writer::Codec(codec), path, pk, buffer)),
+        scratch,
+    );
+
+    let at = location.clone();
+    let load = plan.case(
+        (Kind::Remote, name, "ranged GETs", "checked"),
+        vec![object],
+        Box::new(move |_paths, buffer| {
+            let started = Instant::now();
+            let loaded: ProvingKey<G1Affine> = remote
+                .load::<C, _>(
+                    codec,
+                    &at,
+                    (),
+                    &load_options(Validation::Checked, None, Some(k), buffer),
+                )
+                .map_err(|e| e.to_string())?;
+            let seconds = started.elapsed().as_secs_f64();
+            Ok((seconds, measure::keys_equal(pk, &loaded)))
+        }),
+    );
+    let at = location.clone();
+    let floor = plan.case(
+        (Kind::Remote, name, "plain GET", "floor"),
+        vec![object],
+        Box::new(move |_paths, _buffer| {
+            let started = Instant::now();
+            let bytes = runtime
+                .block_on(async { store.get(&at).await?.bytes().await })
+                .map_err(|e| e.to_string())?;
+            let seconds = started.elapsed().as_secs_f64();
+            let size = remote.head(&at).map_err(|e| e.to_string())?.size;
+            Ok((seconds, bytes.len() as u64 == size))
+        }),
+    );
+    let at = location.clone();
+    let download_then_load = plan.case(
+        (Kind::Remote, name, "download, load", "checked"),
+        vec![object],
+        Box::new(move |_paths, buffer| {
+            let path = scratch.join(format!("{name}-downloaded.key"));
+            let started = Instant::now();
+            let file = std::fs::File::create(&path).map_err(|e| e.to_string())?;
+            remote
+                .download_to(&at, &file, &|_| {})
+                .map_err(|e| e.to_string())?;
+            file.sync_all().map_err(|e| e.to_string())?;
+            drop(file);
+            let (loaded, _) = measure::read::<C>(
+                Reader::Codec(codec, Validation::Checked, None),
+                &path,
+                k,
+                buffer,
+            )?;
+            let seconds = started.elapsed().as_secs_f64();
+            let _ = std::fs::remove_file(&path);
+            Ok((seconds, measure::keys_equal(pk, &loaded)))
+        }),
+    );
+    let at = location.clone();
+    let hit = plan.case(
+        (Kind::Remote, name, "cache hit", "pinned"),
+        vec![object],
+        Box::new(move |_paths, buffer| {
+            let options = load_options(Validation::Checked, Some(pin), Some(k), buffer);
+            let load = || {
+                remote
+                    .load_cached::<C, ProvingKey<G1Affine>>(codec, &at, cache, (), &options)
+                    .map_err(|e| e.to_string())
+            };
+            // The first run fills the cache, untimed.
+            if !cache.join(format!("{pin}.kc")).exists() {
+                load()?;
+            }
+            let started = Instant::now();
+            let (loaded, outcome) = load()?;
+            let seconds = started.elapsed().as_secs_f64();
+            let hit = matches!(outcome, CacheOutcome::Hit(_));
+            Ok((seconds, hit && measure::keys_equal(pk, &loaded)))
+        }),
+    );
+    let local_load = plan.case(
+        (Kind::Remote, name, "local file", "pinned"),
+        vec![local],
+        read_key::<C>(Reader::Codec(codec, Validation::Checked, Some(pin)), pk, k),
+    );
+    for case in [floor, download_then_load, hit, local_load] {
+        plan.without_write(case);
+    }
+    plan.compare(load, Some(download_then_load), Some(floor));
+    plan.compare(download_then_load, None, Some(floor));
+    plan.compare(hit, Some(local_load), None);
+    Ok(plan)
+}
