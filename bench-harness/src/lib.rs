@@ -58,6 +58,7 @@
 //!     "peak_rss_bytes": u64 | null,    // rise of resident memory during the load (max of runs)
 //!     "verified": bool                 // every load equal to the original
 //!   }],
+//!   "remote_server": "s3s-fs" | "moto" | null,   // --remote's loopback server
 //!   "harness_peak_rss_bytes": u64 | null
 //! }
 //! ```
@@ -155,6 +156,22 @@ pub struct Args {
     /// same object, downloading then loading, a cache hit and a local load.
     #[arg(long)]
     pub remote: bool,
+
+    /// The loopback S3 server of `--remote`: s3s-fs (file-backed, from crates.io: installed
+    /// into the cache folder on first use, a few minutes), or moto (PyPI; it copies a whole
+    /// object to serve each ranged GET, so large keys load slowly from it).
+    #[arg(long, value_enum, default_value_t = S3ServerName::S3sFs)]
+    pub s3_server: S3ServerName,
+}
+
+/// The servers `--s3-server` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum S3ServerName {
+    /// s3s-fs.
+    S3sFs,
+    /// moto.
+    Moto,
 }
 
 impl Args {
@@ -306,6 +323,8 @@ pub struct Report {
     pub limits: Limits,
     /// The table.
     pub rows: Vec<Row>,
+    /// The loopback S3 server of the remote rows (`s3s-fs`, or `moto`), if any.
+    pub remote_server: Option<&'static str>,
     /// The highest resident memory the harness reached, if measurable.
     pub harness_peak_rss_bytes: Option<u64>,
 }
@@ -350,9 +369,13 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
         rows.extend(runner.measure(&plan, buffer)?);
     }
     drop(plan);
+    let mut remote_server = None;
     if args.remote {
         let buffer = buffers.first().copied().unwrap_or(Size::mib(1));
-        rows.extend(remote::rows::<C>(&inputs, &mut runner, buffer)?);
+        let (remote_rows, server) =
+            remote::rows::<C>(&inputs, &mut runner, buffer, args.s3_server)?;
+        rows.extend(remote_rows);
+        remote_server = Some(server);
     }
     runner.finish();
     drop(params);
@@ -394,6 +417,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
         },
         limits,
         rows,
+        remote_server,
         harness_peak_rss_bytes: harness_peak,
     })
 }

@@ -31,9 +31,14 @@ pub fn rows<C: Workload>(
     inputs: &Inputs<'_>,
     runner: &mut Runner,
     buffer: Size,
-) -> Result<Vec<Row>, String> {
-    let spinner = crate::fixture::spinner("starting the loopback S3 server (moto)".into());
-    let server = keycodec_tests::s3::server();
+    wanted: crate::S3ServerName,
+) -> Result<(Vec<Row>, &'static str), String> {
+    let (server, name) = match wanted {
+        crate::S3ServerName::S3sFs => server(inputs.scratch)?,
+        crate::S3ServerName::Moto => (Server::Moto, "moto"),
+    };
+    let spinner = crate::fixture::spinner(format!("starting the loopback S3 server ({name})"));
+    let server = server.get();
     let bucket = server.bucket("harness");
     let store = keycodec_tests::s3::store(&server.endpoint(), &bucket);
     let remote = Remote::new(Arc::clone(&store)).map_err(|e| e.to_string())?;
@@ -47,7 +52,74 @@ pub fn rows<C: Workload>(
         // The cache's copy goes with the plan's objects.
         let _ = std::fs::remove_dir_all(&cache);
     }
-    Ok(rows)
+    Ok((rows, name))
+}
+
+/// The server the remote rows use, and its name.
+enum Server {
+    /// s3s-fs, file-backed: serves a range of a large object at the cost of that range.
+    S3sFs(keycodec_tests::s3::S3Server),
+    /// moto: copies the whole object for every ranged GET, so large keys load slowly from
+    /// it through no fault of the loader.
+    Moto,
+}
+
+impl Server {
+    fn get(&self) -> &keycodec_tests::s3::S3Server {
+        match self {
+            Server::S3sFs(server) => server,
+            Server::Moto => keycodec_tests::s3::server(),
+        }
+    }
+}
+
+/// s3s-fs if it is on the `PATH` or in the harness's tools folder, installed there (from
+/// crates.io, once: a few minutes) if not; moto if that fails.
+fn server(scratch: &std::path::Path) -> Result<(Server, &'static str), String> {
+    let tools = scratch.join("../tools");
+    let installed = tools.join("bin").join("s3s-fs");
+    let on_path = std::process::Command::new("s3s-fs")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    let binary = if on_path {
+        Some(std::path::PathBuf::from("s3s-fs"))
+    } else if installed.exists() {
+        Some(installed.clone())
+    } else {
+        let spinner = crate::fixture::spinner(
+            "installing s3s-fs, the loopback S3 server, from crates.io (once; a few minutes)"
+                .into(),
+        );
+        let status = std::process::Command::new("cargo")
+            .args([
+                "install",
+                "--locked",
+                "--quiet",
+                "s3s-fs@0.14.1",
+                "--features",
+                "binary",
+                "--root",
+            ])
+            .arg(&tools)
+            .status();
+        spinner.finish_and_clear();
+        status
+            .is_ok_and(|status| status.success())
+            .then_some(installed)
+    };
+    let root = scratch.join("s3s-fs-root");
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(match binary {
+        Some(binary) => (
+            Server::S3sFs(keycodec_tests::s3::S3Server::start_s3s_fs(&binary, &root)),
+            "s3s-fs",
+        ),
+        None => {
+            eprintln!("warning: s3s-fs could not be installed; the remote rows use moto");
+            (Server::Moto, "moto")
+        }
+    })
 }
 
 fn plan<'a, C: Workload>(

@@ -50,6 +50,10 @@ pub fn table(report: &Report) -> String {
             "proving key in object storage (loopback S3 server; floor: its plain download)",
         ),
     ] {
+        let title = match (kind, report.remote_server) {
+            (Kind::Remote, Some(server)) => format!("{title}, server {server}"),
+            _ => title.to_owned(),
+        };
         // keycodec's rows, then halo2's, then the floor (remote rows: by backend, as run).
         let mut rows: Vec<&Row> = report.rows.iter().filter(|row| row.kind == kind).collect();
         rows.sort_by_key(|row| match row.backend {

@@ -34,6 +34,7 @@ fn args(cache_dir: &Path, k: u32) -> Args {
         cold: false,
         replace: false,
         remote: false,
+        s3_server: bench_harness::S3ServerName::Moto,
     }
 }
 
@@ -358,6 +359,8 @@ fn remote_rows_compare_with_the_download_and_the_local_load() {
         k: 7,
         backends: vec!["rawbytes".into(), "rkyv".into()],
         remote: true,
+        // moto, which the tests start anyway (s3s-fs installs from crates.io on first use).
+        s3_server: bench_harness::S3ServerName::Moto,
         repeat: Some(2),
         cache_dir: dir.path().to_path_buf(),
         ..Args::defaults()

@@ -164,7 +164,13 @@ impl<'a> AtSource<'a> {
                 })
         };
         match source.bulk_plan() {
-            Some((step, pool)) => pool.install(|| read(dst, step)),
+            Some((largest, pool)) => {
+                // Pieces small enough that every thread has one (a polynomial smaller than
+                // `largest` per thread still keeps every request in flight).
+                let share = (dst.len() / pool.current_num_threads().max(1)).next_power_of_two();
+                let step = share.clamp(BULK_STEP, largest.max(BULK_STEP));
+                pool.install(|| read(dst, step))
+            }
             None => read(dst, BULK_STEP),
         }?;
         if dst.len() > from_buffer {

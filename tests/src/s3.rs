@@ -1,11 +1,14 @@
-//! A real S3 server for the tests: moto's (`moto_server`, PyPI `moto[server]` 5.2.x), started
-//! once per test process on a free loopback port and stopped when the process exits.
+//! A real S3 server on loopback: moto's (`moto_server`, PyPI `moto[server]` 5.2.x), started
+//! once per test process on a free port and stopped when the process exits; or s3s-fs (a
+//! file-backed server from crates.io), which the harness uses for large objects: moto
+//! copies a whole object to serve each ranged GET.
 //!
-//! `KEYCODEC_TEST_S3_ENDPOINT=http://127.0.0.1:PORT` uses a server already running instead.
-//! Credentials are test values; moto checks none.
+//! `KEYCODEC_TEST_S3_ENDPOINT=http://127.0.0.1:PORT` uses a moto server already running
+//! instead. Credentials are test values.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -18,8 +21,60 @@ use keycodec::remote::object_store::{BackoffConfig, ObjectStore, RetryConfig};
 pub struct S3Server {
     /// `127.0.0.1:PORT`.
     pub addr: SocketAddr,
-    /// The shell that runs moto and stops it when this process's end closes its stdin.
-    _child: Option<Child>,
+    /// The shell that runs the server and stops it when its stdin closes (this process
+    /// ended, or the server was dropped).
+    child: Option<Child>,
+    /// s3s-fs's root directory (a bucket is a folder in it); `None` for moto.
+    root: Option<PathBuf>,
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Closing its stdin makes the shell stop the server.
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// Runs `command` in the background of a shell that stops it when its stdin closes, and
+/// waits until `addr` answers HTTP.
+fn spawn(command: &str, addr: SocketAddr, log: &Path, hint: &str) -> Child {
+    let script = format!(
+        "{command} >'{}' 2>&1 & pid=$!; read _; kill $pid; wait $pid",
+        log.display()
+    );
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sh to start the S3 server");
+    let started = Instant::now();
+    while request(
+        addr,
+        "GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n",
+    )
+    .is_err()
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the S3 server did not start on {addr} within 60 s ({hint}); its log: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
 }
 
 /// The test process's server, started on first use.
@@ -40,45 +95,50 @@ impl S3Server {
                 .trim_end_matches('/')
                 .parse()
                 .expect("KEYCODEC_TEST_S3_ENDPOINT is http://HOST:PORT");
-            return S3Server { addr, _child: None };
+            return S3Server {
+                addr,
+                child: None,
+                root: None,
+            };
         }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free loopback port")
-            .port();
+        let port = free_port();
         let log = std::env::temp_dir().join(format!("keycodec-moto-{port}.log"));
-        // moto runs in the background of a shell that waits on its stdin: when this process
-        // exits, however it exits, the pipe closes and the shell stops moto.
-        let script = format!(
-            "moto_server -H 127.0.0.1 -p {port} >'{}' 2>&1 & pid=$!; read _; kill $pid; wait $pid",
-            log.display()
-        );
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("sh to start moto_server");
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let started = Instant::now();
-        while request(
+        let child = spawn(
+            &format!("moto_server -H 127.0.0.1 -p {port}"),
             addr,
-            "GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n",
-        )
-        .is_err()
-        {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "moto_server did not start on {addr} within 60 s (is it installed? \
-                 python3 -m pip install 'moto[server]>=5.2,<5.3'); its log: {}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            &log,
+            "is moto installed? python3 -m pip install 'moto[server]>=5.2,<5.3'",
+        );
         S3Server {
             addr,
-            _child: Some(child),
+            child: Some(child),
+            root: None,
+        }
+    }
+
+    /// Starts s3s-fs (`binary`) on a free port, storing objects under `root`; stopped when
+    /// dropped.
+    pub fn start_s3s_fs(binary: &Path, root: &Path) -> S3Server {
+        std::fs::create_dir_all(root).expect("the server's root directory");
+        let port = free_port();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let log = root.with_extension("log");
+        let child = spawn(
+            &format!(
+                "'{}' --host 127.0.0.1 --port {port} --access-key keycodec-test \
+                 --secret-key keycodec-test '{}'",
+                binary.display(),
+                root.display()
+            ),
+            addr,
+            &log,
+            "s3s-fs",
+        );
+        S3Server {
+            addr,
+            child: Some(child),
+            root: Some(root.to_path_buf()),
         }
     }
 
@@ -95,6 +155,11 @@ impl S3Server {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
+        if let Some(root) = &self.root {
+            // s3s-fs: a bucket is a folder of its root.
+            std::fs::create_dir_all(root.join(&name)).expect("the bucket's folder");
+            return name;
+        }
         let response = request(
             self.addr,
             &format!("PUT /{name} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n"),
