@@ -11,9 +11,10 @@
 //! is compared with the original. The table reports, per row, the median, the fastest run
 //! and the spread, and ratios to the floor and to halo2's reader taken run by run (paired),
 //! so that a slow moment of the shared machine moves both sides of a ratio. The default
-//! run (one buffer, each backend's default layout, three runs) gives a first table in a few
-//! minutes; `--full` is the sweep (every layout, four buffers, five runs, halo2's
-//! compressed parameters, the import of those and the downsize).
+//! run (one buffer, each backend's default layout checked and trusted, files written once,
+//! three runs) gives a first table in a few minutes; `--full` is the sweep (every layout,
+//! pinned rows, four buffers, five runs with a write each, halo2's compressed formats, the
+//! import of those, the downsize, a cold start per backend).
 //!
 //! # JSON schema (`--json PATH`)
 //!
@@ -69,6 +70,7 @@ pub mod fixture;
 pub mod measure;
 pub mod params;
 pub mod plan;
+#[cfg(feature = "remote")]
 pub mod remote;
 pub mod report;
 pub mod runs;
@@ -109,10 +111,12 @@ pub struct Args {
           value_parser = clap::builder::PossibleValuesParser::new(backend_names()))]
     pub backends: Vec<String>,
 
-    /// The full sweep: every wire mode of every backend, buffers of 1 KiB to 1 GiB, five
-    /// runs, halo2's compressed (`Processed`) key and parameters (the parameters alone read
-    /// in over a minute at k = 22), keycodec's import of those, the downsize of the
-    /// parameters to k - 1, and a cold start per backend.
+    /// The full sweep: every wire mode of every backend, pinned loads (checked, digest
+    /// pinned), buffers of 1 KiB to 1 GiB, five runs each writing every file again,
+    /// halo2's compressed (`Processed`) key and parameters (the parameters alone read in
+    /// over a minute at k = 22), keycodec's import of those, the downsize of the parameters
+    /// to k - 1, and a cold start per backend. By default files are written in the first
+    /// run only.
     #[arg(long)]
     pub full: bool,
 
@@ -369,14 +373,25 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
         rows.extend(runner.measure(&plan, buffer)?);
     }
     drop(plan);
-    let mut remote_server = None;
-    if args.remote {
+    #[cfg(feature = "remote")]
+    let remote_server = if args.remote {
         let buffer = buffers.first().copied().unwrap_or(Size::mib(1));
         let (remote_rows, server) =
             remote::rows::<C>(&inputs, &mut runner, buffer, args.s3_server)?;
         rows.extend(remote_rows);
-        remote_server = Some(server);
-    }
+        Some(server)
+    } else {
+        None
+    };
+    #[cfg(not(feature = "remote"))]
+    let remote_server = match args.remote {
+        true => {
+            return Err("this build has no object storage: \
+                cargo run --release -p bench-harness --features remote -- --remote"
+                .into())
+        }
+        false => None,
+    };
     runner.finish();
     drop(params);
 

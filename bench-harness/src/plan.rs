@@ -63,8 +63,9 @@ pub struct Inputs<'a> {
     pub scratch: &'a Path,
     /// The backends selected (`--backends`).
     pub backends: &'a [String],
-    /// Every wire mode, halo2's `Processed` rows, the `Processed` parameter import and the
-    /// downsize row (`--full`); otherwise each backend's default mode and the fast rows.
+    /// Every wire mode, pinned rows, halo2's `Processed` rows, the `Processed` parameter
+    /// import, the downsize row and a cold start per backend (`--full`); otherwise each
+    /// backend's default mode, checked and trusted, and the fast rows.
     pub full: bool,
 }
 
@@ -163,6 +164,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Compares `case` with `reference` (see [`Case::reference`]) and `floor`.
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub(crate) fn compare(&mut self, case: usize, reference: Option<usize>, floor: Option<usize>) {
         if let Some(case) = self.cases.get_mut(case) {
             case.reference = reference;
@@ -191,6 +193,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Adds something that is not a local file (an object in object storage).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub(crate) fn object(&mut self, name: String, write: Upload<'a>, remove: Remove<'a>) -> usize {
         self.files.push(File {
             name,
@@ -320,10 +323,12 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
             {
                 reads.push(("trusted", Reader::Codec(codec, Validation::Trusted, None)));
             }
-            reads.push((
-                "pinned",
-                Reader::Codec(codec, Validation::Checked, Some(inputs.pin)),
-            ));
+            if inputs.full {
+                reads.push((
+                    "pinned",
+                    Reader::Codec(codec, Validation::Checked, Some(inputs.pin)),
+                ));
+            }
             for (validation, reader) in reads {
                 plan.case(
                     (Kind::Pk, backend.name(), writer.mode(), validation),

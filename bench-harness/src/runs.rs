@@ -24,6 +24,8 @@ struct Gathered {
 pub struct Runner {
     repeat: usize,
     replace: bool,
+    /// Write the files in every run (`--full`, `--replace`), not only the first.
+    rewrite: bool,
     cold: bool,
     bar: ProgressBar,
     /// The highest resident memory seen, if measurable.
@@ -42,6 +44,7 @@ impl Runner {
         Runner {
             repeat,
             replace: args.replace,
+            rewrite: args.full || args.replace,
             cold: args.cold,
             bar,
             harness_peak: rss::peak(),
@@ -62,8 +65,9 @@ impl Runner {
     /// A write or a case that failed, as text.
     pub fn measure(&mut self, plan: &Plan<'_>, buffer: Size) -> Result<Vec<Row>, String> {
         let repeat = self.repeat;
+        let writing_runs = if self.rewrite { repeat } else { 1 };
         self.bar
-            .inc_length((repeat * (plan.files.len() + plan.cases.len())) as u64);
+            .inc_length((writing_runs * plan.files.len() + repeat * plan.cases.len()) as u64);
         let mut writes = vec![Vec::new(); plan.files.len()];
         let mut sizes = vec![0u64; plan.files.len()];
         let mut gathered = vec![
@@ -75,7 +79,12 @@ impl Runner {
             plan.cases.len()
         ];
         for run in 0..repeat {
-            for index in rotation(plan.files.len(), run) {
+            let files = if run < writing_runs {
+                plan.files.len()
+            } else {
+                0
+            };
+            for index in rotation(files, run) {
                 let (Some(file), Some(times), Some(size)) = (
                     plan.files.get(index),
                     writes.get_mut(index),

@@ -105,7 +105,14 @@ fn default_run_is_the_quick_one() {
         .rows
         .iter()
         .all(|row| row.verified && row.read_runs.len() == 3));
-    // No compressed layouts, no downsize, no import: those are the full sweep's.
+    // Files written once; no pinned rows, compressed layouts, downsize or import: those
+    // are the full sweep's.
+    assert!(report
+        .rows
+        .iter()
+        .filter(|row| row.write_s.is_some())
+        .all(|row| row.write_runs.len() == 1));
+    assert!(!report.rows.iter().any(|row| row.validation == "pinned"));
     assert!(!report.rows.iter().any(|row| row.mode == "Processed"
         || row.mode.starts_with("downsize")
         || row.mode.starts_with("import")));
@@ -350,8 +357,9 @@ fn k22_round_trip_every_backend() {
     }
 }
 
-/// `--remote`: the loopback S3 server, and per backend a remote load, the plain download,
+/// `--remote` (feature `remote`): the loopback S3 server, and per backend a remote load, the plain download,
 /// download-then-load, a cache hit and a local load, each compared as documented.
+#[cfg(feature = "remote")]
 #[test]
 fn remote_rows_compare_with_the_download_and_the_local_load() {
     let dir = tempfile::tempdir().unwrap();
