@@ -155,9 +155,11 @@ pub struct Args {
     #[arg(long)]
     pub replace: bool,
 
-    /// Also measure loads from object storage: start a loopback S3 server (moto), upload
-    /// the key with each backend, and time a remote load against the plain download of the
-    /// same object, downloading then loading, a cache hit and a local load.
+    /// Also measure loads from object storage: start a loopback S3 server (`--s3-server`),
+    /// upload the key with each backend, and time a remote load against the plain download
+    /// of the same object, downloading then loading, a cache hit and a local load. Needs
+    /// the harness built with its `remote` feature (`cargo run --release -p bench-harness
+    /// --features remote -- --remote`).
     #[arg(long)]
     pub remote: bool,
 

@@ -1,4 +1,4 @@
-//! Runs a [`Plan`](crate::plan::Plan): run after run, every file written, then every case
+//! Runs a [`Plan`]: run after run, every file written, then every case
 //! timed once, in an order rotated each run; then one row per case.
 
 use std::path::Path;

@@ -154,7 +154,7 @@ impl fmt::Debug for Fingerprint {
 /// The same key has the same digest whichever backend stored it; a proving key's digest
 /// differs from its verifying key's. [`KeyDigest::of_pk`] and [`KeyDigest::of_vk`] compute
 /// it from a key in memory; saving returns it and a pinned load
-/// ([`LoadOptions::pin`](crate::LoadOptions::pin)) checks it.
+/// ([`LoadOptions::expected_digest`](crate::LoadOptions::expected_digest)) checks it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyDigest(pub [u8; 32]);
 

@@ -81,8 +81,8 @@ pub trait KeyCodecExt: KeyCodec {
     }
 
     /// Loads KZG parameters from `path`, with the checks a key's load makes: every G1 point
-    /// on the curve and both G2 points in their subgroup unless [`Validation::Trusted`]
-    /// (crate::Validation::Trusted), the checksum, the pin.
+    /// on the curve and both G2 points in their subgroup unless
+    /// [`Validation::Trusted`](crate::Validation::Trusted), the checksum, the pin.
     ///
     /// # Errors
     ///

@@ -46,12 +46,13 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Runs `command` in the background of a shell that stops it when its stdin closes, and
-/// waits until `addr` answers HTTP.
+/// Runs `command` in the background of a shell that stops it, and removes its `log`, when
+/// its stdin closes (when the `Child` is dropped or the test process exits, so a server in a
+/// `static` stops too), and waits until `addr` answers HTTP.
 fn spawn(command: &str, addr: SocketAddr, log: &Path, hint: &str) -> Child {
     let script = format!(
-        "{command} >'{}' 2>&1 & pid=$!; read _; kill $pid; wait $pid",
-        log.display()
+        "{command} >'{log}' 2>&1 & pid=$!; read _; kill $pid; wait $pid; rm -f '{log}'",
+        log = log.display()
     );
     let child = Command::new("sh")
         .arg("-c")
