@@ -14,7 +14,8 @@
 //! run (one buffer, each backend's default layout checked and trusted, files written once,
 //! three runs) gives a first table in a few minutes; `--full` is the sweep (every layout,
 //! pinned rows, four buffers, five runs with a write each, halo2's compressed formats, the
-//! import of those, the downsize, a cold start per backend).
+//! import of those, a cold start per backend); `--downsize` adds the parameters downsized
+//! to k - 1, which is slow at large k.
 //!
 //! # JSON schema (`--json PATH`)
 //!
@@ -114,11 +115,17 @@ pub struct Args {
     /// The full sweep: every wire mode of every backend, pinned loads (checked, digest
     /// pinned), buffers of 1 KiB to 1 GiB, five runs each writing every file again,
     /// halo2's compressed (`Processed`) key and parameters (the parameters alone read in
-    /// over a minute at k = 22), keycodec's import of those, the downsize of the parameters
-    /// to k - 1, and a cold start per backend. By default files are written in the first
-    /// run only.
+    /// over a minute at k = 22), keycodec's import of those, and a cold start per backend.
+    /// By default files are written in the first run only.
     #[arg(long)]
     pub full: bool,
+
+    /// Also open the parameters downsized to k - 1 (`open_params` with a smaller `k`):
+    /// halo2's downsize recomputes `g_lagrange` with an FFT over G1 points, a scalar
+    /// multiplication per butterfly, so this row takes long at large k (tens of minutes per
+    /// run at k = 22 on two cores; seconds at k = 16). Not part of `--full`.
+    #[arg(long)]
+    pub downsize: bool,
 
     /// Buffer sizes for the BufReader / BufWriter around the file, comma-separated human
     /// sizes (B, KiB, MiB, GiB) [default: 1MiB; with --full 1KiB,8KiB,1MiB,1GiB].
@@ -365,6 +372,7 @@ fn run_with<C: fixture::Workload>(args: &Args) -> Result<Report, String> {
         scratch: &scratch,
         backends: &args.backends,
         full: args.full,
+        downsize: args.downsize,
     };
     let plan = plan::plan::<C>(&inputs);
     preparing.finish_and_clear();

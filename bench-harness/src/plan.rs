@@ -64,9 +64,11 @@ pub struct Inputs<'a> {
     /// The backends selected (`--backends`).
     pub backends: &'a [String],
     /// Every wire mode, pinned rows, halo2's `Processed` rows, the `Processed` parameter
-    /// import, the downsize row and a cold start per backend (`--full`); otherwise each
-    /// backend's default mode, checked and trusted, and the fast rows.
+    /// import and a cold start per backend (`--full`); otherwise each backend's default
+    /// mode, checked and trusted, and the fast rows.
     pub full: bool,
+    /// The row that opens the parameters downsized to k - 1 (`--downsize`).
+    pub downsize: bool,
 }
 
 /// Measures one write: the seconds taken.
@@ -478,7 +480,7 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
             }),
         );
     }
-    if inputs.full && k > 1 {
+    if inputs.downsize && k > 1 {
         if let Some(&file) = params_files.first() {
             // One large file for every smaller circuit: halo2's downsize recomputes
             // `g_lagrange` for the smaller domain.

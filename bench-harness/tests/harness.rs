@@ -28,6 +28,7 @@ fn args(cache_dir: &Path, k: u32) -> Args {
         buffers: vec![Size::kib(8), Size::mib(1)],
         repeat: Some(2),
         full: true,
+        downsize: true,
         json: Some(cache_dir.join("report.json")),
         plot: Some(cache_dir.join("report.svg")),
         cache_dir: cache_dir.to_path_buf(),

@@ -54,8 +54,8 @@ pub(crate) enum ParamsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Downsize parameters to 2^k points (g truncated, g_lagrange recomputed) and save them as
-    /// a container.
+    /// Downsize parameters to 2^k points (g truncated, g_lagrange recomputed by an FFT over
+    /// curve points: long at large k) and save them as a container.
     Downsize {
         /// The parameters file (a container or halo2's file).
         source: PathBuf,

@@ -79,7 +79,8 @@ fn template() -> Result<Params> {
 }
 
 /// Downsizes parameters to `2^k` points, as halo2's `Params::downsize` does: `g` is
-/// truncated and `g_lagrange` recomputed (an FFT over G1 of `2^k` points).
+/// truncated and `g_lagrange` recomputed (an FFT over G1 of `2^k` points: `2^(k-1) * k`
+/// scalar multiplications, halo2's constant-time ones, so slow at large `k`).
 ///
 /// # Errors
 ///

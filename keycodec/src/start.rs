@@ -130,7 +130,10 @@ pub fn load_or_generate_vk<C: Circuit<Fr>>(
 /// any `SerdeFormat` (`kzg_bn254_22.srs`; the format follows from the file's length), with
 /// every point checked unless `options.validation` trusts them. With `k` smaller than the
 /// file's, the parameters are downsized to `2^k` points (halo2's `downsize`: `g` truncated,
-/// `g_lagrange` recomputed), so one large file serves every smaller circuit.
+/// `g_lagrange` recomputed), so one large file serves every smaller circuit. Downsizing
+/// costs a scalar multiplication of a G1 point per FFT butterfly, `2^(k-1) * k` of them,
+/// on every core: slow at large `k` (see `docs/performance.md`); a prover that starts often
+/// should downsize once (`keycodec params downsize`) and open the result.
 ///
 /// # Errors
 ///
