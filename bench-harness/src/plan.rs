@@ -273,10 +273,11 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// The halo2 layout a case is compared with: an import of halo2's compressed parameters
-/// with halo2's own read of them; everything else with halo2's raw layout.
+/// The halo2 layout a case is compared with: keycodec's compressed layout, and its import
+/// of halo2's compressed parameters, with halo2's read of its compressed files; everything
+/// else with halo2's raw layout.
 fn reference_mode(case: &Case<'_>) -> &'static str {
-    if case.mode == IMPORT_PROCESSED {
+    if case.mode == IMPORT_PROCESSED || case.mode == "Processed" {
         "Processed"
     } else {
         "RawBytes"

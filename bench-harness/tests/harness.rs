@@ -184,8 +184,8 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         && row.read_min_s <= row.read_s
         && row.read_spread >= 0.0));
     // Every keycodec row is compared with halo2's row of its kind and with its kind's
-    // floor, run by run; the import of halo2's compressed parameters with halo2's own read
-    // of them.
+    // floor, run by run; compressed layouts, and the import of halo2's compressed
+    // parameters, with halo2's own read of its compressed files.
     for row in report
         .rows
         .iter()
@@ -198,7 +198,7 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         assert!(row.speedup_vs_reference.is_some_and(|x| x > 0.0), "{what}");
         let halo2 = row.reference.as_ref().unwrap();
         assert_eq!(halo2.backend, HALO2_NATIVE, "{what}");
-        let expected_mode = if row.mode == "import Processed" {
+        let expected_mode = if row.mode == "import Processed" || row.mode == "Processed" {
             "Processed"
         } else {
             "RawBytes"

@@ -33,6 +33,8 @@ use std::sync::{Arc, Mutex};
 
 use halo2_proofs::plonk::Circuit;
 use halo2curves::bn256::Fr;
+/// The `object_store` crate this module is built on, to build a store for [`Remote::new`].
+#[doc(no_inline)]
 pub use object_store;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
