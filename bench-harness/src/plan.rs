@@ -284,6 +284,26 @@ fn reference_mode(case: &Case<'_>) -> &'static str {
     }
 }
 
+/// halo2's file layouts measured, for keys and parameters alike: its raw layout, and with
+/// `--full` its compressed one.
+fn native_formats(full: bool) -> &'static [SerdeFormat] {
+    if full {
+        &[SerdeFormat::RawBytes, SerdeFormat::Processed]
+    } else {
+        &[SerdeFormat::RawBytes]
+    }
+}
+
+/// halo2's reads of a file in `format`, by validation: checked, and for its raw layout also
+/// unchecked (`trusted`).
+fn native_reads(format: SerdeFormat) -> Vec<(&'static str, SerdeFormat)> {
+    let mut reads = vec![("checked", format)];
+    if matches!(format, SerdeFormat::RawBytes) {
+        reads.push(("trusted", SerdeFormat::RawBytesUnchecked));
+    }
+    reads
+}
+
 /// The mode name of keycodec's import of a halo2 `Processed` parameters file.
 pub const IMPORT_PROCESSED: &str = "import Processed";
 
@@ -343,24 +363,17 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
     }
     let mut native_key = None;
     if selected(HALO2_NATIVE) {
-        let formats: &[SerdeFormat] = if inputs.full {
-            &[SerdeFormat::RawBytes, SerdeFormat::Processed]
-        } else {
-            &[SerdeFormat::RawBytes]
-        };
-        for &format in formats {
+        for &format in native_formats(inputs.full) {
             let writer = Writer::Native(format);
             let file = plan.file(
                 format!("{HALO2_NATIVE}-{}.key", writer.mode()),
                 Box::new(move |path, buffer| measure::write::<C>(writer, path, pk, buffer)),
                 scratch,
             );
-            let mut reads = vec![("checked", format)];
             if matches!(format, SerdeFormat::RawBytes) {
                 native_key = Some(file);
-                reads.push(("trusted", SerdeFormat::RawBytesUnchecked));
             }
-            for (validation, read_format) in reads {
+            for (validation, read_format) in native_reads(format) {
                 let case = plan.case(
                     (Kind::Pk, HALO2_NATIVE, writer.mode(), validation),
                     vec![file],
@@ -424,12 +437,7 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
     }
     let mut native_params = None;
     if selected(HALO2_NATIVE) {
-        let formats: &[SerdeFormat] = if inputs.full {
-            &[SerdeFormat::RawBytes, SerdeFormat::Processed]
-        } else {
-            &[SerdeFormat::RawBytes]
-        };
-        for &format in formats {
+        for &format in native_formats(inputs.full) {
             let mode = measure::format_name(format);
             let file = plan.file(
                 format!("{HALO2_NATIVE}-{mode}.params"),
@@ -438,12 +446,10 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
                 }),
                 scratch,
             );
-            let mut reads = vec![("checked", format)];
             if matches!(format, SerdeFormat::RawBytes) {
                 native_params = Some(file);
-                reads.push(("trusted", SerdeFormat::RawBytesUnchecked));
             }
-            for (validation, read_format) in reads {
+            for (validation, read_format) in native_reads(format) {
                 let case = plan.case(
                     (Kind::Params, HALO2_NATIVE, mode, validation),
                     vec![file],
