@@ -273,7 +273,7 @@ pub(crate) fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
 }
 
 /// The parameters a load of parameters decoded.
-fn into_params(decoded: Decoded) -> Result<Params> {
+pub(crate) fn into_params(decoded: Decoded) -> Result<Params> {
     match decoded.item {
         Item::Params(params) => Ok(params),
         Item::Key(_) => Err(Error::Internal("a key decoded for parameters".into())),

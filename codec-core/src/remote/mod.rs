@@ -43,7 +43,7 @@ use tokio::runtime::{Handle, Runtime};
 pub use cache::CacheOutcome;
 
 use crate::circuit::{configure, fingerprint};
-use crate::codec::{HaloKey, Item, ItemRef, KeyCodec};
+use crate::codec::{HaloKey, ItemRef, KeyCodec};
 use crate::container::{self, Decoded, Input, Request};
 use crate::error::{Error, Result};
 use crate::ids::{KeyDigest, KeyKind};
@@ -389,10 +389,7 @@ impl Remote {
             options,
             None,
         )?;
-        match decoded.item {
-            Item::Params(params) => Ok(params),
-            Item::Key(_) => Err(Error::Internal("a key decoded for parameters".into())),
-        }
+        crate::ops::into_params(decoded)
     }
 
     /// Downloads the object into `file` (from its start, by ranged GETs at once, each
@@ -539,12 +536,9 @@ fn fill(
     }
 }
 
-/// The key a load decoded.
+/// The key a load decoded, its errors naming `object`.
 fn into_key<K: HaloKey>(decoded: Decoded, object: &str) -> Result<K> {
-    match decoded.item {
-        Item::Key(key) => K::from_key(key).map_err(|err| err.in_object(object)),
-        Item::Params(_) => Err(Error::Internal("parameters decoded for a key".into())),
-    }
+    crate::ops::into_key(decoded).map_err(|err| err.in_object(object))
 }
 
 /// Refuses to block inside an async task (which would stall or panic the executor).
