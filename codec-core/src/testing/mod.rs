@@ -12,6 +12,7 @@
 
 pub mod circuits;
 pub mod conformance;
+pub mod halo2_lib;
 
 use std::sync::OnceLock;
 
