@@ -25,6 +25,7 @@
 //! different valid key for a circuit with the same fingerprint.
 
 mod assembly;
+mod bulk;
 mod circuit;
 mod codec;
 mod container;
@@ -91,6 +92,7 @@ pub mod backend_api {
     //! it; the facade's backend list is the one place a backend is registered.
 
     pub use crate::assembly::{assemble_pk, VkPlan};
+    pub use crate::bulk::{Span, SpanData};
     pub use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
     pub use crate::error::{Error, IoContext, Result};
     pub use crate::ids::{CodecId, KeyKind, WireMode};

@@ -16,9 +16,12 @@ use std::io::{self, Read};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+use crate::bulk::{self, Hooks, Span, SpanData, Workers};
 use crate::error::{Error, Result};
+use crate::field::{check_raw_elements, FieldEncoding, FR_BYTES};
+use crate::options::Validation;
 use crate::poly_hash::PolyHasher;
-use crate::source::{hash_range, AtSource, ReadAt, BULK_STEP};
+use crate::source::{hash_range, AtSource, Memory, ReadAt, BULK_STEP};
 
 /// Elements pre-allocated at once when the payload length is only declared, not verified
 /// against a real source length (16 MiB of field elements).
@@ -65,6 +68,14 @@ impl Hash {
     fn update(&mut self, bytes: &[u8]) {
         if let Hash::On(hasher) = self {
             hasher.update(bytes);
+        }
+    }
+
+    /// The running hasher, when hashing.
+    fn hasher(&mut self) -> Option<&mut Xxh3> {
+        match self {
+            Hash::On(hasher) => Some(hasher),
+            Hash::Off | Hash::Lost => None,
         }
     }
 
@@ -408,6 +419,162 @@ impl<'a> PayloadReader<'a> {
             context,
         )?;
         self.record_polynomial(hasher)
+    }
+
+    /// Reads a run of spans, in payload order: the small fields a decoder checks itself
+    /// ([`Span::Bytes`], each handed to `check_bytes` with its index among `spans` as soon
+    /// as read, before any polynomial is read) and the key's polynomials
+    /// ([`Span::Polynomial`], raw elements, in halo2's order, checked below the modulus
+    /// unless `validation` trusts them, and hashed for the key's digest when it is
+    /// computed), as the decoder expects them laid out for its circuit.
+    ///
+    /// From a file, an object or memory (a source whose length is verified) every
+    /// polynomial is read straight into its own new vector, never zeroed first, in pieces
+    /// spread over the cores, while this thread hashes the pieces in payload order as they
+    /// land. From a stream, span after span, each vector growing with the bytes that arrive
+    /// (as [`read_polynomial`](crate::backend_api::field::read_polynomial) does).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LimitExceeded`] when the payload is shorter than the spans,
+    /// [`Error::OutOfMemory`], [`Error::Truncated`], [`Error::InvalidFieldElement`], and
+    /// `check_bytes`'s errors.
+    pub fn read_spans(
+        &mut self,
+        spans: &[Span],
+        groups: &[usize],
+        validation: Validation,
+        mut check_bytes: impl FnMut(usize, &[u8]) -> Result<()>,
+        context: &'static str,
+    ) -> Result<SpanData> {
+        let total: u128 = spans.iter().map(Span::len).sum();
+        self.ensure_available(total, context)?;
+        let total = u64::try_from(total).map_err(|_| Error::Truncated { context })?;
+        let bulk = self.length_verified && crate::raw_view::layout_matches();
+        let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
+        let record = self.polynomials.is_some();
+        let read = match (&mut self.source, bulk) {
+            (Source::At { reader, .. }, true) => {
+                let start = reader.position();
+                let source = reader.source();
+                let workers = match source.bulk_plan() {
+                    Some((piece, pool)) => Workers {
+                        pool: Some(pool),
+                        piece,
+                    },
+                    None => Workers {
+                        pool: None,
+                        piece: BULK_STEP,
+                    },
+                };
+                let read = bulk::read_spans(
+                    source,
+                    start,
+                    spans,
+                    groups,
+                    &mut check_bytes,
+                    Hooks {
+                        hash: self.hash.hasher(),
+                        check: &check,
+                        record,
+                        context,
+                    },
+                    &workers,
+                );
+                if read.is_ok() {
+                    reader.advance_to(start + total);
+                }
+                read
+            }
+            (Source::Memory { rest, .. }, true) => {
+                let source = Memory(rest);
+                let workers = Workers {
+                    pool: None,
+                    piece: BULK_STEP,
+                };
+                let read = bulk::read_spans(
+                    &source,
+                    0,
+                    spans,
+                    groups,
+                    &mut check_bytes,
+                    Hooks {
+                        hash: self.hash.hasher(),
+                        check: &check,
+                        record,
+                        context,
+                    },
+                    &workers,
+                );
+                if read.is_ok() {
+                    let all: &'a [u8] = rest;
+                    *rest = all
+                        .get(usize::try_from(total).unwrap_or(usize::MAX)..)
+                        .unwrap_or_default();
+                }
+                read
+            }
+            _ => return self.read_spans_in_order(spans, groups, validation, check_bytes, context),
+        };
+        let (data, recorded) = self.hash.after(read)?;
+        self.remaining -= total;
+        if let (Some(recorded), Some(polynomials)) = (recorded, &mut self.polynomials) {
+            polynomials.extend(recorded);
+        }
+        Ok(data)
+    }
+
+    /// [`PayloadReader::read_spans`] span after span, in order.
+    fn read_spans_in_order(
+        &mut self,
+        spans: &[Span],
+        groups: &[usize],
+        validation: Validation,
+        mut check_bytes: impl FnMut(usize, &[u8]) -> Result<()>,
+        context: &'static str,
+    ) -> Result<SpanData> {
+        let mut data = SpanData::default();
+        let mut polynomials = Vec::new();
+        for (index, span) in spans.iter().enumerate() {
+            match *span {
+                Span::Bytes(len) => {
+                    let start = data.bytes.len();
+                    data.bytes.resize(start + len, 0);
+                    let bytes = data.bytes.get_mut(start..).unwrap_or_default();
+                    self.read_exact(bytes, context)?;
+                    check_bytes(index, bytes)?;
+                }
+                Span::Polynomial { count, spare } => {
+                    let mut values = crate::field::read_polynomial(
+                        self,
+                        count,
+                        FieldEncoding::Raw,
+                        validation,
+                        context,
+                    )?;
+                    values
+                        .try_reserve_exact(spare)
+                        .map_err(|_| Error::OutOfMemory {
+                            what: context,
+                            bytes: ((count + spare) as u64).saturating_mul(FR_BYTES as u64),
+                        })?;
+                    polynomials.push(values);
+                }
+            }
+        }
+        let mut polynomials = polynomials.into_iter();
+        data.groups = groups
+            .iter()
+            .map(|&members| polynomials.by_ref().take(members).collect())
+            .collect();
+        if polynomials.next().is_some()
+            || data.groups.iter().map(Vec::len).ne(groups.iter().copied())
+        {
+            return Err(Error::Internal(
+                "bulk read groups do not cover its polynomials".into(),
+            ));
+        }
+        Ok(data)
     }
 
     /// Takes the next `len` bytes: borrowed without copying when the payload is in memory,

@@ -16,6 +16,7 @@
 //!   returns `None` and callers take the converting path.
 
 use std::alloc::Layout;
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use halo2_proofs::halo2curves::ff::Field;
@@ -125,6 +126,39 @@ pub fn zeroed(count: usize) -> Result<Option<Vec<Fr>>> {
     Ok(Some(unsafe {
         Vec::from_raw_parts(ptr.cast::<Fr>(), count, count)
     }))
+}
+
+/// Memory for elements not yet initialised (a vector's spare capacity) as bytes not yet
+/// initialised, for reading raw encodings straight into it, when the layout check passed
+/// (see the module docs). Once every byte is written, [`set_len_after_fill`] takes the
+/// elements into the vector.
+pub(crate) fn uninit_bytes_mut(spare: &mut [MaybeUninit<Fr>]) -> Option<&mut [MaybeUninit<u8>]> {
+    layout_matches().then(|| {
+        // SAFETY: the same memory, `size_of_val(spare)` bytes of it; `MaybeUninit<u8>` has
+        // alignment 1 and no validity requirement, so any byte of `spare`'s memory (written
+        // or not) is one; the borrow is exclusive for the same lifetime.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                spare.as_mut_ptr().cast::<MaybeUninit<u8>>(),
+                std::mem::size_of_val(spare),
+            )
+        }
+    })
+}
+
+/// Sets `values`' length to `count` after its spare capacity's first `count` elements were
+/// written through [`uninit_bytes_mut`].
+///
+/// # Safety
+///
+/// `values` had length 0 and capacity at least `count`, and every byte of its first `count`
+/// elements was written (through the view [`uninit_bytes_mut`] returned for
+/// `values.spare_capacity_mut()`, which exists only when the layout check passed, so that any
+/// 32 written bytes are a valid `Fr`).
+pub(crate) unsafe fn set_len_after_fill(values: &mut Vec<Fr>, count: usize) {
+    // SAFETY: the caller's contract: the elements are initialised, within capacity, and
+    // valid values (`Fr` is plain limbs without invalid bit patterns).
+    unsafe { values.set_len(count) }
 }
 
 fn bytes_of(values: &[Fr]) -> &[u8] {

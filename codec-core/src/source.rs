@@ -10,6 +10,7 @@
 
 use std::fs::File;
 use std::io;
+use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
@@ -36,6 +37,35 @@ pub(crate) trait ReadAt: Sync {
     /// I/O errors.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
 
+    /// Fills `buf`, memory not yet initialised, with the source's bytes from `offset`, and
+    /// returns it initialised. By default the memory is zeroed, then read into; sources that
+    /// can write into it directly (a file, through `pread`) skip the zeroing pass.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReadAt::read_exact_at`].
+    fn read_exact_uninit_at<'b>(
+        &self,
+        buf: &'b mut [MaybeUninit<u8>],
+        offset: u64,
+    ) -> io::Result<&'b mut [u8]> {
+        let zeroed = zero(buf);
+        self.read_exact_at(zeroed, offset)?;
+        Ok(zeroed)
+    }
+
+    /// Fills each buffer with the source's bytes from its offset. By default one after the
+    /// other; a source that serves requests at once (an object store) serves them so.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReadAt::read_exact_at`].
+    fn read_exact_many_at(&self, requests: &mut [(&mut [u8], u64)]) -> io::Result<()> {
+        requests
+            .iter_mut()
+            .try_for_each(|(buf, offset)| self.read_exact_at(buf, *offset))
+    }
+
     /// How bulk reads of this source are best split, if not in [`BULK_STEP`] pieces on
     /// rayon's global pool: pieces of this many bytes (a power of two, a multiple of
     /// [`BULK_STEP`]), read by the threads of this pool (as many reads in flight as it has
@@ -43,6 +73,41 @@ pub(crate) trait ReadAt: Sync {
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
         None
     }
+}
+
+/// Asks the kernel to map every page of `buf` now (Linux, `MADV_POPULATE_WRITE`), in one
+/// call, instead of one page fault per page as a read writes it; a hint, ignored where the
+/// kernel does not support it.
+pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (buf.as_ptr() as usize + buf.len()) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
+            // (`&mut`) and that belongs to a live allocation; `MADV_POPULATE_WRITE` only
+            // faults its pages in (as writing them would), it changes no byte of them.
+            let _ = unsafe {
+                rustix::mm::madvise(
+                    start as *mut std::ffi::c_void,
+                    end - start,
+                    rustix::mm::Advice::LinuxPopulateWrite,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
+/// `buf` with every byte set to zero, as initialised bytes.
+pub(crate) fn zero(buf: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    for byte in buf.iter_mut() {
+        byte.write(0);
+    }
+    // SAFETY: the loop above wrote every byte of `buf`.
+    unsafe { buf.assume_init_mut() }
 }
 
 #[cfg(unix)]
@@ -54,6 +119,68 @@ impl ReadAt for File {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         std::os::unix::fs::FileExt::read_at(self, buf, offset)
     }
+
+    #[cfg(target_os = "linux")]
+    fn read_exact_uninit_at<'b>(
+        &self,
+        buf: &'b mut [MaybeUninit<u8>],
+        offset: u64,
+    ) -> io::Result<&'b mut [u8]> {
+        let mut filled = 0;
+        while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
+            match rustix::io::pread(self, rest, offset + filled as u64) {
+                Ok(([], _)) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok((read, _)) => filled += read.len(),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        // SAFETY: the loop ends only when `filled == buf.len()`, and `pread` wrote each of the
+        // `filled` bytes: rustix returns as initialised exactly the prefix the kernel said it
+        // wrote, and the next read starts right after it. The test
+        // `uninitialised_reads_fill_every_byte` checks the result byte for byte, short reads
+        // included.
+        Ok(unsafe { buf.assume_init_mut() })
+    }
+}
+
+/// Bytes in memory, read at offsets into the slice.
+pub(crate) struct Memory<'a>(pub(crate) &'a [u8]);
+
+impl ReadAt for Memory<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let source = slice_at(self.0, offset, buf.len())?;
+        buf.copy_from_slice(source);
+        Ok(())
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.0.len());
+        let rest = self.0.get(start..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        let (head, _) = buf.split_at_mut(n);
+        head.copy_from_slice(rest.get(..n).unwrap_or_default());
+        Ok(n)
+    }
+
+    fn read_exact_uninit_at<'b>(
+        &self,
+        buf: &'b mut [MaybeUninit<u8>],
+        offset: u64,
+    ) -> io::Result<&'b mut [u8]> {
+        let source = slice_at(self.0, offset, buf.len())?;
+        Ok(buf.write_copy_of_slice(source))
+    }
+}
+
+/// `len` bytes of `bytes` from `offset`, or `UnexpectedEof` when they reach past its end.
+fn slice_at(bytes: &[u8], offset: u64, len: usize) -> io::Result<&[u8]> {
+    usize::try_from(offset)
+        .ok()
+        .and_then(|start| bytes.get(start..start.checked_add(len)?))
+        .ok_or_else(|| io::ErrorKind::UnexpectedEof.into())
 }
 
 #[cfg(windows)]
@@ -119,6 +246,15 @@ impl<'a> AtSource<'a> {
     /// The offset of the next byte this reader hands out.
     pub(crate) fn position(&self) -> u64 {
         self.next - self.buffered().len() as u64
+    }
+
+    /// Moves to `position` (not before [`AtSource::position`]), dropping what is buffered:
+    /// the bytes up to it were handed out by other means (a bulk read).
+    pub(crate) fn advance_to(&mut self, position: u64) {
+        let current = self.position();
+        self.buffer.clear();
+        self.start = 0;
+        self.next = position.max(current);
     }
 
     fn buffered(&self) -> &[u8] {
@@ -242,6 +378,56 @@ mod tests {
 
     fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    /// Reads into memory not yet initialised give exactly the source's bytes, from a file
+    /// (`pread` into the memory itself, in as many calls as it takes) and from memory, at
+    /// any offset and length; a read past the end is `UnexpectedEof`.
+    #[test]
+    fn uninitialised_reads_fill_every_byte() {
+        let data = pattern(3 * BULK_STEP + 4321);
+        let file = file_with(&data);
+        let memory = Memory(&data);
+        let sources: [&dyn ReadAt; 2] = [&file, &memory];
+        for source in sources {
+            for (offset, len) in [
+                (0, 1),
+                (7, 4096),
+                (1, BULK_STEP + 3),
+                (100, data.len() - 100),
+            ] {
+                let mut buf: Vec<u8> = Vec::with_capacity(len);
+                let spare = buf.spare_capacity_mut();
+                let read = source
+                    .read_exact_uninit_at(spare.get_mut(..len).unwrap(), offset as u64)
+                    .unwrap();
+                assert_eq!(read, &data[offset..offset + len]);
+            }
+            let mut buf: Vec<u8> = Vec::with_capacity(10);
+            let past_end = source.read_exact_uninit_at(
+                buf.spare_capacity_mut().get_mut(..10).unwrap(),
+                (data.len() - 5) as u64,
+            );
+            assert_eq!(
+                past_end.err().map(|err| err.kind()),
+                Some(io::ErrorKind::UnexpectedEof)
+            );
+        }
+        // The default (zeroing first) agrees.
+        struct Plain<'a>(&'a File);
+        impl ReadAt for Plain<'_> {
+            fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+                self.0.read_exact_at(buf, offset)
+            }
+            fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+                ReadAt::read_at(self.0, buf, offset)
+            }
+        }
+        let mut buf: Vec<u8> = Vec::with_capacity(5000);
+        let read = Plain(&file)
+            .read_exact_uninit_at(buf.spare_capacity_mut(), 3)
+            .unwrap();
+        assert_eq!(read, &data[3..3 + read.len()]);
     }
 
     #[test]

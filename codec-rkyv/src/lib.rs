@@ -50,8 +50,9 @@ use codec_core::backend_api::field::{
 use codec_core::backend_api::parts::polynomials;
 use codec_core::backend_api::{
     CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef, PayloadReader, PkParts,
-    PkShape, Result, Validation, VkParts, WireMode,
+    PkShape, PolyGroup, Result, Span, Validation, VkParts, WireMode,
 };
+use codec_core::halo2_proofs::halo2curves::ff::Field;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
@@ -255,9 +256,75 @@ fn read_pk_polys(
     shape: &PkShape,
     validation: Validation,
 ) -> Result<PkParts> {
-    PkParts::read_groups(|group| {
-        (0..group.count(shape))
-            .map(|_| read_poly(input, shape.rows, validation))
+    let groups = PolyGroup::ALL.map(|group| group.count(shape));
+    let total: usize = groups.iter().sum();
+    if total == 0 {
+        return PkParts::read_groups(|_| Ok(Vec::new()));
+    }
+    // The first section's frame says whether the sections are laid out as this codec writes
+    // them (each polynomial's archive its elements, then its root): then they are read as
+    // one run of spans, straight into the key's vectors on every core; otherwise one by one.
+    let what = "polynomial section";
+    let (len, pad) = read_frame(input, what)?;
+    if Some(len) != in_place_len(shape.rows) {
+        let mut first = Some(read_poly_after_frame(
+            input, shape.rows, validation, len, pad,
+        )?);
+        return PkParts::read_groups(|group| {
+            (0..group.count(shape))
+                .map(|_| match first.take() {
+                    Some(poly) => Ok(poly),
+                    None => read_poly(input, shape.rows, validation),
+                })
+                .collect()
+        });
+    }
+    // Each section: its frame (the first one's already read), its elements into a vector
+    // with room for the root behind them, its root. Such an archive's length is a multiple
+    // of 16: no padding follows.
+    let mut spans = Vec::with_capacity(3 * total);
+    for index in 0..total {
+        if index > 0 {
+            spans.push(Span::Bytes(FRAME_LEN));
+        }
+        spans.push(Span::Polynomial {
+            count: shape.rows,
+            spare: 1,
+        });
+        spans.push(Span::Bytes(ROOT_LEN));
+    }
+    let frame = frame_of(len);
+    // A span's bytes: a root (checked with its elements, once read) or a later frame
+    // (spans: elements, root, then frame, elements, root for each later section).
+    let check = |index: usize, bytes: &[u8]| {
+        let is_frame = index % 3 == 2;
+        if is_frame && bytes != frame {
+            return Err(Error::Malformed(format!(
+                "{what}: a frame unlike the first section's (this codec writes every \
+                 polynomial section alike)"
+            )));
+        }
+        Ok(())
+    };
+    let data = input.read_spans(&spans, &groups, validation, check, "polynomial")?;
+    // The bytes read: the first root, then a frame and a root per later section.
+    let root = |section: usize| -> Result<[u8; ROOT_LEN]> {
+        data.bytes
+            .get(2 * ROOT_LEN * section..2 * ROOT_LEN * section + ROOT_LEN)
+            .and_then(|root| root.try_into().ok())
+            .ok_or_else(|| Error::Internal("a section's root outside the bytes read".into()))
+    };
+    let mut section = 0;
+    let mut groups = data.groups.into_iter();
+    PkParts::read_groups(|_| {
+        let group = groups.next().unwrap_or_default();
+        group
+            .into_iter()
+            .map(|values| {
+                let root = root(section)?;
+                section += 1;
+                validate_in_place(values, shape.rows, &root)
+            })
             .collect()
     })
 }
@@ -265,6 +332,23 @@ fn read_pk_polys(
 /// Bytes of a polynomial archive's root (`ArchivedVec`: a 64-bit relative pointer and a
 /// 64-bit length), which this codec's archives end with.
 const ROOT_LEN: usize = 16;
+
+/// Bytes of a section's frame: the archive's length (u64 LE) and 8 zero bytes.
+const FRAME_LEN: usize = 16;
+
+/// The frame of an archive of `len` bytes.
+fn frame_of(len: usize) -> [u8; FRAME_LEN] {
+    let mut frame = [0u8; FRAME_LEN];
+    let (length, _zeros) = frame.split_at_mut(8);
+    length.copy_from_slice(&(len as u64).to_le_bytes());
+    frame
+}
+
+/// The length of a polynomial archive this codec writes for `rows` elements: the elements,
+/// then the root.
+fn in_place_len(rows: usize) -> Option<usize> {
+    rows.checked_mul(FR_BYTES)?.checked_add(ROOT_LEN)
+}
 
 /// Reads a section's frame: the archive's length, and the padding that follows it.
 fn read_frame(input: &mut PayloadReader<'_>, what: &'static str) -> Result<(usize, usize)> {
@@ -299,21 +383,30 @@ fn read_padding(input: &mut PayloadReader<'_>, pad: usize, what: &'static str) -
     Ok(())
 }
 
-/// Reads one polynomial section. The layout this codec writes (the elements, then the
-/// root) is read straight into the key's vector and validated there; any other archive of
-/// the right type goes through an aligned buffer.
+/// Reads one polynomial section.
 fn read_poly(
     input: &mut PayloadReader<'_>,
     rows: usize,
     validation: Validation,
 ) -> Result<Vec<Fr>> {
+    let (len, pad) = read_frame(input, "polynomial section")?;
+    read_poly_after_frame(input, rows, validation, len, pad)
+}
+
+/// Reads one polynomial section whose frame (archive length `len`, then `pad` bytes of
+/// padding after it) was read. The layout this codec writes (the elements, then the root) is
+/// read straight into the key's vector and validated there; any other archive of the right
+/// type goes through an aligned buffer.
+fn read_poly_after_frame(
+    input: &mut PayloadReader<'_>,
+    rows: usize,
+    validation: Validation,
+    len: usize,
+    pad: usize,
+) -> Result<Vec<Fr>> {
     let what = "polynomial section";
-    let (len, pad) = read_frame(input, what)?;
-    let in_place_len = rows
-        .checked_mul(FR_BYTES)
-        .and_then(|n| n.checked_add(ROOT_LEN));
     // The vector has room for the root behind the elements; `len` bytes are in the payload.
-    let in_place = match in_place_len == Some(len) {
+    let in_place = match in_place_len(rows) == Some(len) {
         true => codec_core::backend_api::raw_view::zeroed(rows + 1)?,
         false => None,
     };
@@ -341,8 +434,7 @@ fn read_poly(
 }
 
 /// Reads an archive of `rows` elements followed by its root into `values` (`rows + 1`
-/// zeroed elements: the root lands in the last one), validates it there with bytecheck, and
-/// keeps the elements.
+/// zeroed elements: the root lands in the last one) and validates it there.
 fn read_poly_in_place(
     input: &mut PayloadReader<'_>,
     mut values: Vec<Fr>,
@@ -352,19 +444,33 @@ fn read_poly_in_place(
     let context = "polynomial";
     let bytes = codec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
         .ok_or_else(|| Error::Internal("raw view unavailable for a zeroed vector".into()))?;
-    let (elements, rest) = bytes.split_at_mut(rows * FR_BYTES);
+    let (elements, _) = bytes.split_at_mut(rows * FR_BYTES);
     input.read_polynomial(
         elements,
         |piece| check_raw_elements(piece, validation, context),
         context,
     )?;
-    let root = rest
-        .get_mut(..ROOT_LEN)
-        .ok_or_else(|| Error::Internal("no room for the archive root".into()))?;
-    input.read_exact(root, "polynomial section root")?;
+    let root = input.read_array::<ROOT_LEN>("polynomial section root")?;
+    values.truncate(rows);
+    validate_in_place(values, rows, &root)
+}
+
+/// Validates the archive made of `values`' `rows` elements followed by `root`, in the
+/// vector's own memory (the root written right behind the elements, in its spare capacity),
+/// with bytecheck; keeps the elements.
+fn validate_in_place(mut values: Vec<Fr>, rows: usize, root: &[u8; ROOT_LEN]) -> Result<Vec<Fr>> {
+    expect_count("polynomial length (2^k)", rows, values.len())?;
+    values.push(Fr::ZERO);
+    let bytes = codec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
+        .ok_or_else(|| Error::Internal("raw view unavailable for field elements".into()))?;
     let archive = bytes
-        .get(..rows * FR_BYTES + ROOT_LEN)
+        .get_mut(..rows * FR_BYTES + ROOT_LEN)
         .ok_or_else(|| Error::Internal("archive outside its vector".into()))?;
+    archive
+        .get_mut(rows * FR_BYTES..)
+        .ok_or_else(|| Error::Internal("no room for the archive root".into()))?
+        .copy_from_slice(root);
+    let archive: &[u8] = archive;
     let archived =
         rkyv::access::<ArchivedVec<[u8; FR_BYTES]>, rancor::Error>(archive).map_err(rkyv_error)?;
     expect_count("polynomial length (2^k)", rows, archived.len())?;
