@@ -99,7 +99,7 @@ impl Remote {
                 Request::of(K::KIND),
                 Some(cs.clone()),
                 options,
-                Some(writer.get_ref()),
+                Some(writer.get_ref().file()),
             )?;
             into_key::<K>(decoded, &object)
         })

@@ -6,7 +6,7 @@
 //! unlike `StandardPlonk`'s mostly zero ones.
 //!
 //! The circuit fills `advice` columns of `2^k` rows, so its key grows with `2^k` at a
-//! constant shape (about 77 MB at k = 14 for 30 columns, doubling with each `k`).
+//! constant shape (about 71 MB at k = 14 for 30 columns, doubling with each `k`).
 
 use halo2_base::gates::circuit::builder::BaseCircuitBuilder;
 use halo2_base::gates::circuit::{BaseCircuitParams, CircuitBuilderStage};
