@@ -1,5 +1,6 @@
-//! Property tests: random polynomials and random keys round-trip exactly through every
-//! backend and both field encodings; random bytes never panic a decoder.
+//! Property tests: random polynomials and random keys (StandardPlonk's and a halo2-lib
+//! circuit's) round-trip exactly through every backend and both field encodings; random bytes
+//! never panic a decoder.
 
 // Test code: failing loudly is its job.
 #![allow(
@@ -14,8 +15,9 @@ use codec_core::backend_api::{PayloadReader, Validation};
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::testing::conformance::refresh_checksums;
-use codec_core::testing::{pk_bytes, standard_plonk, StandardPlonk};
-use keycodec::{Backend, KeyCodecExt, LoadOptions};
+use codec_core::testing::halo2_lib::Halo2LibCircuit;
+use codec_core::testing::{halo2_lib, pk_bytes, standard_plonk, StandardPlonk};
+use keycodec::{Backend, KeyCodecExt, LoadOptions, SaveOptions};
 use keycodec_tests::{fr, fr_vec, with_values};
 use proptest::prelude::*;
 
@@ -75,6 +77,36 @@ proptest! {
                 .read_slice::<StandardPlonk, _>(&bytes, (), &LoadOptions::default())
                 .unwrap();
             prop_assert_eq!(pk_bytes(&back), pk_bytes(&pk));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(6))]
+
+    /// A halo2-lib key (many polynomials, each loaded in pieces by every core) with random
+    /// values round-trips exactly through every backend that stores any key, from memory, a
+    /// stream and a file, checked and trusted.
+    #[test]
+    fn random_halo2_lib_keys_round_trip(values in proptest::collection::vec(fr(), 1..64)) {
+        let fixture = halo2_lib();
+        let pk = with_values(&fixture.pk, &values);
+        let config = || fixture.config.clone();
+        let dir = tempfile::tempdir().unwrap();
+        for backend in Backend::compiled().filter(|backend| backend.name() != "compact") {
+            let codec = backend.codec().unwrap();
+            let bytes = codec.to_vec::<Halo2LibCircuit, _>(&pk, config()).unwrap();
+            let path = dir.path().join(backend.name());
+            codec.save::<Halo2LibCircuit, _>(&path, &pk, config(), &SaveOptions::default()).unwrap();
+            for validation in [Validation::Checked, Validation::Trusted] {
+                let options = LoadOptions { validation, ..LoadOptions::default() };
+                let sliced: ProvingKey<G1Affine> = codec.read_slice::<Halo2LibCircuit, _>(&bytes, config(), &options).unwrap();
+                let streamed: ProvingKey<G1Affine> = codec.read::<Halo2LibCircuit, _>(&mut bytes.as_slice(), config(), &options).unwrap();
+                let loaded: ProvingKey<G1Affine> = codec.load::<Halo2LibCircuit, _>(&path, config(), &options).unwrap();
+                for back in [&sliced, &streamed, &loaded] {
+                    prop_assert_eq!(pk_bytes(back), pk_bytes(&pk), "{}", backend);
+                }
+            }
         }
     }
 }

@@ -8,10 +8,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 use halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
-use halo2curves::bn256::{Fr, G1Affine};
+use halo2_proofs::poly::kzg::commitment::ParamsKZG;
+use halo2curves::bn256::{Bn256, Fr, G1Affine};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
+use super::{halo2_lib, lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
 use super::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
 use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
 use crate::error::{Error, Result};
@@ -70,56 +71,76 @@ fn check_fixture<K: KeyCodec + ?Sized, C: Circuit<Fr, Params = ()>>(
     fixture: &Fixture<C>,
     options: &LoadOptions,
 ) {
-    let bytes = codec.to_vec::<C, _>(&fixture.pk, ()).expect("encode pk");
+    check_keys(
+        codec,
+        (&fixture.params, &fixture.pk),
+        &fixture.circuit,
+        &fixture.instances,
+        options,
+    );
+}
+
+/// A key of `circuit` round-trips through memory and a stream (its verifying key alone too)
+/// and proves with what was loaded.
+fn check_keys<K: KeyCodec + ?Sized, C: Circuit<Fr>>(
+    codec: &K,
+    (params, pk): (&ParamsKZG<Bn256>, &Pk),
+    circuit: &C,
+    instances: &[Vec<Fr>],
+    options: &LoadOptions,
+) {
+    let bytes = codec
+        .to_vec::<C, _>(pk, circuit.params())
+        .expect("encode pk");
     let loaded: Pk = codec
-        .read_slice::<C, _>(&bytes, (), options)
+        .read_slice::<C, _>(&bytes, circuit.params(), options)
         .expect("decode pk");
     assert_eq!(
         pk_bytes(&loaded),
-        pk_bytes(&fixture.pk),
+        pk_bytes(pk),
         "pk differs after round trip"
     );
     assert_eq!(
         vk_bytes(loaded.get_vk()),
-        vk_bytes(fixture.vk()),
+        vk_bytes(pk.get_vk()),
         "embedded vk differs"
     );
 
-    let vk_file = codec.to_vec::<C, _>(fixture.vk(), ()).expect("encode vk");
+    let vk_file = codec
+        .to_vec::<C, _>(pk.get_vk(), circuit.params())
+        .expect("encode vk");
     let loaded_vk: Vk = codec
-        .read_slice::<C, _>(&vk_file, (), options)
+        .read_slice::<C, _>(&vk_file, circuit.params(), options)
         .expect("decode vk");
     assert_eq!(
         vk_bytes(&loaded_vk),
-        vk_bytes(fixture.vk()),
+        vk_bytes(pk.get_vk()),
         "vk differs after round trip"
     );
 
     let streamed: Pk = codec
-        .read::<C, _>(&mut bytes.as_slice(), (), options)
+        .read::<C, _>(&mut bytes.as_slice(), circuit.params(), options)
         .expect("read pk");
-    assert_eq!(
-        pk_bytes(&streamed),
-        pk_bytes(&fixture.pk),
-        "streamed pk differs"
-    );
+    assert_eq!(pk_bytes(&streamed), pk_bytes(pk), "streamed pk differs");
 
-    prove_and_verify(
-        &fixture.params,
-        &loaded,
-        &loaded_vk,
-        &fixture.circuit,
-        &fixture.instances,
-    )
-    .expect("a proof made with the loaded pk verifies against the loaded vk");
+    prove_and_verify(params, &loaded, &loaded_vk, circuit, instances)
+        .expect("a proof made with the loaded pk verifies against the loaded vk");
 }
 
-/// Real keys of both test circuits round-trip exactly (halo2 `RawBytes` equality, transcript
-/// representation included), and a proof made with the loaded proving key verifies against
-/// the loaded verifying key.
+/// Real keys of the test circuits (StandardPlonk, a lookup circuit, a halo2-lib circuit)
+/// round-trip exactly (halo2 `RawBytes` equality, transcript representation included), and a
+/// proof made with the loaded proving key verifies against the loaded verifying key.
 pub fn round_trip_real_keys<K: KeyCodec + ?Sized>(codec: &K) {
     check_fixture(codec, standard_plonk(), &LoadOptions::default());
     check_fixture(codec, lookup(), &LoadOptions::default());
+    let fixture = halo2_lib();
+    check_keys(
+        codec,
+        (&fixture.params, &fixture.pk),
+        &fixture.prover(),
+        &[],
+        &LoadOptions::default(),
+    );
 }
 
 /// `save` then `load` through the file system, including saving over an existing file.

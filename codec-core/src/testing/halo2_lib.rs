@@ -38,13 +38,16 @@ pub fn halo2_lib_keygen(k: u32, advice: usize) -> Halo2LibCircuit {
     builder
 }
 
-/// The same circuit for proving, with witnesses, laid out as `keygen` was (its configuration
-/// and break points, known once keygen has run on it).
-pub fn halo2_lib_prover(keygen: &Halo2LibCircuit, advice: usize) -> Halo2LibCircuit {
-    let params: BaseCircuitParams = keygen.config_params.clone();
-    let k = u32::try_from(params.k).unwrap_or(u32::MAX);
-    let break_points: MultiPhaseThreadBreakPoints = keygen.break_points();
-    let mut builder = BaseCircuitBuilder::prover(params, break_points);
+/// The same circuit for proving, with witnesses, laid out as keygen laid it out: its
+/// configuration (`keygen.config_params`) and break points (`keygen.break_points()`, known
+/// once keygen has run on it).
+pub fn halo2_lib_prover(
+    config: BaseCircuitParams,
+    break_points: MultiPhaseThreadBreakPoints,
+    advice: usize,
+) -> Halo2LibCircuit {
+    let k = u32::try_from(config.k).unwrap_or(u32::MAX);
+    let mut builder = BaseCircuitBuilder::prover(config, break_points);
     fill(&mut builder, k, advice);
     builder
 }

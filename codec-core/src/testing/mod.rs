@@ -117,6 +117,53 @@ pub fn lookup_uncompressed() -> &'static Fixture<LookupCircuit> {
     })
 }
 
+/// `k` of the small halo2-lib fixture ([`halo2_lib`]).
+pub const HALO2_LIB_K: u32 = 9;
+/// Advice columns of the small halo2-lib fixture.
+pub const HALO2_LIB_ADVICE: usize = 3;
+
+/// A halo2-lib key (halo2-base's `BaseCircuitBuilder`: Poseidon hashes, 64-bit range checks
+/// through a lookup table, constants in a fixed column) at [`HALO2_LIB_K`], with what a proof
+/// needs. Generated once per process.
+pub struct Halo2LibFixture {
+    /// KZG parameters for its `k`.
+    pub params: ParamsKZG<Bn256>,
+    /// The proving key.
+    pub pk: ProvingKey<G1Affine>,
+    /// The circuit's configuration: what loading the key needs.
+    pub config: halo2_base::gates::circuit::BaseCircuitParams,
+    break_points: halo2_base::gates::flex_gate::MultiPhaseThreadBreakPoints,
+}
+
+impl Halo2LibFixture {
+    /// A circuit with witnesses for a proof with the key (the builder is not `Sync`, so
+    /// each test builds its own).
+    pub fn prover(&self) -> halo2_lib::Halo2LibCircuit {
+        halo2_lib::halo2_lib_prover(
+            self.config.clone(),
+            self.break_points.clone(),
+            HALO2_LIB_ADVICE,
+        )
+    }
+}
+
+/// The small halo2-lib fixture, generated once per process.
+pub fn halo2_lib() -> &'static Halo2LibFixture {
+    static FIXTURE: OnceLock<Halo2LibFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let keygen = halo2_lib::halo2_lib_keygen(HALO2_LIB_K, HALO2_LIB_ADVICE);
+        let params = ParamsKZG::<Bn256>::setup(HALO2_LIB_K, StdRng::seed_from_u64(9));
+        let vk = keygen_vk_custom(&params, &keygen, false).expect("keygen_vk");
+        let pk = keygen_pk(&params, vk, &keygen).expect("keygen_pk");
+        Halo2LibFixture {
+            params,
+            pk,
+            config: keygen.config_params.clone(),
+            break_points: keygen.break_points(),
+        }
+    })
+}
+
 /// `k` of the dense fixture.
 pub const DENSE_K: u32 = 8;
 
