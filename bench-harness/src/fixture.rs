@@ -1,5 +1,5 @@
 //! The benchmark's key: a [`Workload`] circuit at `k` (the seed's StandardPlonk by default),
-//! built fast and cached.
+//! built fast and cached with the circuit's configuration.
 //!
 //! The proving key is cached as a keycodec container (rawbytes), so a stale or corrupt cache
 //! (another circuit, another `k`, an older container version, a flipped bit) is refused by
@@ -11,17 +11,17 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use codec_core::testing::{DenseCircuit, StandardPlonk};
-use halo2_proofs::plonk::{keygen_pk, keygen_vk, Circuit, ProvingKey};
+use halo2_proofs::plonk::{keygen_pk, keygen_vk, ProvingKey};
 use halo2_proofs::poly::commitment::Params;
 use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2_proofs::SerdeFormat;
-use halo2curves::bn256::{Bn256, Fr, G1Affine};
+use halo2curves::bn256::{Bn256, G1Affine};
 use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::{KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions, Validation};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::params::fast_setup;
+use crate::workload::{params_from_json, params_to_json, Workload};
 
 /// Seed of the benchmark's toxic secret.
 pub const SEED: u64 = 0x6b65_7963_6f64_6563;
@@ -30,47 +30,17 @@ pub const SEED: u64 = 0x6b65_7963_6f64_6563;
 const PARAMS_MAGIC: &[u8; 8] = b"KCPARAMS";
 
 /// The benchmark key and how it was obtained.
-pub struct Fixture {
+pub struct Fixture<C: Workload> {
     /// `k` of the key.
     pub k: u32,
     /// The proving key.
     pub pk: ProvingKey<G1Affine>,
+    /// The circuit's configuration, which every load of the key needs.
+    pub circuit_params: C::Params,
     /// What happened: loaded from cache, or built (and why).
     pub origin: String,
     /// Seconds spent obtaining the key.
     pub seconds: f64,
-}
-
-/// A circuit the harness can benchmark.
-pub trait Workload: Circuit<Fr, Params = ()> {
-    /// Name in the report and in the cache file's name.
-    const NAME: &'static str;
-
-    /// The instance whose key is measured at `k`.
-    fn at(k: u32) -> Self;
-}
-
-/// The seed's workload: mostly zero fixed columns, a permutation close to the identity.
-impl Workload for StandardPlonk {
-    const NAME: &'static str = "standard-plonk";
-
-    fn at(_k: u32) -> Self {
-        StandardPlonk(Fr::from(42u64))
-    }
-}
-
-/// The worst case for the compact layout: a full-size constant in every usable row and one
-/// copy chain through every used cell.
-impl Workload for DenseCircuit {
-    const NAME: &'static str = "dense";
-
-    fn at(k: u32) -> Self {
-        let blinding =
-            keycodec::backend_api::circuit::configure::<DenseCircuit>(()).blinding_factors();
-        DenseCircuit {
-            rows: (1usize << k).saturating_sub(blinding + 1),
-        }
-    }
 }
 
 /// Where the cached key of workload `C` at `k` lives.
@@ -78,37 +48,51 @@ pub fn pk_cache_path<C: Workload>(cache_dir: &Path, k: u32) -> PathBuf {
     cache_dir.join(format!("{}-k{k}.pk", C::NAME))
 }
 
+/// Where the cached configuration of workload `C` at `k` lives (JSON), beside its key.
+pub fn circuit_cache_path<C: Workload>(cache_dir: &Path, k: u32) -> PathBuf {
+    cache_dir.join(format!("{}-k{k}.circuit.json", C::NAME))
+}
+
 fn params_cache_path(cache_dir: &Path, k: u32) -> PathBuf {
     cache_dir.join(format!("params-kzg-bn254-k{k}-seed{SEED:x}.bin"))
 }
 
-/// Loads the cached key for `k`, or builds (and caches) it.
+/// Loads the cached key for `k` (with its circuit's configuration), or builds (and caches)
+/// both.
 ///
 /// # Errors
 ///
 /// I/O errors creating the cache, or a keygen failure.
-pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture, String> {
+pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture<C>, String> {
     let started = Instant::now();
     std::fs::create_dir_all(cache_dir)
         .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
     let path = pk_cache_path::<C>(cache_dir, k);
+    let circuit_path = circuit_cache_path::<C>(cache_dir, k);
     let loading = spinner(format!("loading cached k={k} key"));
     let options = LoadOptions {
         expected_k: Some(k),
         validation: Validation::Trusted,
         ..LoadOptions::default()
     };
-    let cached = if path.exists() {
-        Some(RawBytesCodec::default().load::<C, ProvingKey<G1Affine>>(&path, (), &options))
-    } else {
-        None
+    let cached = match std::fs::read_to_string(&circuit_path) {
+        Ok(json) if path.exists() => {
+            Some(params_from_json::<C>(&json).and_then(|circuit_params| {
+                RawBytesCodec::default()
+                    .load::<C, ProvingKey<G1Affine>>(&path, circuit_params.clone(), &options)
+                    .map(|pk| (pk, circuit_params))
+                    .map_err(|e| e.to_string())
+            }))
+        }
+        _ => None,
     };
     loading.finish_and_clear();
     let reason = match cached {
-        Some(Ok(pk)) => {
+        Some(Ok((pk, circuit_params))) => {
             return Ok(Fixture {
                 k,
                 pk,
+                circuit_params,
                 origin: format!("cached ({})", path.display()),
                 seconds: started.elapsed().as_secs_f64(),
             })
@@ -121,18 +105,22 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture, S
         "halo2 keygen_vk + keygen_pk of {} at k={k}",
         C::NAME
     ));
-    let circuit = C::at(k);
+    let circuit = C::keygen(k);
+    let circuit_params = circuit.params();
     let vk = keygen_vk(&params, &circuit).map_err(|e| format!("keygen_vk: {e:?}"))?;
     let pk = keygen_pk(&params, vk, &circuit).map_err(|e| format!("keygen_pk: {e:?}"))?;
-    drop(params);
+    drop((params, circuit));
     keygen.set_message(format!("caching the key at {}", path.display()));
     RawBytesCodec::default()
-        .save::<C, _>(&path, &pk, (), &SaveOptions::default())
+        .save::<C, _>(&path, &pk, circuit_params.clone(), &SaveOptions::default())
         .map_err(|e| format!("caching the key: {e}"))?;
+    std::fs::write(&circuit_path, params_to_json::<C>(&circuit_params)?)
+        .map_err(|e| format!("caching the circuit's configuration: {e}"))?;
     keygen.finish_and_clear();
     Ok(Fixture {
         k,
         pk,
+        circuit_params,
         origin: reason,
         seconds: started.elapsed().as_secs_f64(),
     })

@@ -2,11 +2,23 @@
 
 #![forbid(unsafe_code)]
 
-use bench_harness::{report, run, Args};
+use bench_harness::{report, run, run_child, Args};
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if let Some(request) = &args.child {
+        return match run_child(request) {
+            Ok(reply) => {
+                println!("{reply}");
+                std::process::ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     match run(&args) {
         Ok(result) => {
             print!("{}", report::table(&result));
@@ -22,7 +34,12 @@ fn main() -> std::process::ExitCode {
                 eprintln!("error: {failed}");
                 return std::process::ExitCode::FAILURE;
             }
-            if result.rows.iter().all(|row| row.verified) {
+            let verified = result
+                .sizes
+                .iter()
+                .flat_map(|size| &size.rows)
+                .all(|row| row.verified);
+            if verified {
                 std::process::ExitCode::SUCCESS
             } else {
                 eprintln!("error: a loaded key differed from the original");

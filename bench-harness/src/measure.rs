@@ -21,18 +21,9 @@ use crate::stats::median;
 /// How a benchmark file is written.
 #[derive(Clone, Copy)]
 pub enum Writer {
-    /// A keycodec codec (one wire mode of one backend).
+    /// A keycodec codec (one wire mode of one backend): an atomic, durable save.
     Codec(&'static dyn KeyCodec),
-    /// halo2's own `pk.write` through a `BufWriter`, then `sync_all`.
-    Native(SerdeFormat),
-}
-
-/// How a benchmark file is read back.
-#[derive(Clone, Copy)]
-pub enum Reader {
-    /// A keycodec codec's `load`, with this validation, pinned to this digest if any.
-    Codec(&'static dyn KeyCodec, Validation, Option<KeyDigest>),
-    /// halo2's own `ProvingKey::read` through a `BufReader`.
+    /// halo2's own `pk.write` through a 1 MiB `BufWriter`, then `sync_all`.
     Native(SerdeFormat),
 }
 
@@ -54,70 +45,85 @@ impl Writer {
     }
 }
 
+/// One timed write.
+#[derive(Clone, Copy, Debug)]
+pub struct Written {
+    /// Seconds until the file was durable (`sync_all` returned).
+    pub seconds: f64,
+    /// For halo2's writer: seconds until its `write` returned, before the sync.
+    pub unsynced: Option<f64>,
+}
+
 /// Writes `pk` to `path` durably; returns the seconds taken.
 ///
 /// # Errors
 ///
 /// The backend's or the file system's error, as text.
-pub fn write<C: Circuit<Fr, Params = ()>>(
+pub fn write<C: Circuit<Fr>>(
     writer: Writer,
     path: &Path,
     pk: &ProvingKey<G1Affine>,
+    circuit_params: C::Params,
     buffer: Size,
-) -> Result<f64, String> {
+) -> Result<Written, String> {
     let save = SaveOptions {
         buffers: BufferConfig::both(buffer),
     };
     let started = Instant::now();
-    let result = match writer {
-        Writer::Codec(codec) => codec
-            .save::<C, _>(path, pk, (), &save)
-            .map(|_digest| ())
-            .map_err(|e| e.to_string()),
-        Writer::Native(format) => native_write(path, pk, format, buffer).map_err(|e| e.to_string()),
-    };
-    result.map(|()| started.elapsed().as_secs_f64())
+    match writer {
+        Writer::Codec(codec) => {
+            codec
+                .save::<C, _>(path, pk, circuit_params, &save)
+                .map_err(|e| e.to_string())?;
+            Ok(Written {
+                seconds: started.elapsed().as_secs_f64(),
+                unsynced: None,
+            })
+        }
+        Writer::Native(format) => native_write(path, buffer, |out| pk.write(out, format)),
+    }
 }
 
+/// halo2's way to write a file: `File::create`, its writer through a `BufWriter`, then
+/// (keycodec's saves being durable, for a like-for-like comparison) `sync_all`, timed
+/// before and after the sync.
 fn native_write(
     path: &Path,
-    pk: &ProvingKey<G1Affine>,
-    format: SerdeFormat,
     buffer: Size,
-) -> std::io::Result<()> {
-    let file = File::create(path)?;
-    let mut writer = BufWriter::with_capacity(buffer.as_usize(), &file);
-    pk.write(&mut writer, format)?;
-    writer.flush()?;
-    drop(writer);
-    // keycodec's saves are durable; so is the reference, for a like-for-like comparison.
-    file.sync_all()
+    write: impl FnOnce(&mut BufWriter<&File>) -> std::io::Result<()>,
+) -> Result<Written, String> {
+    let started = Instant::now();
+    let written = File::create(path).and_then(|file| {
+        let mut writer = BufWriter::with_capacity(buffer.as_usize(), &file);
+        write(&mut writer)?;
+        writer.flush()?;
+        drop(writer);
+        let unsynced = started.elapsed().as_secs_f64();
+        file.sync_all()?;
+        Ok(unsynced)
+    });
+    let unsynced = written.map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(Written {
+        seconds: started.elapsed().as_secs_f64(),
+        unsynced: Some(unsynced),
+    })
 }
 
-/// Loads the key at `path`; returns it and the seconds taken.
+/// Reads the key at `path` with halo2's own `ProvingKey::read` through a `BufReader`.
 ///
 /// # Errors
 ///
-/// The backend's error, as text. halo2's own reader panics on bad input; the harness only
-/// feeds it files it has just written.
-pub fn read<C: Circuit<Fr, Params = ()>>(
-    reader: Reader,
+/// I/O errors, as text. halo2's reader panics on bad input; the harness only feeds it files
+/// it has just written.
+pub fn read_key_native<C: Circuit<Fr>>(
     path: &Path,
-    k: u32,
+    format: SerdeFormat,
+    circuit_params: C::Params,
     buffer: Size,
-) -> Result<(ProvingKey<G1Affine>, f64), String> {
-    let started = Instant::now();
-    let pk = match reader {
-        Reader::Codec(codec, validation, pin) => codec
-            .load::<C, _>(path, (), &load_options(validation, pin, Some(k), buffer))
-            .map_err(|e| e.to_string())?,
-        Reader::Native(format) => {
-            let file = File::open(path).map_err(|e| e.to_string())?;
-            let mut reader = BufReader::with_capacity(buffer.as_usize(), file);
-            ProvingKey::read::<_, C>(&mut reader, format, ()).map_err(|e| e.to_string())?
-        }
-    };
-    Ok((pk, started.elapsed().as_secs_f64()))
+) -> Result<ProvingKey<G1Affine>, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let mut reader = BufReader::with_capacity(buffer.as_usize(), file);
+    ProvingKey::read::<_, C>(&mut reader, format, circuit_params).map_err(|e| e.to_string())
 }
 
 /// Options for the harness's own loads: checked or trusted, pinned or not, and no memory
@@ -140,7 +146,7 @@ pub fn load_options(
 }
 
 /// Writes KZG parameters with halo2's own `write_custom` through a `BufWriter`, then
-/// `sync_all`; returns the seconds taken.
+/// `sync_all`.
 ///
 /// # Errors
 ///
@@ -150,17 +156,32 @@ pub fn write_params_native(
     params: &Params,
     format: SerdeFormat,
     buffer: Size,
-) -> Result<f64, String> {
+) -> Result<Written, String> {
+    native_write(path, buffer, |out| params.write_custom(out, format))
+}
+
+/// Saves KZG parameters with a codec (atomically, durably).
+///
+/// # Errors
+///
+/// The codec's error, as text.
+pub fn write_params(
+    codec: &dyn KeyCodec,
+    path: &Path,
+    params: &Params,
+    buffer: Size,
+) -> Result<Written, String> {
     let started = Instant::now();
-    let written = File::create(path).and_then(|file| {
-        let mut writer = BufWriter::with_capacity(buffer.as_usize(), &file);
-        params.write_custom(&mut writer, format)?;
-        writer.flush()?;
-        drop(writer);
-        file.sync_all()
-    });
-    written.map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok(started.elapsed().as_secs_f64())
+    let save = SaveOptions {
+        buffers: BufferConfig::both(buffer),
+    };
+    codec
+        .save_params(path, params, &save)
+        .map_err(|e| e.to_string())?;
+    Ok(Written {
+        seconds: started.elapsed().as_secs_f64(),
+        unsynced: None,
+    })
 }
 
 /// Reads KZG parameters with halo2's own `ParamsKZG::read_custom` through a `BufReader`.
@@ -177,46 +198,6 @@ pub fn read_params_native(
     let file = File::open(path).map_err(|e| e.to_string())?;
     let mut reader = BufReader::with_capacity(buffer.as_usize(), file);
     ParamsKZG::<Bn256>::read_custom(&mut reader, format).map_err(|e| e.to_string())
-}
-
-/// What any loader of a key file must at least do: read the file into fresh memory over
-/// every core (4 MiB positioned reads) while the key's evaluation domain, if `domain`
-/// (`(degree, k)`) is given, is built on another thread; nothing is decoded. Returns the
-/// seconds until both are done and whether every byte was read.
-///
-/// # Errors
-///
-/// I/O errors, as text.
-pub fn floor(path: &Path, domain: Option<(u32, u32)>) -> Result<(f64, bool), String> {
-    let started = Instant::now();
-    let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
-    let len = usize::try_from(len).map_err(|e| e.to_string())?;
-    let (read, domain_built) = std::thread::scope(|scope| {
-        let building = domain.map(|(degree, k)| {
-            scope.spawn(move || {
-                let domain = EvaluationDomain::<Fr>::new(degree, k);
-                std::hint::black_box(&domain);
-            })
-        });
-        // Zeroed by the allocator, mapped as the read writes it: what a loader's
-        // destination costs, no more.
-        let mut fresh = vec![0u8; len];
-        let read = parallel_read(path, &mut fresh)
-            .map_err(|e| e.to_string())
-            .map(|()| fresh.len() == len);
-        std::hint::black_box(&fresh);
-        (read, building.is_none_or(|thread| thread.join().is_ok()))
-    });
-    let seconds = started.elapsed().as_secs_f64();
-    Ok((seconds, read? && domain_built))
-}
-
-/// Whether two sets of parameters are the same (their digests, over every point).
-pub fn params_equal(a: &Params, b: &Params) -> bool {
-    match (KeyDigest::of_params(a), KeyDigest::of_params(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }
 
 /// Whether two proving keys hold the same data.
@@ -412,7 +393,7 @@ mod tests {
             return; // not Linux, or clear_refs not permitted: nothing to check
         }
         let before = rss::current().unwrap();
-        let block = vec![1u8; 64 << 20];
+        let block = std::hint::black_box(vec![1u8; 64 << 20]);
         let peak = rss::peak().unwrap();
         assert!(peak >= before + (60 << 20), "peak {peak} before {before}");
         drop(block);

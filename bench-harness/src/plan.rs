@@ -1,31 +1,30 @@
-//! What one run of the harness measures: the files it writes and the loads ("cases") it times,
-//! each case knowing the rows it is compared with.
+//! What one run of the harness measures: the files it writes (every run: saves are sampled
+//! as often as loads) and the loads ("cases") it times, each case knowing the rows it is
+//! compared with.
 //!
-//! Every run writes every file, then times every case once, in an order rotated run by run
-//! (`stats::rotation`), so that compared rows see the same moments of a noisy machine and
-//! their ratios can be taken run by run (`stats::paired_ratio`).
+//! Every run writes every file, then times every case once (the floors three times), in an
+//! order rotated run by run (`stats::rotation`), so that compared rows see the same moments
+//! of a noisy machine and their ratios can be taken run by run (`stats::paired`). Each load
+//! runs in one of two states: `warm`, in the harness's own process, whose allocator hands
+//! back memory the previous load freed (a server reloading a key); `fresh`, in a child
+//! process of its own (a prover's start).
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use halo2_proofs::plonk::ProvingKey;
-use halo2_proofs::poly::commitment::Params as _;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::G1Affine;
-use keycodec::start::{cold_start, open_params, Origin, StartOptions};
-use keycodec::{
-    Backend, BufferConfig, KeyCodec, KeyCodecExt, KeyDigest, Params, RawBytesCodec, SaveOptions,
-    Size, Validation,
-};
+use keycodec::{Backend, KeyCodec, Params, Size, Validation};
 use serde::Serialize;
 
-use crate::fixture::Workload;
-use crate::measure::{self, load_options, Reader, Writer};
+use crate::exec::{self, ChildRequest, Format, Load, Sample, Target, Values};
+use crate::measure::{self, Writer, Written};
+use crate::workload::Workload;
 
 /// The reference rows: halo2's own writer and reader.
 pub const HALO2_NATIVE: &str = "halo2-native";
 
-/// The rows that bound every loader from below (`measure::floor`).
+/// The rows that bound every loader from below ([`exec::floor`]).
 pub const FLOOR: &str = "floor";
 
 /// The backends the harness knows, by the names `--backends` takes: keycodec's backend list
@@ -51,12 +50,46 @@ pub enum Kind {
     Remote,
 }
 
+/// The process a load runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// The harness's own process, after other loads: its allocator hands back the memory
+    /// the last key freed (a server reloading).
+    Warm,
+    /// A new process for the load alone (a prover's start).
+    Fresh,
+}
+
+impl State {
+    /// The name the table shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Warm => "warm",
+            State::Fresh => "fresh",
+        }
+    }
+}
+
+/// How fresh-process loads are run: this harness's binary (`--child`), and the workload's
+/// name and configuration it needs.
+pub struct ChildSpec {
+    /// The harness binary.
+    pub exe: PathBuf,
+    /// The workload.
+    pub circuit: crate::CircuitName,
+    /// Its configuration, JSON.
+    pub circuit_params: String,
+}
+
 /// The artifacts measured, and what the plan includes.
-pub struct Inputs<'a> {
+pub struct Inputs<'a, C: Workload> {
     /// The benchmark key.
     pub pk: &'a ProvingKey<G1Affine>,
-    /// Its digest, for the pinned rows.
-    pub pin: KeyDigest,
+    /// Its circuit's configuration.
+    pub circuit_params: &'a C::Params,
+    /// The digests every load is checked against (and the key's, which pinned loads pin).
+    pub target: Target,
     /// The parameters it was generated with.
     pub params: &'a Params,
     /// Where the files go.
@@ -65,41 +98,59 @@ pub struct Inputs<'a> {
     pub backends: &'a [String],
     /// Every wire mode, pinned rows, halo2's `Processed` rows, the `Processed` parameter
     /// import and a cold start per backend (`--full`); otherwise each backend's default
-    /// mode, checked and trusted, and the fast rows.
+    /// mode, checked and trusted.
     pub full: bool,
     /// The row that opens the parameters downsized to k - 1 (`--downsize`).
     pub downsize: bool,
+    /// The states loads run in.
+    pub states: &'a [State],
+    /// How fresh loads run.
+    pub child: &'a ChildSpec,
 }
 
-/// Measures one write: the seconds taken.
-pub(crate) type Write<'a> = Box<dyn Fn(&Path, Size) -> Result<f64, String> + 'a>;
+/// Measures one write of a file or object: its timings, and its size.
+pub(crate) type Write<'a> = Box<dyn Fn(Size) -> Result<(Written, u64), String> + 'a>;
 
-/// Measures one write of something that is not a local file: seconds, and its size.
-pub(crate) type Upload<'a> = Box<dyn Fn(Size) -> Result<(f64, u64), String> + 'a>;
+/// Writes a file at a path with a buffer of this size.
+pub(crate) type WriteFile<'a> = Box<dyn Fn(&Path, Size) -> Result<Written, String> + 'a>;
 
 /// Removes what a write wrote.
 pub(crate) type Remove<'a> = Box<dyn Fn() -> Result<(), String> + 'a>;
 
-/// Measures one load of the case's files: seconds, and whether what it loaded was right.
-pub(crate) type Load<'a> = Box<dyn Fn(&[&Path], Size) -> Result<(f64, bool), String> + 'a>;
+/// Measures one load of the case's files.
+pub(crate) type Run<'a> = Box<dyn Fn(&[&Path], Size) -> Result<Sample, String> + 'a>;
 
 /// Something every run writes: a file, or an object in object storage.
 pub struct File<'a> {
-    /// What the progress bar calls it.
-    pub name: String,
+    /// What it holds.
+    pub kind: Kind,
+    /// Who writes it.
+    pub backend: &'static str,
+    /// Its layout.
+    pub mode: &'static str,
     /// Where the file is (for an object: where nothing is).
     pub path: PathBuf,
-    write: Upload<'a>,
+    /// The file whose durable write this one's is compared with (halo2's of the same kind).
+    pub reference: Option<usize>,
+    /// Whether its saves are rows of the saves table (the files loads are measured on;
+    /// not a remote load's local copy).
+    pub shown: bool,
+    write: Write<'a>,
     remove: Remove<'a>,
 }
 
 impl File<'_> {
-    /// Writes it with `buffer`; returns the seconds taken and the bytes written.
+    /// What the progress bar calls it.
+    pub fn name(&self) -> String {
+        format!("{} {}", self.backend, self.mode)
+    }
+
+    /// Writes it with `buffer`; returns its timings and the bytes written.
     ///
     /// # Errors
     ///
     /// The writer's error, as text.
-    pub fn write(&self, buffer: Size) -> Result<(f64, u64), String> {
+    pub fn write(&self, buffer: Size) -> Result<(Written, u64), String> {
         (self.write)(buffer)
     }
 
@@ -123,30 +174,33 @@ pub struct Case<'a> {
     pub mode: &'static str,
     /// `checked`, `trusted` or `pinned` (checked, digest pinned).
     pub validation: &'static str,
+    /// The process it runs in.
+    pub state: State,
     /// The files it reads (indices into [`Plan::files`]).
     pub files: Vec<usize>,
-    /// The case it is compared with, if any: halo2's own way to load the same thing (for a
-    /// remote load, downloading the object and then loading the file).
+    /// The case it is compared with, if any: halo2's own way to load the same thing in the
+    /// same state (for a remote load, downloading the object and then loading the file).
     pub reference: Option<usize>,
-    /// The floor case of its kind, if any.
+    /// The floor case of its kind and state, if any.
     pub floor: Option<usize>,
-    /// Whether the row shows its file's saves: it reads the one file, in the layout its
-    /// backend wrote (not an import, a downsize or a floor).
-    pub shows_write: bool,
-    load: Load<'a>,
+    /// Times the case runs each run (floors run more often: a floor must be a floor).
+    pub visits: usize,
+    run: Run<'a>,
 }
 
 impl Case<'_> {
-    /// Loads and checks; returns the seconds the load took and whether it loaded the
-    /// original.
+    /// Loads and checks what it loaded.
     ///
     /// # Errors
     ///
     /// The loader's error, as text.
-    pub fn run(&self, paths: &[&Path], buffer: Size) -> Result<(f64, bool), String> {
-        (self.load)(paths, buffer)
+    pub fn run(&self, paths: &[&Path], buffer: Size) -> Result<Sample, String> {
+        (self.run)(paths, buffer)
     }
 }
+
+/// Samples a floor takes per run.
+pub const FLOOR_VISITS: usize = 3;
 
 /// The files and cases of one run.
 pub struct Plan<'a> {
@@ -155,6 +209,9 @@ pub struct Plan<'a> {
     /// Then timed, one after the other.
     pub cases: Vec<Case<'a>>,
 }
+
+/// A row's identity: kind, backend, layout, values, state.
+type Identity = (Kind, &'static str, &'static str, &'static str, State);
 
 impl<'a> Plan<'a> {
     /// A plan with nothing in it.
@@ -173,18 +230,29 @@ impl<'a> Plan<'a> {
             case.floor = floor;
         }
     }
-    pub(crate) fn file(&mut self, name: String, write: Write<'a>, scratch: &Path) -> usize {
-        let path = scratch.join(&name);
+
+    /// Adds a file in `scratch`, written by `write`.
+    pub(crate) fn file(
+        &mut self,
+        (kind, backend, mode): (Kind, &'static str, &'static str),
+        write: WriteFile<'a>,
+        scratch: &Path,
+    ) -> usize {
+        let path = scratch.join(format!("{backend}-{mode}.{kind:?}").to_lowercase());
         let (written, removed) = (path.clone(), path.clone());
         self.files.push(File {
-            name,
+            kind,
+            backend,
+            mode,
             path,
+            reference: None,
+            shown: true,
             write: Box::new(move |buffer| {
-                let seconds = write(&written, buffer)?;
+                let timings = write(&written, buffer)?;
                 let bytes = std::fs::metadata(&written)
                     .map_err(|e| e.to_string())?
                     .len();
-                Ok((seconds, bytes))
+                Ok((timings, bytes))
             }),
             remove: Box::new(move || match std::fs::remove_file(&removed) {
                 Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.to_string()),
@@ -196,79 +264,113 @@ impl<'a> Plan<'a> {
 
     /// Adds something that is not a local file (an object in object storage).
     #[cfg_attr(not(feature = "remote"), allow(dead_code))]
-    pub(crate) fn object(&mut self, name: String, write: Upload<'a>, remove: Remove<'a>) -> usize {
+    pub(crate) fn object(
+        &mut self,
+        (kind, backend, mode): (Kind, &'static str, &'static str),
+        write: Write<'a>,
+        remove: Remove<'a>,
+    ) -> usize {
         self.files.push(File {
-            name,
+            kind,
+            backend,
+            mode,
             path: PathBuf::new(),
+            reference: None,
+            shown: true,
             write,
             remove,
         });
         self.files.len() - 1
     }
 
-    pub(crate) fn case(
-        &mut self,
-        (kind, backend, mode, validation): (Kind, &'static str, &'static str, &'static str),
-        files: Vec<usize>,
-        load: Load<'a>,
-    ) -> usize {
+    /// Hides a file's saves from the saves table (a remote load's local copy).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(crate) fn hide(&mut self, file: usize) {
+        if let Some(file) = self.files.get_mut(file) {
+            file.shown = false;
+        }
+    }
+
+    /// Adds a case.
+    pub(crate) fn case(&mut self, identity: Identity, files: Vec<usize>, run: Run<'a>) -> usize {
+        let (kind, backend, mode, validation, state) = identity;
         self.cases.push(Case {
             kind,
             backend,
             mode,
             validation,
+            state,
+            files,
             reference: None,
             floor: None,
-            shows_write: files.len() == 1 && backend != FLOOR,
-            files,
-            load,
+            visits: if backend == FLOOR { FLOOR_VISITS } else { 1 },
+            run,
         });
         self.cases.len() - 1
     }
 
-    /// Marks a case as reading a file another writer wrote (an import, a downsize).
-    pub(crate) fn without_write(&mut self, case: usize) {
-        if let Some(case) = self.cases.get_mut(case) {
-            case.shows_write = false;
-        }
-    }
-
-    /// Links every case to halo2's case of the same kind and validation (a pinned row to
-    /// the checked one; where halo2 has no such row, its checked one), and to its kind's
-    /// floor.
-    fn link(&mut self, references: &[(Kind, &'static str, &'static str, usize)]) {
-        let floors: Vec<(Kind, usize)> = self
+    /// Links every case to halo2's case of the same kind, layout class, validation and state
+    /// (a pinned row to the checked one; where halo2 has no such row, its checked one), and to
+    /// the floor of its kind and state; every file to halo2's raw file of its kind.
+    fn link(&mut self) {
+        let references: Vec<(Identity, usize)> = self
+            .cases
+            .iter()
+            .enumerate()
+            .filter(|(_, case)| case.backend == HALO2_NATIVE)
+            .map(|(index, case)| {
+                (
+                    (case.kind, "", case.mode, case.validation, case.state),
+                    index,
+                )
+            })
+            .collect();
+        let floors: Vec<(Kind, State, usize)> = self
             .cases
             .iter()
             .enumerate()
             .filter(|(_, case)| case.backend == FLOOR)
-            .map(|(index, case)| (case.kind, index))
+            .map(|(index, case)| (case.kind, case.state, index))
             .collect();
         for (index, case) in self.cases.iter_mut().enumerate() {
+            case.floor = floors
+                .iter()
+                .find(|(kind, state, floor)| {
+                    *kind == case.kind && *state == case.state && *floor != index
+                })
+                .map(|(.., floor)| *floor);
             if case.backend == FLOOR || case.backend == HALO2_NATIVE {
-                case.floor = floors
-                    .iter()
-                    .find(|(kind, floor)| *kind == case.kind && *floor != index)
-                    .map(|(_, floor)| *floor);
                 continue;
             }
+            let find = |validation: &str| {
+                references
+                    .iter()
+                    .find(|((kind, _, mode, v, state), _)| {
+                        *kind == case.kind
+                            && *state == case.state
+                            && *v == validation
+                            && reference_mode(case.mode) == *mode
+                    })
+                    .map(|(_, reference)| *reference)
+            };
             let validation = match case.validation {
                 "pinned" => "checked",
                 other => other,
             };
-            let find = |validation: &str| {
-                references
-                    .iter()
-                    .find(|(kind, mode, v, _)| {
-                        *kind == case.kind && *v == validation && reference_mode(case) == *mode
-                    })
-                    .map(|(.., reference)| *reference)
-            };
             case.reference = find(validation).or_else(|| find("checked"));
-            case.floor = floors
+        }
+        let native_files: Vec<(Kind, usize)> = self
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(_, file)| file.backend == HALO2_NATIVE && file.mode == "RawBytes")
+            .map(|(index, file)| (file.kind, index))
+            .collect();
+        for (index, file) in self.files.iter_mut().enumerate() {
+            file.reference = native_files
                 .iter()
-                .find(|(kind, _)| *kind == case.kind)
-                .map(|(_, floor)| *floor);
+                .find(|(kind, native)| *kind == file.kind && *native != index)
+                .map(|(_, native)| *native);
         }
     }
 }
@@ -276,8 +378,8 @@ impl<'a> Plan<'a> {
 /// The halo2 layout a case is compared with: keycodec's compressed layout, and its import
 /// of halo2's compressed parameters, with halo2's read of its compressed files; everything
 /// else with halo2's raw layout.
-fn reference_mode(case: &Case<'_>) -> &'static str {
-    if case.mode == IMPORT_PROCESSED || case.mode == "Processed" {
+fn reference_mode(mode: &str) -> &'static str {
+    if mode == IMPORT_PROCESSED || mode == "Processed" {
         "Processed"
     } else {
         "RawBytes"
@@ -295,20 +397,69 @@ fn native_formats(full: bool) -> &'static [SerdeFormat] {
 }
 
 /// halo2's reads of a file in `format`, by validation: checked, and for its raw layout also
-/// unchecked (`trusted`).
-fn native_reads(format: SerdeFormat) -> Vec<(&'static str, SerdeFormat)> {
-    let mut reads = vec![("checked", format)];
-    if matches!(format, SerdeFormat::RawBytes) {
-        reads.push(("trusted", SerdeFormat::RawBytesUnchecked));
+/// unchecked (`trusted`: `RawBytesUnchecked`, as snark-verifier-sdk's `read_pk` reads).
+fn native_reads(format: SerdeFormat) -> Vec<(&'static str, Format)> {
+    match format {
+        SerdeFormat::Processed => vec![("checked", Format::Processed)],
+        _ => vec![
+            ("checked", Format::RawBytes),
+            ("trusted", Format::RawBytesUnchecked),
+        ],
     }
-    reads
 }
 
 /// The mode name of keycodec's import of a halo2 `Processed` parameters file.
 pub const IMPORT_PROCESSED: &str = "import Processed";
 
+/// The table's name of a values setting.
+fn values_name(values: Values) -> &'static str {
+    match values {
+        Values::Checked => "checked",
+        Values::Trusted => "trusted",
+        Values::Pinned => "pinned",
+    }
+}
+
+/// Adds `load` of `files` in every state of `inputs` as one case each; returns them.
+fn cases_of<'a, C: Workload>(
+    plan: &mut Plan<'a>,
+    inputs: &Inputs<'a, C>,
+    (kind, backend, mode, validation): (Kind, &'static str, &'static str, &'static str),
+    files: Vec<usize>,
+    load: &Load,
+) -> Vec<usize> {
+    let mut cases = Vec::new();
+    for &state in inputs.states {
+        let run: Run<'a> = match state {
+            State::Warm => {
+                let (load, params, target) =
+                    (load.clone(), inputs.circuit_params, inputs.target.clone());
+                Box::new(move |paths, buffer| {
+                    exec::run_here::<C>(&load, paths, params, &target, buffer)
+                })
+            }
+            State::Fresh => {
+                let (load, child, target) = (load.clone(), inputs.child, inputs.target.clone());
+                Box::new(move |paths, buffer| {
+                    let request = ChildRequest {
+                        circuit: child.circuit,
+                        circuit_params: child.circuit_params.clone(),
+                        load: load.clone(),
+                        paths: paths.iter().map(|path| path.to_path_buf()).collect(),
+                        target: target.clone(),
+                        buffer: buffer.0,
+                    };
+                    exec::run_in_child(&child.exe, &request)
+                })
+            }
+        };
+        cases.push(plan.case((kind, backend, mode, validation, state), files.clone(), run));
+    }
+    cases
+}
+
 /// The plan for workload `C` at the key's `k`.
-pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
+pub fn plan<'a, C: Workload>(inputs: &Inputs<'a, C>) -> Plan<'a> {
     let mut plan = Plan::empty();
     let k = inputs.pk.get_vk().get_domain().k();
     let scratch = inputs.scratch;
@@ -321,42 +472,50 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
             backend.codec().map(|codec| vec![codec]).unwrap_or_default()
         }
     };
-    let mut references = Vec::new();
+    let is_default = |backend: Backend, codec: &dyn KeyCodec| {
+        backend
+            .codec()
+            .is_ok_and(|default| default.wire_mode() == codec.wire_mode())
+    };
 
     // Proving keys.
-    let pk = inputs.pk;
+    let (pk, circuit_params) = (inputs.pk, inputs.circuit_params);
     let mut key_files = Vec::new();
     for &backend in &backends {
         for codec in codecs_of(backend) {
             let writer = Writer::Codec(codec);
+            let mode = writer.mode();
             let file = plan.file(
-                format!("{}-{}.key", backend.name(), writer.mode()),
-                Box::new(move |path, buffer| measure::write::<C>(writer, path, pk, buffer)),
+                (Kind::Pk, backend.name(), mode),
+                Box::new(move |path, buffer| {
+                    measure::write::<C>(writer, path, pk, circuit_params.clone(), buffer)
+                }),
                 scratch,
             );
-            if backend
-                .codec()
-                .is_ok_and(|default| default.wire_mode() == codec.wire_mode())
-            {
+            if is_default(backend, codec) {
                 key_files.push((backend, file));
             }
-            let mut reads = vec![("checked", Reader::Codec(codec, Validation::Checked, None))];
+            let mut reads = vec![Values::Checked];
             if codec.effective_validation(codec.wire_mode(), Validation::Trusted)
                 == Validation::Trusted
             {
-                reads.push(("trusted", Reader::Codec(codec, Validation::Trusted, None)));
+                reads.push(Values::Trusted);
             }
             if inputs.full {
-                reads.push((
-                    "pinned",
-                    Reader::Codec(codec, Validation::Checked, Some(inputs.pin)),
-                ));
+                reads.push(Values::Pinned);
             }
-            for (validation, reader) in reads {
-                plan.case(
-                    (Kind::Pk, backend.name(), writer.mode(), validation),
+            for values in reads {
+                let load = Load::Key {
+                    backend: backend.name().to_owned(),
+                    mode: mode.to_owned(),
+                    values,
+                };
+                cases_of(
+                    &mut plan,
+                    inputs,
+                    (Kind::Pk, backend.name(), mode, values_name(values)),
                     vec![file],
-                    read_key::<C>(reader, pk, k),
+                    &load,
                 );
             }
         }
@@ -365,33 +524,41 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
     if selected(HALO2_NATIVE) {
         for &format in native_formats(inputs.full) {
             let writer = Writer::Native(format);
+            let mode = writer.mode();
             let file = plan.file(
-                format!("{HALO2_NATIVE}-{}.key", writer.mode()),
-                Box::new(move |path, buffer| measure::write::<C>(writer, path, pk, buffer)),
+                (Kind::Pk, HALO2_NATIVE, mode),
+                Box::new(move |path, buffer| {
+                    measure::write::<C>(writer, path, pk, circuit_params.clone(), buffer)
+                }),
                 scratch,
             );
             if matches!(format, SerdeFormat::RawBytes) {
                 native_key = Some(file);
             }
-            for (validation, read_format) in native_reads(format) {
-                let case = plan.case(
-                    (Kind::Pk, HALO2_NATIVE, writer.mode(), validation),
+            for (validation, read) in native_reads(format) {
+                cases_of(
+                    &mut plan,
+                    inputs,
+                    (Kind::Pk, HALO2_NATIVE, mode, validation),
                     vec![file],
-                    read_key::<C>(Reader::Native(read_format), pk, k),
+                    &Load::NativeKey(read),
                 );
-                references.push((Kind::Pk, writer.mode(), validation, case));
             }
         }
     }
     if let Some(&file) = key_files.first().map(|(_, f)| f).or(native_key.as_ref()) {
         let degree = u32::try_from(pk.get_vk().cs().degree()).unwrap_or(u32::MAX);
-        plan.case(
+        let rows = 1u64 << k;
+        let load = Load::Floor {
+            polynomial_bytes: Some(rows * 32),
+            domain: Some((degree, k)),
+        };
+        cases_of(
+            &mut plan,
+            inputs,
             (Kind::Pk, FLOOR, "read + domain", "-"),
             vec![file],
-            Box::new(move |paths, _buffer| {
-                let path = paths.first().ok_or("floor: no file")?;
-                measure::floor(path, Some((degree, k)))
-            }),
+            &load,
         );
     }
 
@@ -402,35 +569,29 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
         for codec in codecs_of(backend).into_iter().filter(|c| c.stores_params()) {
             let mode = codec.wire_mode().name();
             let file = plan.file(
-                format!("{}-{mode}.params", backend.name()),
-                Box::new(move |path, buffer| {
-                    let started = Instant::now();
-                    let save = SaveOptions {
-                        buffers: BufferConfig::both(buffer),
-                    };
-                    codec
-                        .save_params(path, params, &save)
-                        .map_err(|e| e.to_string())?;
-                    Ok(started.elapsed().as_secs_f64())
-                }),
+                (Kind::Params, backend.name(), mode),
+                Box::new(move |path, buffer| measure::write_params(codec, path, params, buffer)),
                 scratch,
             );
             params_files.push(file);
-            let mut validations = vec![("checked", Validation::Checked)];
+            let mut reads = vec![Values::Checked];
             if codec.effective_validation(codec.wire_mode(), Validation::Trusted)
                 == Validation::Trusted
             {
-                validations.push(("trusted", Validation::Trusted));
+                reads.push(Values::Trusted);
             }
-            for (name, validation) in validations {
-                plan.case(
-                    (Kind::Params, backend.name(), mode, name),
+            for values in reads {
+                let load = Load::Params {
+                    backend: backend.name().to_owned(),
+                    mode: mode.to_owned(),
+                    values,
+                };
+                cases_of(
+                    &mut plan,
+                    inputs,
+                    (Kind::Params, backend.name(), mode, values_name(values)),
                     vec![file],
-                    timed_params(params, move |path, buffer| {
-                        codec
-                            .load_params(path, &load_options(validation, None, None, buffer))
-                            .map_err(|e| e.to_string())
-                    }),
+                    &load,
                 );
             }
         }
@@ -440,7 +601,7 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
         for &format in native_formats(inputs.full) {
             let mode = measure::format_name(format);
             let file = plan.file(
-                format!("{HALO2_NATIVE}-{mode}.params"),
+                (Kind::Params, HALO2_NATIVE, mode),
                 Box::new(move |path, buffer| {
                     measure::write_params_native(path, params, format, buffer)
                 }),
@@ -449,87 +610,63 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
             if matches!(format, SerdeFormat::RawBytes) {
                 native_params = Some(file);
             }
-            for (validation, read_format) in native_reads(format) {
-                let case = plan.case(
+            for (validation, read) in native_reads(format) {
+                cases_of(
+                    &mut plan,
+                    inputs,
                     (Kind::Params, HALO2_NATIVE, mode, validation),
                     vec![file],
-                    timed_params(params, move |path, buffer| {
-                        measure::read_params_native(path, read_format, buffer)
-                    }),
+                    &Load::NativeParams(read),
                 );
-                references.push((Kind::Params, mode, validation, case));
             }
             if matches!(format, SerdeFormat::Processed) && selected("rawbytes") {
                 // keycodec's import of halo2's compressed file: decompressed on every core.
-                let case = plan.case(
+                cases_of(
+                    &mut plan,
+                    inputs,
                     (Kind::Params, "rawbytes", IMPORT_PROCESSED, "checked"),
                     vec![file],
-                    timed_params(params, move |path, buffer| {
-                        RawBytesCodec::new(SerdeFormat::Processed)
-                            .import_params_file(
-                                path,
-                                &load_options(Validation::Checked, None, None, buffer),
-                            )
-                            .map_err(|e| e.to_string())
-                    }),
+                    &Load::ImportParams(Format::Processed),
                 );
-                plan.without_write(case);
             }
         }
     }
     if let Some(&file) = params_files.first().or(native_params.as_ref()) {
-        plan.case(
+        let load = Load::Floor {
+            polynomial_bytes: None,
+            domain: None,
+        };
+        cases_of(
+            &mut plan,
+            inputs,
             (Kind::Params, FLOOR, "read", "-"),
             vec![file],
-            Box::new(move |paths, _buffer| {
-                let path = paths.first().ok_or("floor: no file")?;
-                measure::floor(path, None)
-            }),
+            &load,
         );
     }
-    if inputs.downsize && k > 1 {
+    if inputs.downsize && k > 1 && inputs.target.downsized.is_some() {
         if let Some(&file) = params_files.first() {
             // One large file for every smaller circuit: halo2's downsize recomputes
             // `g_lagrange` for the smaller domain.
-            let mut smaller = params.clone();
-            smaller.downsize(k - 1);
-            let case = plan.case(
+            cases_of(
+                &mut plan,
+                inputs,
                 (Kind::Params, "rawbytes", "downsize k-1", "checked"),
                 vec![file],
-                timed_params_owned(smaller, move |path, buffer| {
-                    open_params(
-                        path,
-                        Some(k - 1),
-                        &load_options(Validation::Checked, None, None, buffer),
-                    )
-                    .map_err(|e| e.to_string())
-                }),
+                &Load::Downsize(k - 1),
             );
-            plan.without_write(case);
         }
     }
 
     // Cold starts: parameters and key, checked.
     if let (Some(native_key), Some(native_params)) = (native_key, native_params) {
-        let case = plan.case(
+        cases_of(
+            &mut plan,
+            inputs,
             (Kind::ColdStart, HALO2_NATIVE, "RawBytes", "checked"),
             vec![native_params, native_key],
-            Box::new(move |paths, buffer| {
-                let [params_path, pk_path] = paths else {
-                    return Err("cold start: two files".into());
-                };
-                let started = Instant::now();
-                let loaded_params =
-                    measure::read_params_native(params_path, SerdeFormat::RawBytes, buffer)?;
-                let (loaded, _) =
-                    measure::read::<C>(Reader::Native(SerdeFormat::RawBytes), pk_path, k, buffer)?;
-                let seconds = started.elapsed().as_secs_f64();
-                let right = measure::params_equal(params, &loaded_params)
-                    && measure::keys_equal(pk, &loaded);
-                Ok((seconds, right))
-            }),
+            &Load::NativeColdStart,
         );
-        references.push((Kind::ColdStart, "RawBytes", "checked", case));
     }
     if let Some(&params_file) = params_files.first() {
         let cold_backends = key_files
@@ -537,7 +674,12 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
             .filter(|(backend, _)| inputs.full || backend.codec().is_ok_and(|c| c.stores_params()));
         for &(backend, key_file) in cold_backends {
             let Ok(codec) = backend.codec() else { continue };
-            plan.case(
+            let load = Load::ColdStart {
+                backend: backend.name().to_owned(),
+            };
+            cases_of(
+                &mut plan,
+                inputs,
                 (
                     Kind::ColdStart,
                     backend.name(),
@@ -545,68 +687,10 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a>) -> Plan<'a> {
                     "checked",
                 ),
                 vec![params_file, key_file],
-                Box::new(move |paths, buffer| {
-                    let [params_path, pk_path] = paths else {
-                        return Err("cold start: two files".into());
-                    };
-                    let options = StartOptions {
-                        load: load_options(Validation::Checked, None, None, buffer),
-                        ..StartOptions::default()
-                    };
-                    let started = Instant::now();
-                    let start = cold_start(codec, params_path, pk_path, k, &C::at(k), &options)
-                        .map_err(|e| e.to_string())?;
-                    let seconds = started.elapsed().as_secs_f64();
-                    let right = start.origin == Origin::Loaded
-                        && measure::params_equal(params, &start.params)
-                        && measure::keys_equal(pk, &start.pk);
-                    Ok((seconds, right))
-                }),
+                &load,
             );
         }
     }
-
-    plan.link(&references);
+    plan.link();
     plan
-}
-
-/// Times a key load and compares what it loaded with the original.
-pub(crate) fn read_key<'a, C: Workload>(
-    reader: Reader,
-    pk: &'a ProvingKey<G1Affine>,
-    k: u32,
-) -> Load<'a> {
-    Box::new(move |paths, buffer| {
-        let path = paths.first().ok_or("no file")?;
-        let (loaded, seconds) = measure::read::<C>(reader, path, k, buffer)?;
-        Ok((seconds, measure::keys_equal(pk, &loaded)))
-    })
-}
-
-/// Times a parameters load and compares what it loaded with the original.
-fn timed_params<'a>(
-    original: &'a Params,
-    load: impl Fn(&Path, Size) -> Result<Params, String> + 'a,
-) -> Load<'a> {
-    Box::new(move |paths, buffer| {
-        let path = paths.first().ok_or("no file")?;
-        let started = Instant::now();
-        let loaded = load(path, buffer)?;
-        let seconds = started.elapsed().as_secs_f64();
-        Ok((seconds, measure::params_equal(original, &loaded)))
-    })
-}
-
-/// [`timed_params`] against parameters the plan owns.
-fn timed_params_owned<'a>(
-    expected: Params,
-    load: impl Fn(&Path, Size) -> Result<Params, String> + 'a,
-) -> Load<'a> {
-    Box::new(move |paths, buffer| {
-        let path = paths.first().ok_or("no file")?;
-        let started = Instant::now();
-        let loaded = load(path, buffer)?;
-        let seconds = started.elapsed().as_secs_f64();
-        Ok((seconds, measure::params_equal(&expected, &loaded)))
-    })
 }

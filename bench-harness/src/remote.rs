@@ -14,13 +14,13 @@ use halo2curves::bn256::G1Affine;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt};
 use keycodec::remote::{CacheOutcome, Remote};
-use keycodec::{Backend, Size, Validation};
+use keycodec::{Backend, KeyCodecExt, KeyDigest, Size, Validation};
 
-use crate::fixture::Workload;
-use crate::measure::{self, load_options, Reader, Writer};
-use crate::plan::{read_key, Inputs, Kind, Plan};
-use crate::runs::Runner;
-use crate::Row;
+use crate::exec::Sample;
+use crate::measure::{self, load_options, Writer, Written};
+use crate::plan::{Inputs, Kind, Plan, State};
+use crate::runs::{Measured, Runner};
+use crate::workload::Workload;
 
 /// The remote rows of every selected keycodec backend.
 ///
@@ -28,11 +28,11 @@ use crate::Row;
 ///
 /// The server, an upload or a load failed, as text.
 pub fn rows<C: Workload>(
-    inputs: &Inputs<'_>,
+    inputs: &Inputs<'_, C>,
     runner: &mut Runner,
     buffer: Size,
     wanted: crate::S3ServerName,
-) -> Result<(Vec<Row>, &'static str), String> {
+) -> Result<(Measured, &'static str), String> {
     let (server, name) = match wanted {
         crate::S3ServerName::S3sFs => server(inputs.scratch)?,
         crate::S3ServerName::Moto => (Server::Moto, "moto"),
@@ -45,14 +45,22 @@ pub fn rows<C: Workload>(
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     spinner.finish_and_clear();
     let cache = inputs.scratch.join("remote-cache");
-    let mut rows = Vec::new();
+    let mut all = Measured {
+        rows: Vec::new(),
+        saves: Vec::new(),
+        runs: 0,
+        stopped: String::new(),
+    };
     for backend in Backend::compiled().filter(|b| inputs.backends.iter().any(|n| n == b.name())) {
         let plan = plan::<C>(inputs, backend, &remote, &store, &runtime, &cache)?;
-        rows.extend(runner.measure(&plan, buffer)?);
+        let measured = runner.measure(&plan, buffer)?;
+        all.rows.extend(measured.rows);
+        all.saves.extend(measured.saves);
+        (all.runs, all.stopped) = (measured.runs, measured.stopped);
         // The cache's copy goes with the plan's objects.
         let _ = std::fs::remove_dir_all(&cache);
     }
-    Ok((rows, name))
+    Ok((all, name))
 }
 
 /// The server the remote rows use, and its name.
@@ -123,7 +131,7 @@ fn server(scratch: &std::path::Path) -> Result<(Server, &'static str), String> {
 }
 
 fn plan<'a, C: Workload>(
-    inputs: &Inputs<'a>,
+    inputs: &Inputs<'a, C>,
     backend: Backend,
     remote: &'a Remote,
     store: &'a Arc<dyn ObjectStore>,
@@ -131,23 +139,33 @@ fn plan<'a, C: Workload>(
     cache: &'a std::path::Path,
 ) -> Result<Plan<'a>, String> {
     let codec = backend.codec().map_err(|e| e.to_string())?;
-    let (pk, pin, scratch) = (inputs.pk, inputs.pin, inputs.scratch);
+    let (pk, scratch, params) = (inputs.pk, inputs.scratch, inputs.circuit_params);
+    let pin: KeyDigest = inputs.target.key.parse().map_err(|e| format!("{e}"))?;
     let k = pk.get_vk().get_domain().k();
     let name = backend.name();
     let location = ObjectPath::from(format!("{name}.pk"));
     let mut plan = Plan::empty();
+    let is_original = move |loaded: &ProvingKey<G1Affine>| {
+        KeyDigest::of_pk(loaded).is_ok_and(|digest| digest == pin)
+    };
 
     let (at, at_removed) = (location.clone(), location.clone());
     let object = plan.object(
-        format!("s3 {location}"),
+        (Kind::Remote, name, "upload"),
         Box::new(move |_buffer| {
             let started = Instant::now();
             remote
-                .save::<C, _>(codec, &at, pk, ())
+                .save::<C, _>(codec, &at, pk, params.clone())
                 .map_err(|e| e.to_string())?;
             let seconds = started.elapsed().as_secs_f64();
             let size = remote.head(&at).map_err(|e| e.to_string())?.size;
-            Ok((seconds, size))
+            Ok((
+                Written {
+                    seconds,
+                    unsynced: None,
+                },
+                size,
+            ))
         }),
         Box::new(move || match runtime.block_on(store.delete(&at_removed)) {
             Err(err) if !matches!(err, keycodec::remote::object_store::Error::NotFound { .. }) => {
@@ -157,14 +175,22 @@ fn plan<'a, C: Workload>(
         }),
     );
     let local = plan.file(
-        format!("{name}-remote-reference.key"),
-        Box::new(move |path, buffer| measure::write::<C>(Writer::Codec(codec), path, pk, buffer)),
+        (Kind::Remote, name, "local copy"),
+        Box::new(move |path, buffer| {
+            measure::write::<C>(Writer::Codec(codec), path, pk, params.clone(), buffer)
+        }),
         scratch,
     );
+    plan.hide(local);
+    let sample = |seconds: f64, verified: bool| Sample {
+        seconds,
+        verified,
+        rss_rise: None,
+    };
 
     let at = location.clone();
     let load = plan.case(
-        (Kind::Remote, name, "ranged GETs", "checked"),
+        (Kind::Remote, name, "ranged GETs", "checked", State::Warm),
         vec![object],
         Box::new(move |_paths, buffer| {
             let started = Instant::now();
@@ -172,17 +198,17 @@ fn plan<'a, C: Workload>(
                 .load::<C, _>(
                     codec,
                     &at,
-                    (),
+                    params.clone(),
                     &load_options(Validation::Checked, None, Some(k), buffer),
                 )
                 .map_err(|e| e.to_string())?;
             let seconds = started.elapsed().as_secs_f64();
-            Ok((seconds, measure::keys_equal(pk, &loaded)))
+            Ok(sample(seconds, is_original(&loaded)))
         }),
     );
     let at = location.clone();
     let floor = plan.case(
-        (Kind::Remote, name, "plain GET", "floor"),
+        (Kind::Remote, name, "plain GET", "floor", State::Warm),
         vec![object],
         Box::new(move |_paths, _buffer| {
             let started = Instant::now();
@@ -191,12 +217,12 @@ fn plan<'a, C: Workload>(
                 .map_err(|e| e.to_string())?;
             let seconds = started.elapsed().as_secs_f64();
             let size = remote.head(&at).map_err(|e| e.to_string())?.size;
-            Ok((seconds, bytes.len() as u64 == size))
+            Ok(sample(seconds, bytes.len() as u64 == size))
         }),
     );
     let at = location.clone();
     let download_then_load = plan.case(
-        (Kind::Remote, name, "download, load", "checked"),
+        (Kind::Remote, name, "download, load", "checked", State::Warm),
         vec![object],
         Box::new(move |_paths, buffer| {
             let path = scratch.join(format!("{name}-downloaded.key"));
@@ -207,26 +233,33 @@ fn plan<'a, C: Workload>(
                 .map_err(|e| e.to_string())?;
             file.sync_all().map_err(|e| e.to_string())?;
             drop(file);
-            let (loaded, _) = measure::read::<C>(
-                Reader::Codec(codec, Validation::Checked, None),
-                &path,
-                k,
-                buffer,
-            )?;
+            let loaded: ProvingKey<G1Affine> = codec
+                .load::<C, _>(
+                    &path,
+                    params.clone(),
+                    &load_options(Validation::Checked, None, Some(k), buffer),
+                )
+                .map_err(|e| e.to_string())?;
             let seconds = started.elapsed().as_secs_f64();
             let _ = std::fs::remove_file(&path);
-            Ok((seconds, measure::keys_equal(pk, &loaded)))
+            Ok(sample(seconds, is_original(&loaded)))
         }),
     );
     let at = location.clone();
     let hit = plan.case(
-        (Kind::Remote, name, "cache hit", "pinned"),
+        (Kind::Remote, name, "cache hit", "pinned", State::Warm),
         vec![object],
         Box::new(move |_paths, buffer| {
             let options = load_options(Validation::Checked, Some(pin), Some(k), buffer);
             let load = || {
                 remote
-                    .load_cached::<C, ProvingKey<G1Affine>>(codec, &at, cache, (), &options)
+                    .load_cached::<C, ProvingKey<G1Affine>>(
+                        codec,
+                        &at,
+                        cache,
+                        params.clone(),
+                        &options,
+                    )
                     .map_err(|e| e.to_string())
             };
             // The first run fills the cache, untimed.
@@ -237,17 +270,26 @@ fn plan<'a, C: Workload>(
             let (loaded, outcome) = load()?;
             let seconds = started.elapsed().as_secs_f64();
             let hit = matches!(outcome, CacheOutcome::Hit(_));
-            Ok((seconds, hit && measure::keys_equal(pk, &loaded)))
+            Ok(sample(seconds, hit && is_original(&loaded)))
         }),
     );
     let local_load = plan.case(
-        (Kind::Remote, name, "local file", "pinned"),
+        (Kind::Remote, name, "local file", "pinned", State::Warm),
         vec![local],
-        read_key::<C>(Reader::Codec(codec, Validation::Checked, Some(pin)), pk, k),
+        Box::new(move |paths, buffer| {
+            let path = paths.first().ok_or("no file")?;
+            let started = Instant::now();
+            let loaded: ProvingKey<G1Affine> = codec
+                .load::<C, _>(
+                    path,
+                    params.clone(),
+                    &load_options(Validation::Checked, Some(pin), Some(k), buffer),
+                )
+                .map_err(|e| e.to_string())?;
+            let seconds = started.elapsed().as_secs_f64();
+            Ok(sample(seconds, is_original(&loaded)))
+        }),
     );
-    for case in [floor, download_then_load, hit, local_load] {
-        plan.without_write(case);
-    }
     plan.compare(load, Some(download_then_load), Some(floor));
     plan.compare(download_then_load, None, Some(floor));
     plan.compare(hit, Some(local_load), None);

@@ -1,4 +1,4 @@
-//! The table, the JSON file and the SVG chart.
+//! The tables, the JSON file and the SVG chart.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -6,22 +6,39 @@ use std::path::Path;
 use keycodec::Size;
 use plotters::prelude::*;
 
-use crate::plan::Kind;
-use crate::{Report, Row};
+use crate::plan::{Kind, FLOOR, HALO2_NATIVE};
+use crate::stats::Ratio;
+use crate::{Report, Row, SaveRow, SizeReport};
 
-/// The report as a plain-text table per kind, with the machine's limits and the fixture
-/// underneath.
+const LEGEND: &str = "\
+load s: median; min: fastest; spread: (max - min) / median; x floor: the median over the \
+fastest of its floor's samples (same kind and state; BELOW: the row's fastest beat the \
+floor, a measurement error); speedup: the reference's load over this one (halo2's reader of \
+the same layout in the same state; for a remote load, downloading then loading; for a cache \
+hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
+this save over halo2's pk.write + sync_all, run by run";
+
+/// The report as plain-text tables: per size, a table per kind of load and one of saves,
+/// with the machine's limits and the key underneath; then, for several sizes, the sweep.
 pub fn table(report: &Report) -> String {
     let mut out = String::new();
+    for size in &report.sizes {
+        size_table(&mut out, report, size);
+    }
+    if report.sizes.len() > 1 {
+        sweep(&mut out, report);
+    }
+    out
+}
+
+fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
     let _ = writeln!(
         out,
-        "{}, k = {}, {} runs per row, rows interleaved (order rotated each run){}{}{}",
-        match report.circuit {
-            crate::CircuitName::StandardPlonk => "StandardPlonk",
-            crate::CircuitName::Dense => "dense circuit",
-        },
-        report.k,
-        report.repeat,
+        "{}, k = {}, {} runs ({}), rows interleaved (order rotated each run){}{}{}",
+        report.circuit.title(),
+        size.k,
+        size.runs,
+        size.stopped,
         if report.full { ", full sweep" } else { "" },
         match (report.cold.requested, report.cold.effective) {
             (false, _) => "",
@@ -34,13 +51,7 @@ pub fn table(report: &Report) -> String {
             ", saves to a new path"
         }
     );
-    let _ = writeln!(
-        out,
-        "read s: median; min: fastest run; spread: (max - min) / median; x floor: this load over \
-         its kind's floor; x ref: the reference's load over this one (halo2's reader; for a \
-         remote load, downloading then loading; for a cache hit, the local load), each ratio \
-         taken within a run (median over runs)"
-    );
+    let _ = writeln!(out, "{LEGEND}");
     for (kind, title) in [
         (Kind::Pk, "proving key"),
         (Kind::Params, "KZG parameters"),
@@ -55,11 +66,11 @@ pub fn table(report: &Report) -> String {
             _ => title.to_owned(),
         };
         // keycodec's rows, then halo2's, then the floor (remote rows: by backend, as run).
-        let mut rows: Vec<&Row> = report.rows.iter().filter(|row| row.kind == kind).collect();
+        let mut rows: Vec<&Row> = size.rows.iter().filter(|row| row.kind == kind).collect();
         rows.sort_by_key(|row| match row.backend {
             _ if kind == Kind::Remote => 0,
-            crate::plan::HALO2_NATIVE => 1,
-            crate::plan::FLOOR => 2,
+            HALO2_NATIVE => 1,
+            FLOOR => 2,
             _ => 0,
         });
         if rows.is_empty() {
@@ -68,44 +79,90 @@ pub fn table(report: &Report) -> String {
         let _ = writeln!(out, "\n{title}");
         let _ = writeln!(
             out,
-            "{:<13} {:<16} {:<8} {:>6} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>14} {:>7} {:>9} {:>3}",
+            "{:<13} {:<16} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>7} {:>20} {:>12} {:>9} {:>3}",
             "backend",
             "mode",
             "values",
+            "state",
             "buffer",
-            "write s",
-            "read s",
+            "load s",
             "min s",
             "spread",
             "x floor",
-            "x ref",
+            "speedup [95%]",
             "file bytes",
-            "r GB/s",
             "load RSS",
             "ok"
         );
         for row in rows {
+            let floor = match (row.below_floor, row.read_vs_floor) {
+                (true, _) => "BELOW".to_owned(),
+                (false, value) => optional(value, 2),
+            };
             let _ = writeln!(
                 out,
-                "{:<13} {:<16} {:<8} {:>6} {:>8} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>7} {:>14} {:>7.2} {:>9} {:>3}",
+                "{:<13} {:<16} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>20} {:>12} {:>9} {:>3}",
                 row.backend,
                 row.mode,
                 row.validation,
+                row.state,
                 Size(row.buffer_bytes).to_string(),
-                optional(row.write_s, 3),
                 row.read_s,
                 row.read_min_s,
                 row.read_spread * 100.0,
-                optional(row.read_vs_floor, 2),
-                optional(row.speedup_vs_reference, 2),
+                floor,
+                row.speedup.map_or("-".to_owned(), interval),
                 row.file_bytes,
-                row.read_gbps,
                 row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
                 if row.verified { "yes" } else { "NO" },
             );
         }
     }
-    let limits = &report.limits;
+    let saves: Vec<&SaveRow> = size.saves.iter().collect();
+    if !saves.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nsaves (keycodec's: atomic and durable; halo2's: File::create, pk.write, sync_all)"
+        );
+        let _ = writeln!(
+            out,
+            "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8} {:>8} {:>6} {:>22} {:>12}",
+            "of",
+            "backend",
+            "mode",
+            "timed",
+            "buffer",
+            "save s",
+            "min s",
+            "spread",
+            "x write+sync [95%]",
+            "file bytes"
+        );
+        for save in saves {
+            let _ = writeln!(
+                out,
+                "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>22} {:>12}",
+                kind_name(save.kind),
+                save.backend,
+                save.mode,
+                match (save.durable, save.backend) {
+                    (false, _) => "write only",
+                    (true, HALO2_NATIVE) => "write + sync",
+                    (true, _) => "durable save",
+                },
+                Size(save.buffer_bytes).to_string(),
+                save.save_s,
+                save.save_min_s,
+                save.save_spread * 100.0,
+                match (save.backend, save.durable) {
+                    (HALO2_NATIVE, true) => "(reference)".to_owned(),
+                    _ => save.vs_reference.map_or("-".to_owned(), interval),
+                },
+                save.file_bytes,
+            );
+        }
+    }
+    let limits = &size.limits;
     let gbps = |s: f64| limits.bytes as f64 / s / 1e9;
     let _ = writeln!(
         out,
@@ -123,29 +180,150 @@ pub fn table(report: &Report) -> String {
         limits.checksum_s,
         gbps(limits.checksum_s),
     );
-    let fixture = &report.fixture;
+    let fixture = &size.fixture;
     let key = match fixture.domain_memory_bytes {
         Some(domain) => {
             let whole = fixture.key_memory_bytes + domain;
             format!(
-                "{} of field elements + {} of evaluation domain = {} (x 1.1 + 64 MiB = {}, the load-RSS bound)",
+                "{} of field elements + {} of evaluation domain = {}",
                 mib(fixture.key_memory_bytes),
                 mib(domain),
                 mib(whole),
-                mib(whole + whole / 10 + (64 << 20)),
             )
         }
         None => format!("{} of field elements", mib(fixture.key_memory_bytes)),
     };
     let _ = writeln!(
         out,
-        "key in memory: {key}; its digest (BLAKE3, every core, in memory) {:.3} s; fixture: {} in {:.1} s; harness peak RSS: {}",
-        report.fixture.digest_s,
-        report.fixture.origin,
-        report.fixture.seconds,
-        report.harness_peak_rss_bytes.map_or("n/a".to_owned(), mib),
+        "key in memory: {key}; its digest (BLAKE3, every core, in memory) {:.3} s; circuit {}; fixture: {} in {:.1} s; this size took {:.0} s\n",
+        fixture.digest_s,
+        fixture.circuit_params,
+        fixture.origin,
+        fixture.seconds,
+        size.seconds,
     );
-    out
+    if let Some(peak) = report.harness_peak_rss_bytes {
+        let _ = writeln!(out, "harness peak RSS so far: {}\n", mib(peak));
+    }
+}
+
+/// Every size side by side: per row, its speedup at each `k`; per save, its ratio.
+fn sweep(out: &mut String, report: &Report) {
+    let ks: Vec<u32> = report.sizes.iter().map(|size| size.k).collect();
+    let _ = writeln!(
+        out,
+        "sweep: {}, k = {} (cells: median [95% interval]; loads: halo2's reader in the same state over this row; saves: this save over halo2's write + sync)",
+        report.circuit.title(),
+        ks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    );
+    let mut header = format!("{:<44}", "k");
+    for k in &ks {
+        let _ = write!(header, " {k:>19}");
+    }
+    let _ = writeln!(out, "{header}");
+    let mut bytes = format!("{:<44}", "key file bytes (rawbytes)");
+    for size in &report.sizes {
+        let file = size
+            .saves
+            .iter()
+            .find(|save| save.kind == Kind::Pk && save.backend == "rawbytes")
+            .map_or(0, |save| save.file_bytes);
+        let _ = write!(bytes, " {file:>19}");
+    }
+    let _ = writeln!(out, "{bytes}");
+    let mut labels: Vec<(Kind, String)> = Vec::new();
+    for size in &report.sizes {
+        for row in size.rows.iter().filter(|row| row.speedup.is_some()) {
+            let label = format!(
+                "{} {} {} {} {}",
+                kind_name(row.kind),
+                row.backend,
+                row.mode,
+                row.validation,
+                row.state
+            );
+            if !labels.iter().any(|(_, known)| *known == label) {
+                labels.push((row.kind, label));
+            }
+        }
+    }
+    for (_, label) in &labels {
+        let mut line = format!("{label:<44}");
+        for size in &report.sizes {
+            let cell = size
+                .rows
+                .iter()
+                .find(|row| {
+                    format!(
+                        "{} {} {} {} {}",
+                        kind_name(row.kind),
+                        row.backend,
+                        row.mode,
+                        row.validation,
+                        row.state
+                    ) == *label
+                })
+                .and_then(|row| row.speedup)
+                .map_or("-".to_owned(), interval);
+            let _ = write!(line, " {cell:>19}");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let mut saves: Vec<String> = Vec::new();
+    for size in &report.sizes {
+        for save in size
+            .saves
+            .iter()
+            .filter(|s| s.backend != HALO2_NATIVE || !s.durable)
+        {
+            let label = save_label(save);
+            if !saves.contains(&label) {
+                saves.push(label);
+            }
+        }
+    }
+    for label in &saves {
+        let mut line = format!("{label:<44}");
+        for size in &report.sizes {
+            let cell = size
+                .saves
+                .iter()
+                .find(|save| save_label(save) == *label)
+                .and_then(|save| save.vs_reference)
+                .map_or("-".to_owned(), interval);
+            let _ = write!(line, " {cell:>19}");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+fn save_label(save: &SaveRow) -> String {
+    format!(
+        "save {} {} {} {}",
+        kind_name(save.kind),
+        save.backend,
+        save.mode,
+        if save.durable { "" } else { "(write only)" }
+    )
+    .trim_end()
+    .to_owned()
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Pk => "key",
+        Kind::Params => "params",
+        Kind::ColdStart => "start",
+        Kind::Remote => "remote",
+    }
+}
+
+/// `2.31 [2.10, 2.52]`.
+fn interval(ratio: Ratio) -> String {
+    format!(
+        "{:.2} [{:.2}, {:.2}]",
+        ratio.estimate, ratio.low, ratio.high
+    )
 }
 
 fn optional(value: Option<f64>, decimals: usize) -> String {
@@ -166,95 +344,120 @@ pub fn write_json(report: &Report, path: &Path) -> Result<(), String> {
     std::fs::write(path, json).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// Draws write and read throughput (GB/s) against buffer size, one line per backend/mode.
+/// One line of the chart: a name and its (bytes, seconds) points.
+type Series = (String, Vec<(f64, f64)>);
+
+/// Draws proving-key load time (left: keycodec's rows, halo2's readers and the floor, per
+/// state) and save time (right: every writer, halo2's with and without its sync) against the
+/// key file's size, both axes logarithmic: how each cost grows with the key.
 ///
 /// # Errors
 ///
 /// Drawing or I/O errors, as text.
 pub fn write_plot(report: &Report, path: &Path) -> Result<(), String> {
-    let root = SVGBackend::new(path, (1280, 560)).into_drawing_area();
+    let root = SVGBackend::new(path, (1400, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let (left, right) = root.split_horizontally(640);
-    // Proving-key loads and saves by buffer: the rows a buffer changes.
-    let rows: Vec<&Row> = report
-        .rows
-        .iter()
-        .filter(|row| row.kind == Kind::Pk && row.write_gbps.is_some())
-        .collect();
-    let series = series_names(&rows);
-    for (area, title, value) in [
-        (
-            &left,
-            "save (GB/s)",
-            (|row: &Row| row.write_gbps.unwrap_or(0.0)) as fn(&Row) -> f64,
-        ),
-        (&right, "load (GB/s)", |row: &Row| row.read_gbps),
-    ] {
-        let x_min = rows
-            .iter()
-            .map(|r| (r.buffer_bytes as f64).log2())
-            .fold(f64::INFINITY, f64::min);
-        let x_max = rows
-            .iter()
-            .map(|r| (r.buffer_bytes as f64).log2())
-            .fold(f64::NEG_INFINITY, f64::max);
-        let y_max = rows.iter().map(|row| value(row)).fold(0.0, f64::max) * 1.15 + 0.01;
-        let (x_min, x_max) = if x_min < x_max {
-            (x_min, x_max)
-        } else {
-            (x_min - 1.0, x_min + 1.0)
-        };
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("k = {}: {title}", report.k), ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(48)
-            .build_cartesian_2d(x_min..x_max, 0.0..y_max)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("buffer")
-            .x_label_formatter(&|x| Size(x.exp2().round() as u64).to_string())
-            .y_desc("GB/s")
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (index, name) in series.iter().enumerate() {
-            let color = Palette99::pick(index).to_rgba();
-            let points: Vec<(f64, f64)> = rows
-                .iter()
-                .filter(|row| &series_name(row) == name)
-                .map(|row| ((row.buffer_bytes as f64).log2(), value(row)))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(points, color.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
+    let (left, right) = root.split_horizontally(700);
+    let mut loads: Vec<Series> = Vec::new();
+    let mut saves: Vec<Series> = Vec::new();
+    for size in &report.sizes {
+        for row in size.rows.iter().filter(|row| row.kind == Kind::Pk) {
+            let name = format!(
+                "{} {} {} {}",
+                row.backend, row.mode, row.validation, row.state
+            );
+            push(&mut loads, name, (row.file_bytes as f64, row.read_s));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        for save in size.saves.iter().filter(|save| save.kind == Kind::Pk) {
+            let name = match (save.backend, save.durable) {
+                (HALO2_NATIVE, true) => format!("{} {} write + sync", save.backend, save.mode),
+                (HALO2_NATIVE, false) => format!("{} {} write only", save.backend, save.mode),
+                _ => format!("{} {} save", save.backend, save.mode),
+            };
+            push(&mut saves, name, (save.file_bytes as f64, save.save_s));
+        }
     }
+    let title = report.circuit.title();
+    panel(&left, &format!("{title}: proving key load"), &loads)?;
+    panel(&right, &format!("{title}: proving key save"), &saves)?;
     root.present().map_err(|e| e.to_string())
 }
 
-fn series_name(row: &Row) -> String {
-    format!("{} {} {}", row.backend, row.mode, row.validation)
+fn push(series: &mut Vec<Series>, name: String, point: (f64, f64)) {
+    match series.iter_mut().find(|(known, _)| *known == name) {
+        Some((_, points)) => points.push(point),
+        None => series.push((name, vec![point])),
+    }
 }
 
-fn series_names(rows: &[&Row]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for row in rows {
-        let name = series_name(row);
-        if !names.contains(&name) {
-            names.push(name);
-        }
+fn panel(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    series: &[Series],
+) -> Result<(), String> {
+    let points = series.iter().flat_map(|(_, points)| points.iter());
+    let (mut x_min, mut x_max, mut y_min, mut y_max) =
+        (f64::INFINITY, 0.0f64, f64::INFINITY, 0.0f64);
+    for &(x, y) in points {
+        x_min = x_min.min(x);
+        x_max = x_max.max(x);
+        y_min = y_min.min(y);
+        y_max = y_max.max(y);
     }
-    names
+    if !(x_min.is_finite() && y_min.is_finite() && x_min > 0.0 && y_min > 0.0) {
+        return Ok(());
+    }
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(
+            (x_min / 1.5..x_max * 1.5).log_scale(),
+            (y_min / 1.5..y_max * 1.5).log_scale(),
+        )
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("key file size")
+        .x_label_formatter(&|x| human_bytes(*x))
+        .y_desc("seconds")
+        .y_label_formatter(&|y| format!("{y:.3}"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (index, (name, points)) in series.iter().enumerate() {
+        let mut points = points.clone();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let color = Palette99::pick(index).to_rgba();
+        let dashed = name.contains(HALO2_NATIVE) || name.starts_with(FLOOR);
+        let style = color.stroke_width(if dashed { 3 } else { 2 });
+        chart
+            .draw_series(LineSeries::new(points.clone(), style))
+            .map_err(|e| e.to_string())?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&point| Circle::new(point, 3, color.filled())),
+            )
+            .map_err(|e| e.to_string())?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 11))
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+fn human_bytes(bytes: f64) -> String {
+    match bytes {
+        b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
+        b if b >= 1e6 => format!("{:.0} MB", b / 1e6),
+        b => format!("{:.0} kB", b / 1e3),
+    }
 }

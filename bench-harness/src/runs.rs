@@ -1,31 +1,52 @@
-//! Runs a [`Plan`]: run after run, every file written, then every case
-//! timed once, in an order rotated each run; then one row per case.
+//! Runs a [`Plan`]: run after run, every file written, then every case timed (floors three
+//! times), in an order rotated each run, until every paired ratio is known to the interval
+//! asked for (or the runs or the time allowed are spent); then one row per case and per
+//! file.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::Size;
 
-use crate::measure::rss;
-use crate::plan::Plan;
-use crate::stats::{median, paired_ratio, rotation, Summary};
-use crate::{Args, Row, RowId};
+use crate::exec::Sample;
+use crate::measure::{rss, Written};
+use crate::plan::{Plan, HALO2_NATIVE};
+use crate::stats::{paired, rotation, Summary};
+use crate::{Row, RowId, SaveRow};
 
-/// What the runs of one case gathered.
-#[derive(Clone)]
-struct Gathered {
-    reads: Vec<f64>,
-    peak: Option<u64>,
-    verified: bool,
+/// When a plan's runs stop.
+#[derive(Clone, Copy, Debug)]
+pub struct Stopping {
+    /// Exactly this many runs, whatever the intervals (`--repeat`).
+    pub fixed: Option<usize>,
+    /// At least this many runs.
+    pub min_runs: usize,
+    /// At most this many.
+    pub max_runs: usize,
+    /// Stop once every paired ratio's 95% interval is within +-this (0.1: +-10%).
+    pub interval: f64,
+    /// Or once the plan has run this long.
+    pub time_cap: Duration,
+}
+
+/// What a plan's runs gave.
+pub struct Measured {
+    /// One row per load case.
+    pub rows: Vec<Row>,
+    /// One row per save (halo2's writer: its durable save and its plain write).
+    pub saves: Vec<SaveRow>,
+    /// Runs made.
+    pub runs: usize,
+    /// Why they stopped.
+    pub stopped: String,
 }
 
 /// Runs plans with a progress bar, tracking the harness's own peak memory and whether
 /// every cold read was cold.
 pub struct Runner {
-    repeat: usize,
+    stopping: Stopping,
     replace: bool,
-    /// Write the files in every run (`--full`, `--replace`), not only the first.
-    rewrite: bool,
     cold: bool,
     bar: ProgressBar,
     /// The highest resident memory seen, if measurable.
@@ -35,17 +56,18 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// A runner of `repeat` runs per plan, as `args` asks.
-    pub fn new(args: &Args, repeat: usize) -> Self {
-        let bar = ProgressBar::new(0).with_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed}, ~{eta} left)")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    /// A runner that stops as `stopping` says; `replace` saves over the previous run's files,
+    /// `cold` drops each file's cached pages before it is read.
+    pub fn new(stopping: Stopping, replace: bool, cold: bool) -> Self {
+        let bar = ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} run {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
+        bar.enable_steady_tick(Duration::from_millis(250));
         Runner {
-            repeat,
-            replace: args.replace,
-            rewrite: args.full || args.replace,
-            cold: args.cold,
+            stopping,
+            replace,
+            cold,
             bar,
             harness_peak: rss::peak(),
             cold_effective: true,
@@ -58,33 +80,27 @@ impl Runner {
         self.harness_peak = self.harness_peak.max(rss::peak());
     }
 
-    /// Runs `plan` with `buffer`; one row per case.
+    /// Runs `plan` with `buffer` until it is measured well enough.
     ///
     /// # Errors
     ///
     /// A write or a case that failed, as text.
-    pub fn measure(&mut self, plan: &Plan<'_>, buffer: Size) -> Result<Vec<Row>, String> {
-        let repeat = self.repeat;
-        let writing_runs = if self.rewrite { repeat } else { 1 };
-        self.bar
-            .inc_length((writing_runs * plan.files.len() + repeat * plan.cases.len()) as u64);
-        let mut writes = vec![Vec::new(); plan.files.len()];
+    pub fn measure(&mut self, plan: &Plan<'_>, buffer: Size) -> Result<Measured, String> {
+        let started = Instant::now();
+        // Each case once, floors spread through the run as often as they visit.
+        let mut visits: Vec<usize> = (0..plan.cases.len()).collect();
+        for (index, case) in plan.cases.iter().enumerate() {
+            for extra in 1..case.visits {
+                let at = (visits.len() * extra / case.visits).min(visits.len());
+                visits.insert(at, index);
+            }
+        }
+        let mut writes: Vec<Vec<Written>> = vec![Vec::new(); plan.files.len()];
         let mut sizes = vec![0u64; plan.files.len()];
-        let mut gathered = vec![
-            Gathered {
-                reads: Vec::new(),
-                peak: None,
-                verified: true,
-            };
-            plan.cases.len()
-        ];
-        for run in 0..repeat {
-            let files = if run < writing_runs {
-                plan.files.len()
-            } else {
-                0
-            };
-            for index in rotation(files, run) {
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); plan.cases.len()];
+        let mut run = 0;
+        let stopped = loop {
+            for index in rotation(plan.files.len(), run) {
                 let (Some(file), Some(times), Some(size)) = (
                     plan.files.get(index),
                     writes.get_mut(index),
@@ -93,28 +109,30 @@ impl Runner {
                     continue;
                 };
                 self.bar
-                    .set_message(format!("run {}: writing {}", run + 1, file.name));
-                // Unless `--replace`, every save goes to a path with no file (see `Args`).
+                    .set_message(format!("{}: writing {}", run + 1, file.name()));
+                // Unless `--replace`, every save goes to a path with no file.
                 if !self.replace {
                     file.remove()?;
                 }
-                let (seconds, bytes) = file.write(buffer)?;
-                times.push(seconds);
+                let (written, bytes) = file.write(buffer)?;
+                times.push(written);
                 *size = bytes;
-                self.bar.inc(1);
             }
-            for index in rotation(plan.cases.len(), run) {
-                let (Some(case), Some(gathered)) = (plan.cases.get(index), gathered.get_mut(index))
+            for visit in rotation(visits.len(), run) {
+                let Some(&index) = visits.get(visit) else {
+                    continue;
+                };
+                let (Some(case), Some(taken)) = (plan.cases.get(index), samples.get_mut(index))
                 else {
                     continue;
                 };
                 self.bar.set_message(format!(
-                    "run {}: {} {} {} {}",
+                    "{}: {} {} {} {}",
                     run + 1,
                     case.backend,
                     case.mode,
                     case.validation,
-                    buffer
+                    case.state.name()
                 ));
                 let paths: Vec<&Path> = case
                     .files
@@ -128,79 +146,190 @@ impl Runner {
                     }
                 }
                 self.harness_peak = self.harness_peak.max(rss::peak());
-                let measurable = rss::reset_peak();
-                let before = rss::current();
-                let (seconds, verified) = case.run(&paths, buffer)?;
-                let after = rss::peak();
-                self.harness_peak = self.harness_peak.max(after);
-                if let (true, Some(before), Some(after)) = (measurable, before, after) {
-                    gathered.peak =
-                        Some(gathered.peak.unwrap_or(0).max(after.saturating_sub(before)));
-                }
-                gathered.verified &= verified;
-                gathered.reads.push(seconds);
-                self.bar.inc(1);
+                taken.push(case.run(&paths, buffer)?);
+                self.harness_peak = self.harness_peak.max(rss::peak());
             }
-        }
+            run += 1;
+            let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
+            if let Some(reason) = self.stop(run, started.elapsed(), &rows, &saves) {
+                break reason;
+            }
+        };
         for file in &plan.files {
             file.remove()?;
         }
-        Ok(rows(plan, buffer, repeat, &writes, &sizes, &gathered))
+        let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
+        Ok(Measured {
+            rows,
+            saves,
+            runs: run,
+            stopped,
+        })
+    }
+
+    /// Why to stop after `runs` runs taking `elapsed`, or `None` to run again.
+    fn stop(
+        &self,
+        runs: usize,
+        elapsed: Duration,
+        rows: &[Row],
+        saves: &[SaveRow],
+    ) -> Option<String> {
+        let stopping = &self.stopping;
+        if let Some(fixed) = stopping.fixed {
+            return (runs >= fixed).then(|| format!("{fixed} runs, as asked"));
+        }
+        if runs < stopping.min_runs {
+            return None;
+        }
+        // keycodec's ratios to halo2 (not halo2's own durability cost, which only informs).
+        let widest = rows
+            .iter()
+            .filter_map(|row| row.speedup)
+            .chain(
+                saves
+                    .iter()
+                    .filter(|save| save.backend != HALO2_NATIVE)
+                    .filter_map(|save| save.vs_reference),
+            )
+            .map(|ratio| ratio.half_width())
+            .fold(0.0, f64::max);
+        if widest <= stopping.interval {
+            return Some(format!(
+                "every paired ratio's 95% interval within +-{:.0}% (widest +-{:.0}%)",
+                stopping.interval * 100.0,
+                widest * 100.0
+            ));
+        }
+        if runs >= stopping.max_runs {
+            return Some(format!(
+                "{runs} runs, the most allowed; widest interval +-{:.0}%",
+                widest * 100.0
+            ));
+        }
+        if elapsed >= stopping.time_cap {
+            return Some(format!(
+                "time cap ({:.0} s) after {runs} runs; widest interval +-{:.0}%",
+                stopping.time_cap.as_secs_f64(),
+                widest * 100.0
+            ));
+        }
+        None
     }
 }
 
-/// One row per case of `plan`.
+/// The rows of `plan` after the runs so far.
 fn rows(
     plan: &Plan<'_>,
     buffer: Size,
-    repeat: usize,
-    writes: &[Vec<f64>],
+    writes: &[Vec<Written>],
     sizes: &[u64],
-    gathered: &[Gathered],
-) -> Vec<Row> {
+    samples: &[Vec<Sample>],
+) -> (Vec<Row>, Vec<SaveRow>) {
+    let seconds = |index: usize| -> Vec<f64> {
+        samples
+            .get(index)
+            .map(|taken| taken.iter().map(|sample| sample.seconds).collect())
+            .unwrap_or_default()
+    };
+    let id = |index: usize| {
+        plan.cases.get(index).map(|case| RowId {
+            backend: case.backend,
+            mode: case.mode,
+            validation: case.validation,
+        })
+    };
     let mut rows = Vec::new();
-    for (case, runs) in plan.cases.iter().zip(gathered) {
-        let reference = case
-            .reference
-            .and_then(|r| Some((plan.cases.get(r)?, gathered.get(r)?)));
-        let floor = case.floor.and_then(|f| gathered.get(f));
-        let write_runs = match case.files.as_slice() {
-            [file] if case.shows_write => writes.get(*file).cloned().unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        let write_s = (!write_runs.is_empty()).then(|| median(&write_runs));
+    for (index, case) in plan.cases.iter().enumerate() {
+        let ours = seconds(index);
+        let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
+        let read = Summary::of(&ours);
         let file_bytes = case.files.iter().filter_map(|&f| sizes.get(f)).sum::<u64>();
-        let read = Summary::of(&runs.reads);
+        let floor_min = case.floor.map(|floor| Summary::of(&seconds(floor)).min_s);
+        let below_floor = floor_min.is_some_and(|floor| read.min_s < floor);
         rows.push(Row {
             kind: case.kind,
             backend: case.backend,
             mode: case.mode,
             validation: case.validation,
+            state: case.state.name(),
             buffer_bytes: buffer.0,
-            write_s,
-            write_gbps: write_s.map(|s| file_bytes as f64 / s / 1e9),
-            write_runs,
             read_s: read.median_s,
             read_min_s: read.min_s,
             read_spread: read.spread,
-            read_gbps: file_bytes as f64 / read.median_s / 1e9,
-            read_runs: runs.reads.clone(),
+            read_runs: ours.clone(),
             file_bytes,
-            read_vs_floor: floor.and_then(|floor| paired_ratio(&runs.reads, &floor.reads)),
-            speedup_vs_reference: reference
-                .and_then(|(_, theirs)| paired_ratio(&theirs.reads, &runs.reads)),
-            reference: reference.map(|(case, _)| RowId {
-                backend: case.backend,
-                mode: case.mode,
-                validation: case.validation,
-            }),
-            write_vs_bulk: None,
-            read_vs_bulk: None,
-            read_vs_bulk_parallel: None,
-            read_vs_bulk_populated: None,
-            peak_rss_bytes: runs.peak,
-            verified: runs.verified && runs.reads.len() == repeat,
+            read_gbps: file_bytes as f64 / read.median_s / 1e9,
+            floor_s: floor_min,
+            read_vs_floor: floor_min
+                .filter(|_| !below_floor)
+                .map(|floor| read.median_s / floor),
+            below_floor,
+            speedup: case
+                .reference
+                .and_then(|reference| paired(&seconds(reference), &ours)),
+            reference: case.reference.and_then(id),
+            peak_rss_bytes: taken.iter().filter_map(|sample| sample.rss_rise).max(),
+            verified: !taken.is_empty() && taken.iter().all(|sample| sample.verified),
         });
     }
-    rows
+    let durable = |index: usize| -> Vec<f64> {
+        writes
+            .get(index)
+            .map(|w| w.iter().map(|written| written.seconds).collect())
+            .unwrap_or_default()
+    };
+    let mut saves = Vec::new();
+    for (index, file) in plan.files.iter().enumerate().filter(|(_, f)| f.shown) {
+        let ours = durable(index);
+        let summary = Summary::of(&ours);
+        let bytes = sizes.get(index).copied().unwrap_or(0);
+        let reference = file
+            .reference
+            .and_then(|r| plan.files.get(r).map(|f| (r, f)));
+        saves.push(SaveRow {
+            kind: file.kind,
+            backend: file.backend,
+            mode: file.mode,
+            durable: true,
+            buffer_bytes: buffer.0,
+            save_s: summary.median_s,
+            save_min_s: summary.min_s,
+            save_spread: summary.spread,
+            save_runs: ours.clone(),
+            file_bytes: bytes,
+            vs_reference: reference.and_then(|(r, _)| paired(&ours, &durable(r))),
+            reference: reference.map(|(_, f)| RowId {
+                backend: f.backend,
+                mode: f.mode,
+                validation: "write + sync",
+            }),
+        });
+        if file.backend == HALO2_NATIVE {
+            let plain: Vec<f64> = writes
+                .get(index)
+                .map(|w| w.iter().filter_map(|written| written.unsynced).collect())
+                .unwrap_or_default();
+            let summary = Summary::of(&plain);
+            saves.push(SaveRow {
+                kind: file.kind,
+                backend: file.backend,
+                mode: file.mode,
+                durable: false,
+                buffer_bytes: buffer.0,
+                save_s: summary.median_s,
+                save_min_s: summary.min_s,
+                save_spread: summary.spread,
+                vs_reference: paired(&plain, &ours),
+                reference: Some(RowId {
+                    backend: file.backend,
+                    mode: file.mode,
+                    validation: "write + sync",
+                }),
+                save_runs: plain,
+                file_bytes: bytes,
+            });
+        }
+    }
+    (rows, saves)
 }

@@ -59,6 +59,81 @@ pub fn paired_ratio(ours: &[f64], theirs: &[f64]) -> Option<f64> {
     (!ratios.is_empty()).then(|| median(&ratios))
 }
 
+/// A paired ratio over runs: the median of `ours[i] / theirs[i]`, and a 95% interval of that
+/// median by bootstrap over the runs (the runs resampled with replacement).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Ratio {
+    /// The median of the per-run ratios.
+    pub estimate: f64,
+    /// The interval's lower end (2.5th percentile of the resampled medians).
+    pub low: f64,
+    /// Its upper end (97.5th percentile).
+    pub high: f64,
+    /// Runs both rows have.
+    pub runs: usize,
+}
+
+impl Ratio {
+    /// Half the interval's width relative to the estimate: 0.1 is +-10%.
+    pub fn half_width(&self) -> f64 {
+        (self.high - self.low) / 2.0 / self.estimate
+    }
+
+    /// The ratio inverted (`theirs / ours`), interval included.
+    #[must_use]
+    pub fn inverse(self) -> Self {
+        Ratio {
+            estimate: 1.0 / self.estimate,
+            low: 1.0 / self.high,
+            high: 1.0 / self.low,
+            runs: self.runs,
+        }
+    }
+}
+
+/// Resamples a bootstrap draws.
+const BOOTSTRAP_DRAWS: usize = 2000;
+
+/// [`Ratio`] of `ours` over `theirs`, run by run; `None` when they share no run.
+pub fn paired(ours: &[f64], theirs: &[f64]) -> Option<Ratio> {
+    use rand::{Rng, SeedableRng};
+    let ratios: Vec<f64> = ours
+        .iter()
+        .zip(theirs)
+        .filter(|(_, theirs)| **theirs > 0.0)
+        .map(|(ours, theirs)| ours / theirs)
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    // Deterministic: the same runs give the same interval.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x6b63_626f_6f74);
+    let mut medians: Vec<f64> = (0..BOOTSTRAP_DRAWS)
+        .map(|_| {
+            let draw: Vec<f64> = (0..ratios.len())
+                .map(|_| {
+                    ratios
+                        .get(rng.gen_range(0..ratios.len()))
+                        .copied()
+                        .unwrap_or(f64::NAN)
+                })
+                .collect();
+            median(&draw)
+        })
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    let at = |quantile: f64| {
+        let index = ((medians.len() - 1) as f64 * quantile).round() as usize;
+        medians.get(index).copied().unwrap_or(f64::NAN)
+    };
+    Some(Ratio {
+        estimate: median(&ratios),
+        low: at(0.025),
+        high: at(0.975),
+        runs: ratios.len(),
+    })
+}
+
 /// The order in which run `run` visits `count` rows: rotated by one row per run, so that no
 /// row always follows the same neighbour (or always comes first after the files are
 /// written, when the kernel is still settling them).
@@ -92,6 +167,27 @@ mod tests {
         let theirs = [2.0, 4.0, 2.2];
         assert_eq!(paired_ratio(&ours, &theirs), Some(0.5));
         assert_eq!(paired_ratio(&ours, &[]), None);
+    }
+
+    #[test]
+    fn paired_intervals_hold_the_estimate_and_narrow_with_agreement() {
+        let theirs = [2.0, 4.0, 2.2, 3.0, 2.5, 2.1, 3.3];
+        // Twice as fast in every run: a point interval.
+        let exact: Vec<f64> = theirs.iter().map(|t| t / 2.0).collect();
+        let ratio = paired(&exact, &theirs).unwrap();
+        assert_eq!((ratio.estimate, ratio.low, ratio.high), (0.5, 0.5, 0.5));
+        assert_eq!(ratio.half_width(), 0.0);
+        assert_eq!(ratio.inverse().estimate, 2.0);
+        // Noisy: the interval holds the estimate and is wider.
+        let noisy = [1.0, 2.4, 0.9, 1.8, 1.1, 1.3, 1.4];
+        let ratio = paired(&noisy, &theirs).unwrap();
+        assert!(ratio.low <= ratio.estimate && ratio.estimate <= ratio.high);
+        assert!(ratio.half_width() > 0.0);
+        assert_eq!(ratio.runs, 7);
+        // Deterministic.
+        let again = paired(&noisy, &theirs).unwrap();
+        assert_eq!((ratio.low, ratio.high), (again.low, again.high));
+        assert!(paired(&noisy, &[]).is_none());
     }
 
     #[test]

@@ -9,34 +9,41 @@
     clippy::indexing_slicing
 )]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use bench_harness::fixture::{load_or_build, pk_cache_path};
+use bench_harness::fixture::{circuit_cache_path, load_or_build, pk_cache_path};
 use bench_harness::measure::keys_equal;
-use bench_harness::plan::{backend_names, Kind, FLOOR, HALO2_NATIVE};
-use bench_harness::{run, Args, CircuitName, DEFAULT_CACHE_DIR};
+use bench_harness::plan::{backend_names, Kind, State, FLOOR, HALO2_NATIVE};
+use bench_harness::{default_cache_dir, run, Args, CircuitName, Report, SizeReport};
 use codec_core::testing::StandardPlonk;
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::{Backend, KeyCodecExt, LoadOptions, SaveOptions, Size};
 
+/// Arguments of a small run in `cache_dir`: every backend, both states, fresh loads in the
+/// harness binary Cargo built for these tests.
 fn args(cache_dir: &Path, k: u32) -> Args {
     Args {
-        k,
+        k: Some(k),
+        ks: None,
         circuit: CircuitName::StandardPlonk,
         backends: backend_names().into_iter().map(String::from).collect(),
+        states: vec![State::Warm, State::Fresh],
         buffers: vec![Size::kib(8), Size::mib(1)],
         repeat: Some(2),
         full: true,
         downsize: true,
         json: Some(cache_dir.join("report.json")),
         plot: Some(cache_dir.join("report.svg")),
-        cache_dir: cache_dir.to_path_buf(),
-        cold: false,
-        replace: false,
-        remote: false,
-        s3_server: bench_harness::S3ServerName::Moto,
+        cache_dir: Some(cache_dir.to_path_buf()),
+        child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
+        ..Args::defaults()
     }
+}
+
+fn only(report: &Report) -> &SizeReport {
+    assert_eq!(report.sizes.len(), 1);
+    &report.sizes[0]
 }
 
 /// The dense workload: every usable row holds a full-size constant, so the compact layout
@@ -47,6 +54,7 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
     let args = Args {
         circuit: CircuitName::Dense,
         backends: vec!["rawbytes".into(), "compact".into()],
+        states: vec![State::Warm],
         buffers: vec![Size::mib(1)],
         json: None,
         plot: None,
@@ -54,25 +62,26 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
         repeat: Some(2),
         replace: true,
         full: false,
+        downsize: false,
         ..args(dir.path(), 8)
     };
     let report = run(&args).unwrap();
+    let size = only(&report);
     assert!(report.replace);
-    assert!(report.rows.iter().all(|row| row.verified));
-    assert!(report
+    assert!(size.rows.iter().all(|row| row.verified));
+    assert!(size.saves.iter().all(|save| save.save_runs.len() == 2));
+    assert!(size
         .rows
         .iter()
-        .filter(|row| row.write_s.is_some())
-        .all(|row| row.write_runs.len() == 2 && row.read_runs.len() == 2));
-    let size = |backend: &str, mode: &str| {
-        report
-            .rows
+        .all(|row| row.read_runs.len() == if row.backend == FLOOR { 6 } else { 2 }));
+    let bytes = |backend: &str| {
+        size.saves
             .iter()
-            .find(|row| row.backend == backend && row.mode == mode)
+            .find(|save| save.kind == Kind::Pk && save.backend == backend)
             .unwrap()
             .file_bytes
     };
-    let (compact, raw) = (size("compact", "recompute"), size("rawbytes", "RawBytes"));
+    let (compact, raw) = (bytes("compact"), bytes("rawbytes"));
     // Dense, so far from StandardPlonk's few hundred bytes; still well below RawBytes.
     assert!(
         compact > raw / 20 && compact < raw / 2,
@@ -81,54 +90,111 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
     assert!(bench_harness::report::table(&report).starts_with("dense circuit, k = 8"));
 }
 
-/// The default run: each backend's default layout, one buffer, three runs.
+/// The default run: k = 22, each backend's default layout checked and trusted, both states,
+/// one buffer, runs until every interval is within +-10% (5 to 20, at most 10 minutes).
 #[test]
 fn default_run_is_the_quick_one() {
     let defaults = Args::defaults();
-    assert_eq!(defaults.k, 22);
+    assert_eq!(defaults.sizes(), [22]);
     assert_eq!(defaults.buffer_sizes(), vec![Size::mib(1)]);
-    assert_eq!(defaults.runs(), 3);
+    assert_eq!(defaults.states, [State::Warm, State::Fresh]);
+    let stopping = defaults.stopping();
+    assert_eq!(
+        (
+            stopping.fixed,
+            stopping.min_runs,
+            stopping.max_runs,
+            stopping.interval
+        ),
+        (None, 5, 20, 0.10)
+    );
+    assert_eq!(stopping.time_cap.as_secs(), 600);
     let full = Args {
         full: true,
         ..Args::defaults()
     };
     assert_eq!(full.buffer_sizes().len(), 4);
-    assert_eq!(full.runs(), 5);
 
     let dir = tempfile::tempdir().unwrap();
     let args = Args {
-        k: 7,
-        cache_dir: dir.path().to_path_buf(),
-        ..Args::defaults()
+        json: None,
+        plot: None,
+        repeat: Some(2),
+        ..Args {
+            k: Some(7),
+            cache_dir: Some(dir.path().to_path_buf()),
+            child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
+            ..Args::defaults()
+        }
     };
     let report = run(&args).unwrap();
-    assert!(report
-        .rows
-        .iter()
-        .all(|row| row.verified && row.read_runs.len() == 3));
-    // Files written once; no pinned rows, compressed layouts, downsize or import: those
-    // are the full sweep's.
-    assert!(report
-        .rows
-        .iter()
-        .filter(|row| row.write_s.is_some())
-        .all(|row| row.write_runs.len() == 1));
-    assert!(!report.rows.iter().any(|row| row.validation == "pinned"));
-    assert!(!report.rows.iter().any(|row| row.mode == "Processed"
+    let size = only(&report);
+    assert!(size.rows.iter().all(|row| row.verified));
+    // No pinned rows, compressed layouts, downsize or import: those are the full sweep's.
+    assert!(!size.rows.iter().any(|row| row.validation == "pinned"));
+    assert!(!size.rows.iter().any(|row| row.mode == "Processed"
         || row.mode.starts_with("downsize")
         || row.mode.starts_with("import")));
-    // One cold start for keycodec (the backend storing parameters) and one for halo2.
-    let cold: Vec<_> = report
+    // One cold start for keycodec (the backend storing parameters) and one for halo2, in
+    // each state.
+    let cold: Vec<_> = size
         .rows
         .iter()
         .filter(|row| row.kind == Kind::ColdStart)
         .collect();
     assert_eq!(
         cold.len(),
-        2,
+        4,
         "{:?}",
-        cold.iter().map(|r| r.backend).collect::<Vec<_>>()
+        cold.iter()
+            .map(|r| (r.backend, r.state))
+            .collect::<Vec<_>>()
     );
+}
+
+/// Runs continue until every keycodec ratio's interval is narrow enough, within bounds: an
+/// impossible interval runs to the most allowed; `--repeat` runs exactly that many.
+#[test]
+fn runs_stop_when_the_intervals_or_the_bounds_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = Args {
+        backends: vec!["rawbytes".into(), HALO2_NATIVE.into()],
+        states: vec![State::Warm],
+        buffers: vec![Size::mib(1)],
+        full: false,
+        downsize: false,
+        json: None,
+        plot: None,
+        ..args(dir.path(), 6)
+    };
+    let impossible = Args {
+        repeat: None,
+        interval: 0.0,
+        min_runs: 2,
+        max_runs: 3,
+        ..small.clone()
+    };
+    let report = run(&impossible).unwrap();
+    let size = only(&report);
+    assert_eq!(size.runs, 3, "{}", size.stopped);
+    assert!(size.stopped.contains("most allowed"), "{}", size.stopped);
+    assert!(size
+        .rows
+        .iter()
+        .filter(|row| row.backend != FLOOR)
+        .all(|row| row.read_runs.len() == 3));
+    let easy = Args {
+        repeat: None,
+        interval: 1e9,
+        min_runs: 2,
+        max_runs: 9,
+        ..small.clone()
+    };
+    let report = run(&easy).unwrap();
+    assert_eq!(only(&report).runs, 2, "{}", only(&report).stopped);
+    assert!(only(&report).stopped.contains("within"));
+    let report = run(&small).unwrap();
+    assert_eq!(only(&report).runs, 2);
 }
 
 #[test]
@@ -136,66 +202,79 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let dir = tempfile::tempdir().unwrap();
     let args = args(dir.path(), 8);
     let report = run(&args).unwrap();
-    for (kind, backend, mode, validation) in [
-        (Kind::Pk, "rawbytes", "RawBytes", "trusted"),
-        (Kind::Pk, "rawbytes", "RawBytes", "pinned"),
-        (Kind::Pk, "rkyv", "sections", "pinned"),
-        (Kind::Pk, "rawbytes", "Processed", "checked"),
-        (Kind::Pk, HALO2_NATIVE, "RawBytes", "trusted"),
-        (Kind::Pk, HALO2_NATIVE, "Processed", "checked"),
-        (Kind::Pk, FLOOR, "read + domain", "-"),
-        (Kind::Params, "rawbytes", "RawBytes", "checked"),
-        (Kind::Params, "rawbytes", "RawBytes", "trusted"),
-        (Kind::Params, "rawbytes", "Processed", "checked"),
-        (Kind::Params, "rawbytes", "import Processed", "checked"),
-        (Kind::Params, "rawbytes", "downsize k-1", "checked"),
-        (Kind::Params, HALO2_NATIVE, "RawBytes", "trusted"),
-        (Kind::Params, HALO2_NATIVE, "Processed", "checked"),
-        (Kind::Params, FLOOR, "read", "-"),
-        (Kind::ColdStart, "rawbytes", "RawBytes", "checked"),
-        (Kind::ColdStart, "rkyv", "sections", "checked"),
-        (Kind::ColdStart, HALO2_NATIVE, "RawBytes", "checked"),
-    ] {
-        let matching = report
-            .rows
-            .iter()
-            .filter(|row| {
-                row.kind == kind
-                    && row.backend == backend
-                    && row.mode == mode
-                    && row.validation == validation
-            })
-            .count();
-        assert_eq!(
-            matching,
-            args.buffers.len(),
-            "{kind:?} {backend} {mode} {validation}"
-        );
+    let size = only(&report);
+    for state in ["warm", "fresh"] {
+        for (kind, backend, mode, validation) in [
+            (Kind::Pk, "rawbytes", "RawBytes", "trusted"),
+            (Kind::Pk, "rawbytes", "RawBytes", "pinned"),
+            (Kind::Pk, "rkyv", "sections", "pinned"),
+            (Kind::Pk, "rawbytes", "Processed", "checked"),
+            (Kind::Pk, HALO2_NATIVE, "RawBytes", "trusted"),
+            (Kind::Pk, HALO2_NATIVE, "Processed", "checked"),
+            (Kind::Pk, FLOOR, "read + domain", "-"),
+            (Kind::Params, "rawbytes", "RawBytes", "checked"),
+            (Kind::Params, "rawbytes", "RawBytes", "trusted"),
+            (Kind::Params, "rawbytes", "Processed", "checked"),
+            (Kind::Params, "rawbytes", "import Processed", "checked"),
+            (Kind::Params, "rawbytes", "downsize k-1", "checked"),
+            (Kind::Params, HALO2_NATIVE, "RawBytes", "trusted"),
+            (Kind::Params, HALO2_NATIVE, "Processed", "checked"),
+            (Kind::Params, FLOOR, "read", "-"),
+            (Kind::ColdStart, "rawbytes", "RawBytes", "checked"),
+            (Kind::ColdStart, "rkyv", "sections", "checked"),
+            (Kind::ColdStart, HALO2_NATIVE, "RawBytes", "checked"),
+        ] {
+            let matching = size
+                .rows
+                .iter()
+                .filter(|row| {
+                    row.kind == kind
+                        && row.backend == backend
+                        && row.mode == mode
+                        && row.validation == validation
+                        && row.state == state
+                })
+                .count();
+            assert_eq!(
+                matching,
+                args.buffers.len(),
+                "{kind:?} {backend} {mode} {validation} {state}"
+            );
+        }
     }
     for backend in Backend::compiled() {
         assert!(
-            report.rows.iter().any(|row| row.backend == backend.name()),
+            size.rows.iter().any(|row| row.backend == backend.name()),
             "{backend}"
         );
     }
-    assert!(report.rows.iter().all(|row| row.verified));
-    assert!(report.rows.iter().all(|row| row.read_runs.len() == 2
+    assert!(size.rows.iter().all(|row| row.verified));
+    // Two runs; floors three samples each.
+    assert!(size.rows.iter().all(|row| row.read_runs.len()
+        == if row.backend == FLOOR { 6 } else { 2 }
         && row.read_s > 0.0
         && row.read_min_s <= row.read_s
         && row.read_spread >= 0.0));
-    // Every keycodec row is compared with halo2's row of its kind and with its kind's
-    // floor, run by run; compressed layouts, and the import of halo2's compressed
-    // parameters, with halo2's own read of its compressed files.
-    for row in report
+    // Every keycodec row is compared with halo2's row of its kind and state, run by run,
+    // with an interval; compressed layouts, and the import of halo2's compressed
+    // parameters, with halo2's own read of its compressed files. A row is either below its
+    // floor (and has no ratio to it) or has a ratio.
+    for row in size
         .rows
         .iter()
         .filter(|row| row.backend != HALO2_NATIVE && row.backend != FLOOR)
     {
         let what = format!(
-            "{:?} {} {} {}",
-            row.kind, row.backend, row.mode, row.validation
+            "{:?} {} {} {} {}",
+            row.kind, row.backend, row.mode, row.validation, row.state
         );
-        assert!(row.speedup_vs_reference.is_some_and(|x| x > 0.0), "{what}");
+        let speedup = row.speedup.unwrap();
+        assert!(
+            speedup.low <= speedup.estimate
+                && speedup.estimate <= speedup.high
+                && speedup.low > 0.0,
+            "{what}"
+        );
         let halo2 = row.reference.as_ref().unwrap();
         assert_eq!(halo2.backend, HALO2_NATIVE, "{what}");
         let expected_mode = if row.mode == "import Processed" || row.mode == "Processed" {
@@ -210,32 +289,37 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         };
         assert_eq!(halo2.validation, expected_validation, "{what}");
         if row.kind != Kind::ColdStart {
-            assert!(row.read_vs_floor.is_some_and(|x| x > 0.0), "{what}");
+            assert!(row.floor_s.is_some(), "{what}");
+            assert_eq!(row.below_floor, row.read_vs_floor.is_none(), "{what}");
         }
     }
-    // The rows that read one file written in every run carry that file's saves.
-    assert!(report
-        .rows
+    // Every file is saved in every run, keycodec's compared with halo2's durable write of
+    // its kind; halo2's plain write is shown beside its durable one.
+    assert!(size.saves.iter().all(|save| save.save_runs.len() == 2));
+    for save in size
+        .saves
         .iter()
-        .filter(|row| row.kind != Kind::ColdStart
-            && row.backend != FLOOR
-            && !row.mode.starts_with("downsize")
-            && !row.mode.starts_with("import"))
-        .all(|row| row.write_runs.len() == 2 && row.write_s.is_some()));
-    // An import or a downsize reads a file another writer wrote: no saves of its own.
-    assert!(report
-        .rows
+        .filter(|save| save.backend != HALO2_NATIVE)
+    {
+        assert!(
+            save.vs_reference.is_some(),
+            "{} {}",
+            save.backend,
+            save.mode
+        );
+        assert_eq!(save.reference.as_ref().unwrap().backend, HALO2_NATIVE);
+    }
+    assert!(size
+        .saves
         .iter()
-        .filter(|row| row.mode.starts_with("downsize") || row.mode.starts_with("import"))
-        .all(|row| row.write_s.is_none()));
-    assert!(report.limits.bulk_read_s > 0.0 && report.limits.bulk_write_s > 0.0);
+        .any(|save| save.backend == HALO2_NATIVE && !save.durable));
+    assert!(size.limits.bulk_read_s > 0.0 && size.limits.bulk_write_s > 0.0);
     assert_eq!(
-        report.limits.bytes,
-        report
-            .rows
+        size.limits.bytes,
+        size.saves
             .iter()
-            .filter(|row| row.kind == Kind::Pk)
-            .map(|r| r.file_bytes)
+            .filter(|save| save.kind == Kind::Pk)
+            .map(|save| save.file_bytes)
             .max()
             .unwrap()
     );
@@ -245,15 +329,16 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(args.json.as_ref().unwrap()).unwrap())
             .unwrap();
-    assert_eq!(json["k"], 8);
     assert_eq!(json["circuit"], "standard-plonk");
     assert_eq!(json["full"], true);
+    let sized = &json["sizes"][0];
+    assert_eq!(sized["k"], 8);
     for key in ["bulk_write_s", "bulk_read_s", "bytes"] {
-        assert!(json["limits"][key].is_number(), "limits.{key}");
+        assert!(sized["limits"][key].is_number(), "limits.{key}");
     }
     // Building a k = 8 domain keeps well under a MiB: only its presence is checked here.
-    assert!(json["fixture"]["domain_memory_bytes"].is_number());
-    let kinds: Vec<&str> = json["rows"]
+    assert!(sized["fixture"]["domain_memory_bytes"].is_number());
+    let kinds: Vec<&str> = sized["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -262,36 +347,100 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     for kind in ["pk", "params", "cold-start"] {
         assert!(kinds.contains(&kind), "{kind}");
     }
-    let row = &json["rows"][0];
+    let row = &sized["rows"][0];
     for key in [
         "kind",
         "backend",
         "mode",
         "validation",
+        "state",
         "buffer_bytes",
-        "write_s",
         "read_s",
         "read_min_s",
         "read_spread",
+        "floor_s",
         "read_vs_floor",
-        "speedup_vs_reference",
+        "below_floor",
+        "speedup",
         "file_bytes",
         "peak_rss_bytes",
         "verified",
     ] {
         assert!(row.get(key).is_some(), "rows[0].{key}");
     }
+    for key in ["low", "high", "estimate", "runs"] {
+        assert!(row["speedup"][key].is_number(), "speedup.{key}");
+    }
+    let save = &sized["saves"][0];
+    for key in [
+        "backend",
+        "durable",
+        "save_s",
+        "save_runs",
+        "vs_reference",
+        "file_bytes",
+    ] {
+        assert!(save.get(key).is_some(), "saves[0].{key}");
+    }
     let svg = std::fs::read_to_string(args.plot.as_ref().unwrap()).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("rkyv sections checked"));
+    assert!(svg.starts_with("<svg") && svg.contains("rkyv sections checked warm"));
+    assert!(svg.contains("halo2-native RawBytes write + sync"));
     let table = bench_harness::report::table(&report);
     for section in [
         "proving key",
         "KZG parameters",
         "cold start",
+        "saves",
         "machine limits",
     ] {
         assert!(table.contains(section), "{section}");
     }
+}
+
+/// The halo2-lib workload at two sizes: one report with a row set per size, a sweep table,
+/// and the chart of time against key size; every key loads as the original.
+#[test]
+fn halo2_lib_sizes_sweep_into_one_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = Args {
+        k: None,
+        ks: Some(bench_harness::KList(vec![9, 10])),
+        circuit: CircuitName::Halo2Lib,
+        backends: vec!["rawbytes".into(), "rkyv".into(), HALO2_NATIVE.into()],
+        buffers: vec![Size::mib(1)],
+        full: false,
+        downsize: false,
+        ..args(dir.path(), 0)
+    };
+    let report = run(&args).unwrap();
+    assert_eq!(
+        report.sizes.iter().map(|size| size.k).collect::<Vec<_>>(),
+        [9, 10]
+    );
+    for size in &report.sizes {
+        assert!(size.rows.iter().all(|row| row.verified), "k = {}", size.k);
+        assert!(size.fixture.circuit_params.contains("num_advice_per_phase"));
+    }
+    let bytes: Vec<u64> = report
+        .sizes
+        .iter()
+        .map(|size| {
+            size.saves
+                .iter()
+                .find(|save| save.backend == "rawbytes" && save.kind == Kind::Pk)
+                .unwrap()
+                .file_bytes
+        })
+        .collect();
+    assert!(bytes[1] > bytes[0] * 3 / 2, "{bytes:?}");
+    let table = bench_harness::report::table(&report);
+    assert!(
+        table.contains("sweep: halo2-lib circuit, k = 9, 10"),
+        "{table}"
+    );
+    bench_harness::report::write_plot(&report, args.plot.as_ref().unwrap()).unwrap();
+    let svg = std::fs::read_to_string(args.plot.as_ref().unwrap()).unwrap();
+    assert!(svg.contains("rawbytes RawBytes checked fresh"));
 }
 
 #[test]
@@ -315,6 +464,11 @@ fn stale_or_corrupt_cached_keys_are_rebuilt() {
 
     // Another k's key under this k's name: refused as the wrong k, rebuilt.
     std::fs::copy(&path, pk_cache_path::<StandardPlonk>(dir.path(), 7)).unwrap();
+    std::fs::copy(
+        circuit_cache_path::<StandardPlonk>(dir.path(), 6),
+        circuit_cache_path::<StandardPlonk>(dir.path(), 7),
+    )
+    .unwrap();
     let other = load_or_build::<StandardPlonk>(dir.path(), 7).unwrap();
     assert!(other.origin.contains("k = 6"), "{}", other.origin);
     assert_eq!(other.pk.get_vk().get_domain().k(), 7);
@@ -327,6 +481,15 @@ fn stale_or_corrupt_cached_keys_are_rebuilt() {
     .unwrap();
     let replaced = load_or_build::<StandardPlonk>(dir.path(), 6).unwrap();
     assert!(replaced.origin.contains("refused"), "{}", replaced.origin);
+
+    // A key without its circuit's configuration: rebuilt (a load needs the configuration).
+    std::fs::remove_file(circuit_cache_path::<StandardPlonk>(dir.path(), 6)).unwrap();
+    let unconfigured = load_or_build::<StandardPlonk>(dir.path(), 6).unwrap();
+    assert!(
+        unconfigured.origin.contains("no cache"),
+        "{}",
+        unconfigured.origin
+    );
 }
 
 /// The k = 22 round trip of every backend, on the harness's cached fixture (built on first
@@ -334,7 +497,8 @@ fn stale_or_corrupt_cached_keys_are_rebuilt() {
 #[test]
 #[ignore = "k = 22: gigabytes and minutes; run with --release -- --ignored"]
 fn k22_round_trip_every_backend() {
-    let cache = Path::new(DEFAULT_CACHE_DIR);
+    let cache = default_cache_dir();
+    let cache = cache.as_path();
     let fixture = load_or_build::<StandardPlonk>(cache, 22).unwrap();
     let scratch = cache.join("scratch");
     std::fs::create_dir_all(&scratch).unwrap();
@@ -365,17 +529,20 @@ fn k22_round_trip_every_backend() {
 fn remote_rows_compare_with_the_download_and_the_local_load() {
     let dir = tempfile::tempdir().unwrap();
     let args = Args {
-        k: 7,
+        k: Some(7),
         backends: vec!["rawbytes".into(), "rkyv".into()],
         remote: true,
         // moto, which the tests start anyway (s3s-fs installs from crates.io on first use).
         s3_server: bench_harness::S3ServerName::Moto,
         repeat: Some(2),
-        cache_dir: dir.path().to_path_buf(),
+        states: vec![State::Warm],
+        cache_dir: Some(dir.path().to_path_buf()),
+        child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
         ..Args::defaults()
     };
     let report = run(&args).unwrap();
-    let remote: Vec<_> = report
+    let size = only(&report);
+    let remote: Vec<_> = size
         .rows
         .iter()
         .filter(|row| row.kind == Kind::Remote)
@@ -393,12 +560,16 @@ fn remote_rows_compare_with_the_download_and_the_local_load() {
         };
         let load = row("ranged GETs");
         assert_eq!(load.reference.as_ref().unwrap().mode, "download, load");
-        assert!(load.read_vs_floor.is_some() && load.write_s.is_some());
+        assert!(load.floor_s.is_some());
         assert_eq!(
             row("cache hit").reference.as_ref().unwrap().mode,
             "local file"
         );
-        assert!(row("plain GET").write_s.is_none());
+        // The upload is a save of its own; the local copy is not shown.
+        assert!(size.saves.iter().any(|save| save.kind == Kind::Remote
+            && save.backend == backend
+            && save.mode == "upload"));
+        assert!(!size.saves.iter().any(|save| save.mode == "local copy"));
     }
     assert!(bench_harness::report::table(&report).contains("object storage"));
 }
