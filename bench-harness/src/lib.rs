@@ -2,15 +2,16 @@
 //! on this machine, and how close does it come to what the machine allows?
 //!
 //! `cargo run --release -p bench-harness` builds (or loads from its cache) a proving key and
-//! its KZG parameters (the seed's StandardPlonk at k = 22 by default; `--circuit halo2-lib`
-//! for keys shaped like users', `--ks 14-20` for a size sweep), then, run after run, saves
+//! its KZG parameters (a halo2-lib circuit at k = 18 by default, keys shaped like users';
+//! `--circuit standard-plonk` for the seed's workload, `--ks 14-20` for a size sweep), then,
+//! after a warm-up run that is not counted, run after run, saves
 //! every file with every backend and with halo2's own writer (`pk.write`, timed before and
 //! after its `sync_all`), and times every load in an order rotated each run: the proving key
 //! with every backend (checked, trusted; pinned with `--full`), the parameters, a prover's
 //! cold start (parameters + key), halo2's own readers of each (`ProvingKey::read` with
 //! `RawBytes` and `RawBytesUnchecked` through a 1 MiB `BufReader`), and the **floor** of each
 //! kind (the file read into memory allocated as a key's, over every core, with the key's
-//! evaluation domain built meanwhile: what any loader must at least do), sampled three times
+//! evaluation domain built meanwhile: what any loader must at least do), sampled four times
 //! a run. Every load runs in two states: **warm**, in the harness's own process after other
 //! loads (the allocator hands back the memory the last key freed: a server reloading), and
 //! **fresh**, in a new process of its own (a prover's start); each is compared with halo2's
@@ -30,8 +31,8 @@
 //!   "circuit": "standard-plonk" | "dense" | "halo2-lib",
 //!   "full": bool, "replace": bool, "states": ["warm" | "fresh"],
 //!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
-//!   "stopping": { "fixed": usize | null, "min_runs", "max_runs", "interval": f64,
-//!                 "time_cap_s": f64 },
+//!   "stopping": { "warmup": usize, "fixed": usize | null, "min_runs", "max_runs",
+//!                 "interval": f64, "time_cap_s": f64 },
 //!   "sizes": [{                        // one per k, in the order run
 //!     "k": u32,                        // the key has 2^k rows
 //!     "runs": usize, "stopped": str,   // runs made, and why they stopped
@@ -105,9 +106,11 @@ use workload::Workload;
 const EXAMPLES: &str = "\
 Examples:
   bench-harness
-      the quick table: StandardPlonk at k = 22, every backend (several minutes)
-  bench-harness --circuit halo2-lib --ks 14-20:2 --json sweep.json --plot sweep.svg
+      the quick table: a halo2-lib key at k = 18 (1.1 GB), every backend (minutes)
+  bench-harness --ks 14-20:2 --json sweep.json --plot sweep.svg
       keys shaped like users' at every size this machine holds, as JSON and a chart
+  bench-harness --circuit standard-plonk --k 22 --backends rawbytes,rkyv,halo2-native
+      the seed's workload: a 2.5 GB key of mostly zero columns
   bench-harness --k 18 --backends rawbytes,halo2-native --states fresh
       one backend against halo2's reader, each load in a new process
   bench-harness --full --repeat 5
@@ -118,7 +121,7 @@ Examples:
 #[derive(Parser, Debug, Clone)]
 #[command(version, about, long_about = None, after_help = EXAMPLES)]
 pub struct Args {
-    /// Circuit size: the key has 2^k rows [default: 22]
+    /// Circuit size: the key has 2^k rows [default: 18]
     #[arg(long, conflicts_with = "ks")]
     pub k: Option<u32>,
 
@@ -128,7 +131,7 @@ pub struct Args {
     pub ks: Option<KList>,
 
     /// The circuit whose key is measured
-    #[arg(long, value_enum, default_value_t = CircuitName::StandardPlonk)]
+    #[arg(long, value_enum, default_value_t = CircuitName::Halo2Lib)]
     pub circuit: CircuitName,
 
     /// Backends to measure, comma-separated; halo2-native is halo2's own pk.write /
@@ -165,6 +168,11 @@ pub struct Args {
     /// interval is within --interval]
     #[arg(long)]
     pub repeat: Option<usize>,
+
+    /// Runs made first at each size and not counted: the first saves and loads after the
+    /// key is built meet a page cache being filled
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
 
     /// Fewest runs per size before intervals are looked at
     #[arg(long, default_value_t = 5)]
@@ -312,7 +320,7 @@ impl Args {
         match (&self.ks, self.k) {
             (Some(ks), _) => ks.0.clone(),
             (None, Some(k)) => vec![k],
-            (None, None) => vec![22],
+            (None, None) => vec![18],
         }
     }
 
@@ -328,6 +336,7 @@ impl Args {
     /// When runs stop.
     pub fn stopping(&self) -> Stopping {
         Stopping {
+            warmup: self.warmup,
             fixed: self.repeat.map(|runs| runs.max(1)),
             min_runs: self.min_runs.max(1),
             max_runs: self.max_runs.max(self.min_runs.max(1)),
@@ -500,6 +509,8 @@ pub struct Cold {
 /// When runs stopped, as asked.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct StoppingInfo {
+    /// `--warmup`: runs not counted.
+    pub warmup: usize,
     /// `--repeat`.
     pub fixed: Option<usize>,
     /// `--min-runs`.
@@ -585,6 +596,13 @@ pub fn run_child(request: &str) -> Result<String, String> {
 }
 
 fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
+    if let Some(k) = args.sizes().into_iter().find(|&k| k < C::MIN_K) {
+        return Err(format!(
+            "the {} circuit needs k >= {} (asked for {k})",
+            C::NAME,
+            C::MIN_K
+        ));
+    }
     let mut runner = Runner::new(args.stopping(), args.replace, args.cold);
     let mut sizes = Vec::new();
     let mut remote_server = None;
@@ -605,6 +623,7 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
             effective: args.cold && runner.cold_effective,
         },
         stopping: StoppingInfo {
+            warmup: stopping.warmup,
             fixed: stopping.fixed,
             min_runs: stopping.min_runs,
             max_runs: stopping.max_runs,
@@ -736,4 +755,30 @@ fn run_size<C: Workload>(
         },
         remote_server,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_as_lists_and_ranges() {
+        assert_eq!(parse_ks("14,16,18"), Ok(KList(vec![14, 16, 18])));
+        assert_eq!(parse_ks("14-17"), Ok(KList(vec![14, 15, 16, 17])));
+        assert_eq!(parse_ks("14-22:2"), Ok(KList(vec![14, 16, 18, 20, 22])));
+        assert_eq!(parse_ks("12, 14-16"), Ok(KList(vec![12, 14, 15, 16])));
+        for bad in ["", "x", "18-14", "14-", "14-16:x"] {
+            assert!(parse_ks(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
 }

@@ -2,7 +2,7 @@
 //! as often as loads) and the loads ("cases") it times, each case knowing the rows it is
 //! compared with.
 //!
-//! Every run writes every file, then times every case once (the floors three times), in an
+//! Every run writes every file, then times every case once (the floors four times), in an
 //! order rotated run by run (`stats::rotation`), so that compared rows see the same moments
 //! of a noisy machine and their ratios can be taken run by run (`stats::paired`). Each load
 //! runs in one of two states: `warm`, in the harness's own process, whose allocator hands
@@ -200,7 +200,7 @@ impl Case<'_> {
 }
 
 /// Samples a floor takes per run.
-pub const FLOOR_VISITS: usize = 3;
+pub const FLOOR_VISITS: usize = 4;
 
 /// The files and cases of one run.
 pub struct Plan<'a> {

@@ -1,4 +1,4 @@
-//! Runs a [`Plan`]: run after run, every file written, then every case timed (floors three
+//! Runs a [`Plan`]: run after run, every file written, then every case timed (floors four
 //! times), in an order rotated each run, until every paired ratio is known to the interval
 //! asked for (or the runs or the time allowed are spent); then one row per case and per
 //! file.
@@ -18,6 +18,9 @@ use crate::{Row, RowId, SaveRow};
 /// When a plan's runs stop.
 #[derive(Clone, Copy, Debug)]
 pub struct Stopping {
+    /// Runs made first and not counted (the first saves and loads after the fixture is
+    /// built meet a page cache being filled and are slower than any later ones).
+    pub warmup: usize,
     /// Exactly this many runs, whatever the intervals (`--repeat`).
     pub fixed: Option<usize>,
     /// At least this many runs.
@@ -99,6 +102,7 @@ impl Runner {
         let mut sizes = vec![0u64; plan.files.len()];
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); plan.cases.len()];
         let mut run = 0;
+        let mut warming = self.stopping.warmup;
         let stopped = loop {
             for index in rotation(plan.files.len(), run) {
                 let (Some(file), Some(times), Some(size)) = (
@@ -109,7 +113,7 @@ impl Runner {
                     continue;
                 };
                 self.bar
-                    .set_message(format!("{}: writing {}", run + 1, file.name()));
+                    .set_message(format!("{}: writing {}", pass(run, warming), file.name()));
                 // Unless `--replace`, every save goes to a path with no file.
                 if !self.replace {
                     file.remove()?;
@@ -128,7 +132,7 @@ impl Runner {
                 };
                 self.bar.set_message(format!(
                     "{}: {} {} {} {}",
-                    run + 1,
+                    pass(run, warming),
                     case.backend,
                     case.mode,
                     case.validation,
@@ -148,6 +152,12 @@ impl Runner {
                 self.harness_peak = self.harness_peak.max(rss::peak());
                 taken.push(case.run(&paths, buffer)?);
                 self.harness_peak = self.harness_peak.max(rss::peak());
+            }
+            if warming > 0 {
+                warming -= 1;
+                writes.iter_mut().for_each(Vec::clear);
+                samples.iter_mut().for_each(Vec::clear);
+                continue;
             }
             run += 1;
             let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
@@ -215,6 +225,15 @@ impl Runner {
             ));
         }
         None
+    }
+}
+
+/// How the progress bar names a run: `warm-up` or its number.
+fn pass(run: usize, warming: usize) -> String {
+    if warming > 0 {
+        "warm-up".to_owned()
+    } else {
+        (run + 1).to_string()
     }
 }
 

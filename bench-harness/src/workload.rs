@@ -25,6 +25,9 @@ pub trait Workload: Circuit<Fr, Params: Serialize + DeserializeOwned + Clone> {
     /// A circuit value carrying only its configuration: what a load needs (and a cold start
     /// whose key is there, which never runs keygen).
     fn with_params(params: Self::Params) -> Self;
+
+    /// The smallest `k` the circuit fits in.
+    const MIN_K: u32 = 1;
 }
 
 /// The seed's workload: mostly zero fixed columns, a permutation close to the identity.
@@ -62,6 +65,8 @@ impl Workload for DenseCircuit {
 /// Poseidon hashes and 64-bit range checks (`codec_core::testing::halo2_lib`).
 impl Workload for Halo2LibCircuit {
     const NAME: &'static str = "halo2-lib";
+    // Below, halo2-base runs out of rows for its gates beside the blinding rows.
+    const MIN_K: u32 = 9;
 
     fn keygen(k: u32) -> Self {
         halo2_lib_keygen(k, HALO2_LIB_ADVICE)

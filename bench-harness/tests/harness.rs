@@ -31,6 +31,7 @@ fn args(cache_dir: &Path, k: u32) -> Args {
         states: vec![State::Warm, State::Fresh],
         buffers: vec![Size::kib(8), Size::mib(1)],
         repeat: Some(2),
+        warmup: 0,
         full: true,
         downsize: true,
         json: Some(cache_dir.join("report.json")),
@@ -73,7 +74,7 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
     assert!(size
         .rows
         .iter()
-        .all(|row| row.read_runs.len() == if row.backend == FLOOR { 6 } else { 2 }));
+        .all(|row| row.read_runs.len() == if row.backend == FLOOR { 8 } else { 2 }));
     let bytes = |backend: &str| {
         size.saves
             .iter()
@@ -90,12 +91,15 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
     assert!(bench_harness::report::table(&report).starts_with("dense circuit, k = 8"));
 }
 
-/// The default run: k = 22, each backend's default layout checked and trusted, both states,
-/// one buffer, runs until every interval is within +-10% (5 to 20, at most 10 minutes).
+/// The default run: a halo2-lib key at k = 18, each backend's default layout checked and
+/// trusted, both states, one buffer, a warm-up run, then runs until every interval is within
+/// +-10% (5 to 20, at most 10 minutes).
 #[test]
 fn default_run_is_the_quick_one() {
     let defaults = Args::defaults();
-    assert_eq!(defaults.sizes(), [22]);
+    assert_eq!(defaults.sizes(), [18]);
+    assert_eq!(defaults.circuit, CircuitName::Halo2Lib);
+    assert_eq!(defaults.stopping().warmup, 1);
     assert_eq!(defaults.buffer_sizes(), vec![Size::mib(1)]);
     assert_eq!(defaults.states, [State::Warm, State::Fresh]);
     let stopping = defaults.stopping();
@@ -121,7 +125,7 @@ fn default_run_is_the_quick_one() {
         plot: None,
         repeat: Some(2),
         ..Args {
-            k: Some(7),
+            k: Some(9),
             cache_dir: Some(dir.path().to_path_buf()),
             child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
             ..Args::defaults()
@@ -249,9 +253,9 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         );
     }
     assert!(size.rows.iter().all(|row| row.verified));
-    // Two runs; floors three samples each.
+    // Two runs; floors four samples each.
     assert!(size.rows.iter().all(|row| row.read_runs.len()
-        == if row.backend == FLOOR { 6 } else { 2 }
+        == if row.backend == FLOOR { 8 } else { 2 }
         && row.read_s > 0.0
         && row.read_min_s <= row.read_s
         && row.read_spread >= 0.0));
