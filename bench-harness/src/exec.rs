@@ -255,6 +255,7 @@ fn execute<C: Workload>(
             open_params(
                 first()?,
                 Some(*to),
+                None,
                 &load_options(Validation::Checked, None, None, buffer),
             )
             .map_err(|e| e.to_string())?,
@@ -269,7 +270,7 @@ fn execute<C: Workload>(
                 ..StartOptions::default()
             };
             let circuit = C::with_params(circuit_params.clone());
-            let start = cold_start(codec, params_path, pk_path, k, &circuit, &options)
+            let start = cold_start(codec, *params_path, *pk_path, k, &circuit, &options)
                 .map_err(|e| e.to_string())?;
             Loaded::Start(start.params, start.pk, start.origin)
         }

@@ -19,6 +19,8 @@ pub(crate) enum Failure {
     Check(String),
     /// Object storage failed (exit code 4).
     Remote(String),
+    /// A value on the command line is malformed (exit code 2, as clap's errors).
+    Usage(String),
 }
 
 /// A container's header and what checking its payload found.

@@ -27,15 +27,19 @@ Examples:
   keycodec params downsize params-22.kc params-20.kc --k 20
   keycodec params export params-22.kc kzg_bn254_22.srs --format processed
   keycodec push prover.pk s3://provers/keys/prover.pk --digest 4f1e…
-  keycodec pull s3://provers/keys/prover.pk prover.pk --digest 4f1e…
+  keycodec pull s3://provers/keys/prover.pk prover.pk --digest 4f1e… --codecs rawbytes
+  keycodec params fetch https://example.org/kzg_bn254_22.srs --sha256 5a1c… --k 20
 
-Object storage (push, pull) is configured from the environment as the AWS tools are:
-AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT (an S3-compatible
-server), AWS_ALLOW_HTTP=true (a plain-HTTP endpoint).
+Object storage (push, pull, params fetch from s3://) is configured from the environment as
+the AWS tools are: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT (an
+S3-compatible server), AWS_ALLOW_HTTP=true (a plain-HTTP endpoint), AWS_SKIP_SIGNATURE=true (a
+public bucket). params fetch also takes https:// and http:// URLs (any server that answers
+ranged GETs).
 
 Exit codes:
   0  the file is intact (and records the digest asked for)
-  1  it is not: not a container, corrupt, truncated, or another digest
+  1  it is not: not a container, corrupt, truncated, another digest, another SHA-256, a
+     backend not accepted
   2  the command line is wrong
   3  the file could not be read or written
   4  object storage failed (no such object, refused credentials, unreachable)
@@ -112,6 +116,11 @@ enum Command {
         /// The key digest the object must record (64 hex digits).
         #[arg(long)]
         digest: Option<KeyDigest>,
+        /// The backends whose containers to accept, comma-separated (the object's header
+        /// names its backend; another is refused before anything else is downloaded)
+        /// [default: every backend].
+        #[arg(long, value_delimiter = ',')]
+        codecs: Vec<keycodec::Backend>,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -142,8 +151,9 @@ fn main() -> ExitCode {
             url,
             file,
             digest,
+            codecs,
             json,
-        } => (*json, remote::pull(url, file, *digest, *json)),
+        } => (*json, remote::pull(url, file, *digest, codecs, *json)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -152,6 +162,7 @@ fn main() -> ExitCode {
                 Failure::Check(message) => (1, message),
                 Failure::Io(message) => (3, message),
                 Failure::Remote(message) => (4, message),
+                Failure::Usage(message) => (2, message),
             };
             if json {
                 println!("{}", json!({ "ok": false, "error": message }));
@@ -243,7 +254,8 @@ fn verify(found: &Inspection, expected: Option<KeyDigest>, json: bool) -> Result
             }
             Some(recorded) if recorded != expected => {
                 return Err(Failure::Check(format!(
-                    "{name}: records key digest {recorded}, not {expected}"
+                    "{name}: its {}'s digest is {recorded}, not the pinned {expected}",
+                    found.header.kind
                 )))
             }
             Some(_) => {}

@@ -54,6 +54,27 @@ pub(crate) enum ParamsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Fetch parameters as a project publishes them (kzg_bn254_22.srs at an HTTPS URL or in
+    /// S3), pinned by the SHA-256 it documents, into a local cache: downloaded once, checked
+    /// (the hash before anything is read, then every point), kept as a container (and,
+    /// with --k, downsized once); every later fetch is a local load with no request.
+    Fetch {
+        /// Where from: https://host/path, http://host/path, or s3://bucket/path.
+        url: String,
+        /// The SHA-256 of the file as published (64 hex digits): any other file is refused.
+        #[arg(long)]
+        sha256: Option<String>,
+        /// Downsize to 2^k points (once: the result is cached too).
+        #[arg(long)]
+        k: Option<u32>,
+        /// The cache directory [default: $XDG_CACHE_HOME/keycodec/params, or
+        /// ~/.cache/keycodec/params].
+        #[arg(long)]
+        cache: Option<PathBuf>,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Downsize parameters to 2^k points (g truncated, g_lagrange recomputed by an FFT over
     /// curve points: long at large k) and save them as a container.
     Downsize {
@@ -86,6 +107,7 @@ impl ParamsCommand {
             ParamsCommand::Inspect { json, .. }
             | ParamsCommand::Import { json, .. }
             | ParamsCommand::Export { json, .. }
+            | ParamsCommand::Fetch { json, .. }
             | ParamsCommand::Downsize { json, .. } => *json,
         }
     }
@@ -109,7 +131,7 @@ impl ParamsCommand {
                     ..LoadOptions::default()
                 };
                 let params = phase("reading and checking", source, || {
-                    open_params(source, None, &options)
+                    open_params(source, None, None, &options)
                 })?;
                 save(&params, destination, *json)
             }
@@ -120,7 +142,7 @@ impl ParamsCommand {
                 json,
             } => {
                 let params = phase("reading", source, || {
-                    open_params(source, None, &LoadOptions::default())
+                    open_params(source, None, None, &LoadOptions::default())
                 })?;
                 let format = match format {
                     Format::Raw => SerdeFormat::RawBytes,
@@ -138,6 +160,13 @@ impl ParamsCommand {
                 report_written(destination, &params, None, *json);
                 Ok(())
             }
+            ParamsCommand::Fetch {
+                url,
+                sha256,
+                k,
+                cache,
+                json,
+            } => crate::remote::fetch(url, sha256.as_deref(), *k, cache.as_deref(), *json),
             ParamsCommand::Downsize {
                 source,
                 destination,
@@ -145,7 +174,7 @@ impl ParamsCommand {
                 json,
             } => {
                 let params = phase("reading and downsizing", source, || {
-                    open_params(source, Some(*k), &LoadOptions::default())
+                    open_params(source, Some(*k), None, &LoadOptions::default())
                 })?;
                 save(&params, destination, *json)
             }
@@ -162,7 +191,12 @@ fn save(params: &Params, destination: &Path, json: bool) -> Result<(), Failure> 
     Ok(())
 }
 
-fn report_written(path: &Path, params: &Params, digest: Option<keycodec::KeyDigest>, json: bool) {
+pub(crate) fn report_written(
+    path: &Path,
+    params: &Params,
+    digest: Option<keycodec::KeyDigest>,
+    json: bool,
+) {
     if json {
         println!(
             "{}",

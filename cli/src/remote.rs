@@ -35,7 +35,8 @@ fn check(found: &Inspection, digest: Option<KeyDigest>, name: &str) -> Result<()
     }
     match (digest, found.digest()) {
         (Some(expected), Some(recorded)) if recorded != expected => Err(Failure::Check(format!(
-            "{name}: records key digest {recorded}, not {expected}"
+            "{name}: its {}'s digest is {recorded}, not the pinned {expected}",
+            found.header.kind
         ))),
         (Some(_), None) => Err(Failure::Check(format!(
             "{name}: records no key digest (a version 1 container): save it again to record one"
@@ -71,9 +72,24 @@ pub(crate) fn pull(
     url: &str,
     file: &Path,
     digest: Option<KeyDigest>,
+    codecs: &[keycodec::Backend],
     json: bool,
 ) -> Result<(), Failure> {
+    use keycodec::remote::RemoteExt;
     let (remote, location) = open(url)?;
+    // The object's own header says which backend wrote it: refused before the download
+    // when it is not one asked for.
+    let accepted = match codecs {
+        [] => keycodec::CodecSet::ALL,
+        some => keycodec::CodecSet::of(some.iter().map(|backend| backend.id())),
+    };
+    let options = keycodec::LoadOptions {
+        codecs: accepted,
+        ..keycodec::LoadOptions::default()
+    };
+    remote
+        .backend_of(&location, &options)
+        .map_err(remote_failure)?;
     let info = remote
         .head(&location)
         .map_err(|err| Failure::Remote(err.to_string()))?;
@@ -109,6 +125,104 @@ pub(crate) fn pull(
         found.digest(),
         json,
     );
+    Ok(())
+}
+
+/// A library error of object storage work, by what the exit code says.
+fn remote_failure(err: keycodec::Error) -> Failure {
+    match err.cause() {
+        keycodec::Error::ObjectStore { .. } | keycodec::Error::ObjectChanged { .. } => {
+            Failure::Remote(err.to_string())
+        }
+        keycodec::Error::Io { .. } => Failure::Io(err.to_string()),
+        _ => Failure::Check(err.to_string()),
+    }
+}
+
+/// The cache `params fetch` uses when none is given: `$XDG_CACHE_HOME/keycodec/params`, or
+/// `~/.cache/keycodec/params`.
+fn default_cache() -> Result<PathBuf, Failure> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .ok_or_else(|| {
+            Failure::Io(
+                "no cache directory: give --cache (neither XDG_CACHE_HOME nor HOME is set)".into(),
+            )
+        })?;
+    Ok(base.join("keycodec").join("params"))
+}
+
+/// `params fetch`: parameters from a URL through the cache, pinned by their file's SHA-256.
+pub(crate) fn fetch(
+    url: &str,
+    sha256: Option<&str>,
+    k: Option<u32>,
+    cache: Option<&Path>,
+    json: bool,
+) -> Result<(), Failure> {
+    use keycodec::remote::{fetch_params, CacheOutcome};
+    use keycodec::start::ParamsPin;
+    let pin = sha256
+        .map(ParamsPin::sha256)
+        .transpose()
+        .map_err(|err| Failure::Usage(err.to_string()))?;
+    let cache = match cache {
+        Some(cache) => cache.to_path_buf(),
+        None => default_cache()?,
+    };
+    let (remote, location) = open(url)?;
+    let bar = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} fetch {msg}: {bytes} {binary_bytes_per_sec}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_message(url.to_owned());
+    let started = Instant::now();
+    let fetched = fetch_params(
+        &remote,
+        &location,
+        &cache,
+        k,
+        pin,
+        &keycodec::LoadOptions::default(),
+        &|n| bar.inc(n),
+    );
+    bar.finish_and_clear();
+    let fetched = fetched.map_err(remote_failure)?;
+    let (how, file) = match &fetched.outcome {
+        CacheOutcome::Hit(file) => ("cached", file),
+        CacheOutcome::Miss(file) => ("downloaded", file),
+    };
+    let digest = keycodec::KeyDigest::of_params(&fetched.params)
+        .map_err(|err| Failure::Check(err.to_string()))?;
+    let seconds = started.elapsed().as_secs_f64();
+    if json {
+        println!(
+            "{}",
+            json!({
+                "ok": true,
+                "url": url,
+                "outcome": how,
+                "file": file.display().to_string(),
+                "k": keycodec::halo2_proofs::poly::commitment::Params::k(&fetched.params),
+                "digest": digest.to_string(),
+                "sha256_checked": pin.is_some(),
+                "seconds": seconds,
+            })
+        );
+    } else {
+        println!(
+            "{url}: {how} in {seconds:.1} s{}; parameters for k = {}, digest {digest}, in {}",
+            if pin.is_some() {
+                ", SHA-256 checked"
+            } else {
+                ""
+            },
+            keycodec::halo2_proofs::poly::commitment::Params::k(&fetched.params),
+            file.display()
+        );
+    }
     Ok(())
 }
 

@@ -271,3 +271,114 @@ fn push_and_pull_check_both_ends() {
         .count();
     assert_eq!(leftovers, 0);
 }
+
+/// `params fetch` from a public URL (halo2's format, as projects publish their SRS): the
+/// first run downloads and checks the SHA-256, the second answers from the cache, a wrong
+/// SHA-256 is refused (1) and caches nothing, a malformed one is a usage error (2).
+#[test]
+fn params_fetch_checks_the_pin_and_caches() {
+    use codec_core::halo2_proofs::poly::commitment::Params as _;
+    use codec_core::halo2_proofs::SerdeFormat;
+    use sha2::{Digest, Sha256};
+
+    let server = keycodec_tests::s3::server();
+    let bucket = server.bucket("cli-params");
+    let mut file = Vec::new();
+    lookup()
+        .params
+        .write_custom(&mut file, SerdeFormat::RawBytes)
+        .unwrap();
+    server.put_public(&bucket, "kzg.srs", &file);
+    let url = keycodec_tests::s3::S3Server::public_url(server.addr, &bucket, "kzg.srs");
+    let sha = Sha256::digest(&file)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let cache_name = cache.display().to_string();
+    let fetch = |extra: &[&str]| {
+        let mut args = vec!["params", "fetch", "--json", &url, "--cache", &cache_name];
+        args.extend_from_slice(extra);
+        keycodec(&args)
+    };
+
+    let out = fetch(&["--sha256", &sha]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["outcome"], "downloaded");
+    assert_eq!(json["sha256_checked"], true);
+    assert_eq!(json["k"], lookup().params.k());
+    let out = fetch(&["--sha256", &sha]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["outcome"], "cached");
+
+    let other_cache = dir.path().join("other");
+    let other = "ab".repeat(32);
+    let out = keycodec(&[
+        "params",
+        "fetch",
+        &url,
+        "--cache",
+        &other_cache.display().to_string(),
+        "--sha256",
+        &other,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&other),
+        "the message names the expected hash: {}",
+        text(&out.stderr)
+    );
+    let cached = std::fs::read_dir(&other_cache)
+        .map(|entries| {
+            entries
+                .filter(|e| e.as_ref().unwrap().path().extension() == Some("kc".as_ref()))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(cached, 0, "refused parameters are not cached");
+
+    let out = fetch(&["--sha256", "not-hex"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+/// `pull --codecs` reads the object's header before downloading it: a key saved by another
+/// backend is refused (1) and nothing is written.
+#[test]
+fn pull_refuses_a_backend_not_allowed() {
+    let server = keycodec_tests::s3::server();
+    let bucket = server.bucket("cli-codecs");
+    let endpoint = server.endpoint();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_keycodec"))
+            .args(args)
+            .env("AWS_ENDPOINT", &endpoint)
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", "keycodec-test")
+            .env("AWS_SECRET_ACCESS_KEY", "keycodec-test")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .expect("run keycodec")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = saved(dir.path());
+    let url = format!("s3://{bucket}/key.pk");
+    let out = run(&["push", &path, &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let pulled = dir.path().join("pulled.pk");
+    let pulled_name = pulled.display().to_string();
+    let out = run(&["pull", &url, &pulled_name, "--codecs", "rawbytes,compact"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("rkyv"),
+        "the message names the object's backend: {}",
+        text(&out.stderr)
+    );
+    assert!(!pulled.exists());
+    let out = run(&["pull", &url, &pulled_name, "--codecs", "rkyv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(pulled.exists());
+}

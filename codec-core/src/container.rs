@@ -316,7 +316,12 @@ fn check_digest(
     };
     if let Some(expected) = options.expected_digest {
         if found != expected {
-            return Err(Error::DigestMismatch { expected, found });
+            return Err(Error::DigestMismatch {
+                kind: item.kind(),
+                path: None,
+                expected,
+                found,
+            });
         }
     }
     if let Some(recorded) = recorded {

@@ -179,15 +179,32 @@ pub enum Error {
         count: u64,
     },
 
-    /// The key is valid but not the pinned one: its digest differs from
-    /// [`crate::LoadOptions::expected_digest`] (another key for the same circuit, another `k`,
-    /// other constants). Checked before the key is returned.
-    #[error("the key's digest {found} is not the pinned digest {expected}")]
+    /// The key (or the parameters) is valid but not the pinned one: its digest differs from
+    /// the pin ([`crate::LoadOptions::expected_digest`], or a cold start's pin of that
+    /// artifact): another key for the same circuit, another `k`, other constants, other
+    /// parameters. Checked before it is returned.
+    #[error("{}the {kind}'s digest {found} is not the pinned digest {expected}", path.as_deref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
     DigestMismatch {
+        /// What was pinned: a proving key, a verifying key, parameters.
+        kind: KeyKind,
+        /// The file it was loaded from, when a file.
+        path: Option<PathBuf>,
         /// The pinned digest.
         expected: KeyDigest,
-        /// The loaded key's digest.
+        /// The loaded artifact's digest.
         found: KeyDigest,
+    },
+
+    /// A file (as published: halo2's `kzg_bn254_22.srs`, say) is not the pinned one: its
+    /// SHA-256 differs from the pin. Nothing read from it is used, or kept in a cache.
+    #[error("{file}: SHA-256 {found} is not the pinned {expected}")]
+    FileHashMismatch {
+        /// The file or URL.
+        file: String,
+        /// The pinned SHA-256, hex.
+        expected: String,
+        /// The file's, hex.
+        found: String,
     },
 
     /// The key's verifying key is not the pinned one: its `transcript_repr()` differs from
@@ -375,8 +392,8 @@ impl Error {
         }
     }
 
-    /// Names `path` in an [`Error::Io`] that names no path yet; other errors are returned as
-    /// they are.
+    /// Names `path` in an [`Error::Io`] or an [`Error::DigestMismatch`] that names no path
+    /// yet; other errors are returned as they are.
     #[must_use]
     pub fn at_path(self, path: &Path) -> Self {
         match self {
@@ -388,6 +405,17 @@ impl Error {
                 operation,
                 path: Some(path.to_path_buf()),
                 source,
+            },
+            Error::DigestMismatch {
+                kind,
+                path: None,
+                expected,
+                found,
+            } => Error::DigestMismatch {
+                kind,
+                path: Some(path.to_path_buf()),
+                expected,
+                found,
             },
             other => other,
         }

@@ -21,11 +21,27 @@ impl CodecId {
     pub const fn byte(self) -> u8 {
         self.0
     }
+
+    /// The backend the container format registers for this id (`docs/format.md`): what an
+    /// error names, so that a user reads "rkyv" rather than a number. `None` for an id no
+    /// backend has registered.
+    pub const fn registered_name(self) -> Option<&'static str> {
+        match self.0 {
+            1 => Some("rawbytes"),
+            2 => Some("bincode"),
+            3 => Some("rkyv"),
+            4 => Some("compact"),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for CodecId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "codec #{}", self.0)
+        match self.registered_name() {
+            Some(name) => write!(f, "{name} (codec #{})", self.0),
+            None => write!(f, "codec #{}", self.0),
+        }
     }
 }
 

@@ -182,6 +182,72 @@ pub fn load_any<C: Circuit<Fr>, K: HaloKey>(
         .load::<C, K>(path, circuit_params, options)
 }
 
+/// What the facade adds to [`Remote`](crate::remote::Remote): loads whose backend the
+/// object's own header names, as [`load_any`] does for files.
+#[cfg(feature = "remote")]
+pub trait RemoteExt {
+    /// The backend that wrote the container at `location`, from its header (one ranged GET
+    /// of its first bytes), if `options.codecs` allows it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::header`](crate::remote::Remote::header), [`Error::UnknownCodec`] for a
+    /// codec id this crate does not know, [`Error::CodecNotAllowed`].
+    fn backend_of(
+        &self,
+        location: &crate::remote::object_store::path::Path,
+        options: &LoadOptions,
+    ) -> Result<Backend>;
+
+    /// Loads a key from `location` with whichever backend wrote it (as
+    /// [`backend_of`](RemoteExt::backend_of) finds it: a codec `options.codecs` refuses is
+    /// refused before the key is read), with every check of
+    /// [`Remote::load`](crate::remote::Remote::load).
+    ///
+    /// # Errors
+    ///
+    /// As [`RemoteExt::backend_of`], [`Backend::codec`] and
+    /// [`Remote::load`](crate::remote::Remote::load).
+    fn load_any<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        location: &crate::remote::object_store::path::Path,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K>;
+}
+
+#[cfg(feature = "remote")]
+impl RemoteExt for crate::remote::Remote {
+    fn backend_of(
+        &self,
+        location: &crate::remote::object_store::path::Path,
+        options: &LoadOptions,
+    ) -> Result<Backend> {
+        let header = self.header(location)?;
+        let refused = |err: Error| err.in_object(&self.name(location));
+        if !options.codecs.contains(header.codec) {
+            return Err(refused(Error::CodecNotAllowed {
+                found: header.codec,
+            }));
+        }
+        Backend::of_id(header.codec).ok_or_else(|| {
+            refused(Error::UnknownCodec {
+                found: header.codec,
+            })
+        })
+    }
+
+    fn load_any<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        location: &crate::remote::object_store::path::Path,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        let codec = self.backend_of(location, options)?.codec()?;
+        self.load::<C, K>(codec, location, circuit_params, options)
+    }
+}
+
 impl PartialEq for Backend {
     fn eq(&self, other: &Self) -> bool {
         self.id() == other.id()
@@ -265,6 +331,7 @@ mod tests {
             assert!(ids.insert(backend.id()), "{backend}: id used twice");
             assert!(names.insert(backend.name()), "{backend}: name used twice");
             assert_eq!(Backend::of_id(backend.id()), Some(backend));
+            assert_eq!(backend.id().registered_name(), Some(backend.name()));
             let Ok(codecs) = backend.codecs() else {
                 continue;
             };

@@ -7,6 +7,8 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+#[cfg(feature = "remote")]
+mod fetch;
 pub mod start;
 
 pub use backend::{load_any, Backend, ParseBackendError};
@@ -23,9 +25,15 @@ pub use codec_core::header;
 /// field encodings a backend is written with (see the module's docs).
 pub use codec_core::backend_api;
 
-/// Keys and parameters in object storage (S3 and compatible), with a local cache.
+/// Keys and parameters in object storage (S3 and compatible; HTTP(S) for parameters), with a
+/// local cache.
 #[cfg(feature = "remote")]
-pub use codec_core::remote;
+pub mod remote {
+    pub use codec_core::remote::*;
+
+    pub use crate::backend::RemoteExt;
+    pub use crate::fetch::{fetch_params, Fetched};
+}
 
 #[cfg(feature = "bincode")]
 pub use codec_bincode::BincodeCodec;

@@ -171,6 +171,31 @@ impl S3Server {
     }
 }
 
+impl S3Server {
+    /// Puts `body` at `bucket/key` readable by anyone (moto's `public-read` ACL): a file any
+    /// HTTP client fetches at [`S3Server::public_url`], answering ranged GETs, as a project's
+    /// published `kzg_bn254_22.srs` is.
+    ///
+    /// # Panics
+    ///
+    /// When the server refuses (not moto).
+    pub fn put_public(&self, bucket: &str, key: &str, body: &[u8]) {
+        let head = format!(
+            "PUT /{bucket}/{key} HTTP/1.1\r\nHost: localhost\r\nx-amz-acl: public-read\r\n\
+             Content-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let response = request_with_body(self.addr, &head, body).expect("moto answers");
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
+
+    /// `http://ADDR/bucket/key`: where anyone reads what [`S3Server::put_public`] put, here
+    /// or through a proxy at `addr`.
+    pub fn public_url(addr: SocketAddr, bucket: &str, key: &str) -> String {
+        format!("http://{addr}/{bucket}/{key}")
+    }
+}
+
 /// An S3 client of `bucket` at `endpoint` with test credentials and quick retries (a few,
 /// milliseconds apart), so that fault tests run fast.
 pub fn store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
@@ -194,6 +219,20 @@ pub fn store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
             .build()
             .expect("an S3 client"),
     )
+}
+
+/// Sends one raw HTTP request with a body and returns the response as text.
+fn request_with_body(addr: SocketAddr, head: &str, body: &[u8]) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    stream.write_all(
+        head.replace("HTTP/1.1\r\n", "HTTP/1.1\r\nConnection: close\r\n")
+            .as_bytes(),
+    )?;
+    stream.write_all(body)?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
 }
 
 /// Sends one raw HTTP request and returns the response's head and body as text.

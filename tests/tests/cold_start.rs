@@ -168,22 +168,28 @@ fn parameters_open_from_containers_and_halo2_files_in_every_format() {
     keycodec::RawBytesCodec::default()
         .save_params(&container, params, &SaveOptions::default())
         .unwrap();
-    let loaded = open_params(&container, None, &LoadOptions::default()).unwrap();
+    let loaded = open_params(&container, None, None, &LoadOptions::default()).unwrap();
     assert_eq!(params_bytes(&loaded), expected);
     for format in [SerdeFormat::RawBytes, SerdeFormat::Processed] {
         let path = dir.path().join(format!("kzg_bn254_{format:?}.srs"));
         let mut file = Vec::new();
         params.write_custom(&mut file, format).unwrap();
         std::fs::write(&path, &file).unwrap();
-        let loaded = open_params(&path, None, &LoadOptions::default()).unwrap();
+        let loaded = open_params(&path, None, None, &LoadOptions::default()).unwrap();
         assert_eq!(params_bytes(&loaded), expected, "{format:?}");
-        let smaller = open_params(&path, Some(params.k() - 1), &LoadOptions::default()).unwrap();
+        let smaller =
+            open_params(&path, Some(params.k() - 1), None, &LoadOptions::default()).unwrap();
         assert_eq!(smaller.k(), params.k() - 1);
         let mut expected_smaller = params.clone();
         expected_smaller.downsize(params.k() - 1);
         assert_eq!(params_bytes(&smaller), params_bytes(&expected_smaller));
     }
-    let too_large = open_params(&container, Some(params.k() + 1), &LoadOptions::default());
+    let too_large = open_params(
+        &container,
+        Some(params.k() + 1),
+        None,
+        &LoadOptions::default(),
+    );
     assert!(
         matches!(too_large, Err(Error::KMismatch { .. })),
         "{:?}",
@@ -191,7 +197,7 @@ fn parameters_open_from_containers_and_halo2_files_in_every_format() {
     );
     let junk = dir.path().join("junk.srs");
     std::fs::write(&junk, [4u8, 0, 0, 0, 1, 2, 3]).unwrap();
-    assert!(open_params(&junk, None, &LoadOptions::default()).is_err());
+    assert!(open_params(&junk, None, None, &LoadOptions::default()).is_err());
 }
 
 #[cfg(feature = "rawbytes")]
@@ -229,4 +235,238 @@ fn a_cold_start_loads_both_or_generates_the_key() {
     assert_eq!(second.origin, Origin::Loaded);
     assert_eq!(pk_bytes(&second.pk), pk_bytes(&fixture.pk));
     assert_eq!(params_bytes(&second.params), params_bytes(&fixture.params));
+}
+
+/// Pins are per artifact. Two circuits with one `configure` (the dense circuit with other
+/// constants) share a fingerprint: unpinned, the other circuit's key at the path loads; with
+/// the key pinned, it is regenerated and saved over, and the next start loads it; the
+/// parameters' pin, by their digest, lets the right ones through.
+#[cfg(feature = "rawbytes")]
+#[test]
+fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
+    use codec_core::testing::circuits::DENSE_ROWS;
+    use codec_core::testing::{dense, DenseCircuit};
+    use keycodec::start::ParamsPin;
+    let fixture = dense();
+    let other_circuit = DenseCircuit {
+        rows: DENSE_ROWS - 7,
+    };
+    let other =
+        codec_core::testing::generate(fixture.params.k(), other_circuit.clone(), vec![], false);
+    assert_ne!(pk_bytes(&other.pk), pk_bytes(&fixture.pk), "another key");
+    let codec = keycodec::RawBytesCodec::default();
+    let dir = tempfile::tempdir().unwrap();
+    let params_path = dir.path().join("params.kc");
+    let params_digest = codec
+        .save_params(&params_path, &fixture.params, &SaveOptions::default())
+        .unwrap();
+    let pk_path = dir.path().join("prover.pk");
+    codec
+        .save::<DenseCircuit, _>(&pk_path, &other.pk, (), &SaveOptions::default())
+        .unwrap();
+    let k = fixture.params.k();
+
+    let unpinned = cold_start(
+        &codec,
+        &params_path,
+        &pk_path,
+        k,
+        &fixture.circuit,
+        &StartOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(unpinned.origin, Origin::Loaded);
+    assert_eq!(
+        pk_bytes(&unpinned.pk),
+        pk_bytes(&other.pk),
+        "unpinned, the other circuit's key loads: why keys are pinned"
+    );
+
+    let pinned = StartOptions {
+        key_pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
+        params_pin: Some(ParamsPin::Digest(params_digest)),
+        ..StartOptions::default()
+    };
+    let start = cold_start(&codec, &params_path, &pk_path, k, &fixture.circuit, &pinned).unwrap();
+    assert_eq!(start.origin, Origin::Generated);
+    assert_eq!(pk_bytes(&start.pk), pk_bytes(&fixture.pk));
+    assert_eq!(params_bytes(&start.params), params_bytes(&fixture.params));
+    let again = cold_start(&codec, &params_path, &pk_path, k, &fixture.circuit, &pinned).unwrap();
+    assert_eq!(
+        again.origin,
+        Origin::Loaded,
+        "the regenerated key was saved"
+    );
+    assert_eq!(pk_bytes(&again.pk), pk_bytes(&fixture.pk));
+    assert_eq!(leftover_temp_files(dir.path()), 0);
+
+    // load_or_generate_pk and _vk follow the same rule.
+    codec
+        .save::<DenseCircuit, _>(&pk_path, &other.pk, (), &SaveOptions::default())
+        .unwrap();
+    let (_, origin) = load_or_generate_pk(
+        codec_dyn(&codec),
+        &pk_path,
+        &fixture.params,
+        &fixture.circuit,
+        &pinned,
+    )
+    .unwrap();
+    assert_eq!(origin, Origin::Generated);
+    let vk_pinned = StartOptions {
+        key_pin: Some(KeyDigest::of_vk(fixture.vk()).unwrap()),
+        ..StartOptions::default()
+    };
+    let (vk, origin) = load_or_generate_vk(
+        codec_dyn(&codec),
+        &pk_path,
+        &fixture.params,
+        &fixture.circuit,
+        &vk_pinned,
+    )
+    .unwrap();
+    assert_eq!(
+        origin,
+        Origin::Loaded,
+        "the verifying key from the proving key's file"
+    );
+    assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
+    codec
+        .save::<DenseCircuit, _>(&pk_path, &other.pk, (), &SaveOptions::default())
+        .unwrap();
+    let (vk, origin) = load_or_generate_vk(
+        codec_dyn(&codec),
+        &pk_path,
+        &fixture.params,
+        &fixture.circuit,
+        &vk_pinned,
+    )
+    .unwrap();
+    assert_eq!(
+        origin,
+        Origin::Generated,
+        "the other key's verifying key is not the pinned one"
+    );
+    assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
+}
+
+#[cfg(feature = "rawbytes")]
+fn codec_dyn(codec: &keycodec::RawBytesCodec) -> &dyn keycodec::KeyCodec {
+    codec
+}
+
+/// The key's pin given the old way (`StartOptions::load.expected_digest`) pins the key only:
+/// a pinned start succeeds (it failed on the parameters' digest before pins were per
+/// artifact).
+#[cfg(feature = "rawbytes")]
+#[test]
+fn the_key_pin_in_load_options_pins_only_the_key() {
+    let fixture = standard_plonk();
+    let codec = keycodec::RawBytesCodec::default();
+    let dir = tempfile::tempdir().unwrap();
+    let params_path = dir.path().join("params.kc");
+    codec
+        .save_params(&params_path, &fixture.params, &SaveOptions::default())
+        .unwrap();
+    let pk_path = dir.path().join("prover.pk");
+    let options = StartOptions {
+        load: LoadOptions {
+            expected_digest: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
+            ..LoadOptions::default()
+        },
+        ..StartOptions::default()
+    };
+    let k = fixture.params.k();
+    for expected in [Origin::Generated, Origin::Loaded] {
+        let start = cold_start(
+            &codec,
+            &params_path,
+            &pk_path,
+            k,
+            &fixture.circuit,
+            &options,
+        )
+        .unwrap();
+        assert_eq!(start.origin, expected);
+    }
+}
+
+/// A wrong parameters pin refuses them, naming the parameters and their file: by digest
+/// (a container or a halo2 file) and by the SHA-256 of halo2's file as published (checked
+/// before the file is read); the right SHA-256 opens them.
+#[cfg(feature = "rawbytes")]
+#[test]
+fn a_wrong_parameters_pin_is_refused_naming_the_file() {
+    use keycodec::start::ParamsPin;
+    use sha2::Digest as _;
+    let fixture = standard_plonk();
+    let codec = keycodec::RawBytesCodec::default();
+    let dir = tempfile::tempdir().unwrap();
+    let container = dir.path().join("params.kc");
+    codec
+        .save_params(&container, &fixture.params, &SaveOptions::default())
+        .unwrap();
+    let published = dir.path().join("kzg_bn254_4.srs");
+    let bytes = params_bytes(&fixture.params);
+    std::fs::write(&published, &bytes).unwrap();
+    let wrong = ParamsPin::Digest(KeyDigest([7; 32]));
+    for path in [&container, &published] {
+        let refused = open_params(path, None, Some(wrong), &LoadOptions::default());
+        let message = refused
+            .as_ref()
+            .err()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(
+            matches!(&refused, Err(Error::DigestMismatch { kind: keycodec::KeyKind::Params, path: Some(named), .. }) if named == path),
+            "{message}"
+        );
+        assert!(
+            message.contains("KZG parameters") && message.contains(&path.display().to_string()),
+            "{message}"
+        );
+        let pk_path = dir.path().join("prover.pk");
+        let start = cold_start(
+            &codec,
+            path,
+            &pk_path,
+            fixture.params.k(),
+            &fixture.circuit,
+            &StartOptions {
+                params_pin: Some(wrong),
+                ..StartOptions::default()
+            },
+        );
+        assert!(
+            matches!(start, Err(Error::DigestMismatch { .. })),
+            "{:?}",
+            start.err()
+        );
+        assert!(
+            !pk_path.exists(),
+            "nothing generated for refused parameters"
+        );
+    }
+    let sha256: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    let opened = open_params(
+        &published,
+        None,
+        Some(ParamsPin::Sha256(sha256)),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(params_bytes(&opened), bytes);
+    let mut other = sha256;
+    other[0] ^= 1;
+    let refused = open_params(
+        &published,
+        None,
+        Some(ParamsPin::Sha256(other)),
+        &LoadOptions::default(),
+    );
+    assert!(
+        matches!(&refused, Err(Error::FileHashMismatch { file, .. }) if file.contains("kzg_bn254_4.srs")),
+        "{:?}",
+        refused.err()
+    );
 }

@@ -480,3 +480,281 @@ fn calls_from_async_code_are_refused_not_blocked() {
     // A remote dropped inside async code does not panic either.
     runtime.block_on(async { drop(remote) });
 }
+
+/// halo2's parameters file, as a project publishes it, with its SHA-256.
+fn published(params: &keycodec::Params) -> (Vec<u8>, [u8; 32]) {
+    use sha2::Digest as _;
+    let mut bytes = Vec::new();
+    params
+        .write_custom(&mut bytes, keycodec::halo2_proofs::SerdeFormat::RawBytes)
+        .unwrap();
+    let sha256 = sha2::Sha256::digest(&bytes).into();
+    (bytes, sha256)
+}
+
+fn params_bytes(params: &keycodec::Params) -> Vec<u8> {
+    published(params).0
+}
+
+/// A public parameters file on moto (anyone reads it, with ranged GETs), read through a proxy
+/// that counts requests: its URL, the proxy.
+fn published_behind_proxy(prefix: &str, name: &str, bytes: &[u8]) -> (String, FaultyProxy) {
+    let server = server();
+    let bucket = server.bucket(prefix);
+    server.put_public(&bucket, name, bytes);
+    let proxy = FaultyProxy::start(server.addr);
+    let url = keycodec_tests::s3::S3Server::public_url(proxy.addr, &bucket, name);
+    (url, proxy)
+}
+
+fn cache_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| !name.ends_with(".keycodec.lock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Parameters published at an HTTP URL are fetched once, pinned by the SHA-256 of the file
+/// as published, imported with every point checked and cached as a container (downsized once
+/// for a smaller k); every later open is a local load that sends no request at all.
+#[test]
+fn public_parameters_are_fetched_once_by_url_then_opened_from_the_cache() {
+    use keycodec::start::{open_params, Location, ParamsPin};
+    let params = &standard_plonk().params;
+    let (bytes, sha256) = published(params);
+    let (url, proxy) = published_behind_proxy("published", "kzg_bn254_4.srs", &bytes);
+    let cache = tempfile::tempdir().unwrap();
+    let pin = Some(ParamsPin::Sha256(sha256));
+    let at = Location::url(&url, cache.path()).unwrap();
+    let first = open_params(at.clone(), None, pin, &checked()).unwrap();
+    assert_eq!(params_bytes(&first), bytes);
+    assert!(proxy.count("GET", true) > 0, "downloaded by ranged GETs");
+    let cached = cache_files(cache.path());
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    assert!(cached[0].contains(&keycodec_hex(&sha256)), "{cached:?}");
+
+    proxy.reset_counts();
+    let again = open_params(at.clone(), None, pin, &checked()).unwrap();
+    assert_eq!(params_bytes(&again), bytes);
+    let k = keycodec::halo2_proofs::poly::commitment::Params::k(params);
+    let smaller = open_params(at.clone(), Some(k - 1), pin, &checked()).unwrap();
+    let mut expected = params.clone();
+    keycodec::halo2_proofs::poly::commitment::Params::downsize(&mut expected, k - 1);
+    assert_eq!(params_bytes(&smaller), params_bytes(&expected));
+    let smaller_again = open_params(at, Some(k - 1), pin, &checked()).unwrap();
+    assert_eq!(params_bytes(&smaller_again), params_bytes(&expected));
+    assert_eq!(
+        proxy.count("GET", false) + proxy.count("HEAD", false),
+        0,
+        "a pinned open is a local load once cached"
+    );
+    assert_eq!(
+        cache_files(cache.path()).len(),
+        2,
+        "the downsized container too"
+    );
+}
+
+fn keycodec_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A download that is not the published file (tampered, truncated, or the wrong pin) is
+/// refused, naming the URL, and nothing of it is left in the cache; failed requests are
+/// retried.
+#[test]
+fn a_tampered_or_truncated_download_is_refused_and_never_cached() {
+    use keycodec::start::{open_params, Location, ParamsPin};
+    let params = &standard_plonk().params;
+    let (bytes, sha256) = published(params);
+    let mut tampered = bytes.clone();
+    let middle = tampered.len() / 2;
+    tampered[middle] ^= 1;
+    let truncated = bytes[..bytes.len() - 100].to_vec();
+    for (name, body) in [("tampered.srs", tampered), ("truncated.srs", truncated)] {
+        let (url, _proxy) = published_behind_proxy("refused", name, &body);
+        let cache = tempfile::tempdir().unwrap();
+        let at = Location::url(&url, cache.path()).unwrap();
+        let refused = open_params(
+            at.clone(),
+            None,
+            Some(ParamsPin::Sha256(sha256)),
+            &checked(),
+        );
+        assert!(
+            matches!(&refused, Err(Error::FileHashMismatch { file, .. }) if file.contains(name)),
+            "{name}: {:?}",
+            refused.err()
+        );
+        assert_eq!(cache_files(cache.path()), Vec::<String>::new(), "{name}");
+        // Unpinned, the truncated file is refused by its own length; the tampered one by
+        // its points' checks.
+        let unpinned = open_params(at, None, None, &checked());
+        assert!(unpinned.is_err(), "{name}");
+        assert_eq!(cache_files(cache.path()), Vec::<String>::new(), "{name}");
+    }
+    // A server failing some requests: the download still completes, and is the file.
+    let (url, proxy) = published_behind_proxy("flaky", "kzg_bn254_4.srs", &bytes);
+    proxy.inject(Rule {
+        method: "GET",
+        target_contains: "kzg_bn254_4.srs",
+        ranged: true,
+        skip: 0,
+        times: 2,
+        fault: Fault::Status(503),
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let fetched = open_params(
+        Location::url(&url, cache.path()).unwrap(),
+        None,
+        Some(ParamsPin::Sha256(sha256)),
+        &checked(),
+    )
+    .unwrap();
+    assert_eq!(params_bytes(&fetched), bytes);
+    assert_eq!(proxy.injected(), 2);
+}
+
+/// Processes fetching the same parameters at once download them once: one takes the lock
+/// and downloads, the others wait and open what it cached.
+#[test]
+fn concurrent_fetches_download_once() {
+    use keycodec::start::{open_params, Location, ParamsPin};
+    let params = &standard_plonk_k10().params;
+    let (bytes, sha256) = published(params);
+    let (url, proxy) = published_behind_proxy("concurrent-fetch", "kzg_bn254_10.srs", &bytes);
+    let pin = Some(ParamsPin::Sha256(sha256));
+    let alone = tempfile::tempdir().unwrap();
+    open_params(
+        Location::url(&url, alone.path()).unwrap(),
+        None,
+        pin,
+        &checked(),
+    )
+    .unwrap();
+    let one_download = proxy.count("GET", true);
+    proxy.reset_counts();
+    let shared = tempfile::tempdir().unwrap();
+    std::thread::scope(|scope| {
+        let fetches: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    open_params(
+                        Location::url(&url, shared.path()).unwrap(),
+                        None,
+                        pin,
+                        &checked(),
+                    )
+                    .unwrap()
+                })
+            })
+            .collect();
+        for fetch in fetches {
+            assert_eq!(params_bytes(&fetch.join().unwrap()), bytes);
+        }
+    });
+    assert_eq!(proxy.count("GET", true), one_download, "downloaded once");
+}
+
+/// The whole cold start from storage: parameters by URL and the key in S3, both pinned and
+/// through the cache. The first start finds no key: it generates it, caches it and uploads
+/// it; the next (another machine's cache) downloads both; then starts send no request.
+#[test]
+fn a_cold_start_from_storage_is_pinned_and_cached() {
+    use keycodec::start::{cold_start, Location, Origin, ParamsPin, StartOptions};
+    let fixture = standard_plonk();
+    let (bytes, sha256) = published(&fixture.params);
+    let (params_url, params_proxy) = published_behind_proxy("start", "kzg_bn254_4.srs", &bytes);
+    let (remote, store, key_proxy) = remote_behind_proxy("start-keys");
+    let remote = Arc::new(remote);
+    let key_object = ObjectPath::from("prover.pk");
+    let codec = RawBytesCodec::default();
+    let options = StartOptions {
+        key_pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
+        params_pin: Some(ParamsPin::Sha256(sha256)),
+        ..StartOptions::default()
+    };
+    let k = keycodec::halo2_proofs::poly::commitment::Params::k(&fixture.params);
+    let start = |cache: &std::path::Path| {
+        cold_start(
+            &codec,
+            Location::url(&params_url, cache).unwrap(),
+            Location::Object {
+                remote: Arc::clone(&remote),
+                path: key_object.clone(),
+                cache: cache.to_path_buf(),
+            },
+            k,
+            &fixture.circuit,
+            &options,
+        )
+        .unwrap()
+    };
+    let first_machine = tempfile::tempdir().unwrap();
+    let first = start(first_machine.path());
+    assert_eq!(first.origin, Origin::Generated);
+    assert_eq!(pk_bytes(&first.pk), pk_bytes(&fixture.pk));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    assert!(
+        runtime.block_on(store.head(&key_object)).is_ok(),
+        "the generated key was uploaded"
+    );
+    let second_machine = tempfile::tempdir().unwrap();
+    let second = start(second_machine.path());
+    assert_eq!(second.origin, Origin::Loaded);
+    assert_eq!(pk_bytes(&second.pk), pk_bytes(&fixture.pk));
+    assert_eq!(params_bytes(&second.params), bytes);
+    params_proxy.reset_counts();
+    key_proxy.reset_counts();
+    for machine in [first_machine.path(), second_machine.path()] {
+        let again = start(machine);
+        assert_eq!(again.origin, Origin::Loaded);
+    }
+    let requests = params_proxy.count("GET", false)
+        + params_proxy.count("HEAD", false)
+        + key_proxy.count("GET", false)
+        + key_proxy.count("HEAD", false);
+    assert_eq!(requests, 0, "pinned starts are local once cached");
+}
+
+/// `load_any` for objects: the codec the object's header names, restricted by the load's
+/// codecs before anything but the header is read.
+#[test]
+fn load_any_reads_the_codec_from_the_header() {
+    use keycodec::remote::RemoteExt;
+    let fixture = standard_plonk();
+    let (remote, _store, proxy) = remote_behind_proxy("load-any");
+    let at = ObjectPath::from("prover.pk");
+    let rkyv = Backend::all().find(|b| b.name() == "rkyv").unwrap();
+    let Ok(codec) = rkyv.codec() else { return };
+    remote
+        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
+        .unwrap();
+    let pk: ProvingKey<G1Affine> = remote
+        .load_any::<StandardPlonk, _>(&at, (), &checked())
+        .unwrap();
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert_eq!(remote.backend_of(&at, &checked()).unwrap(), rkyv);
+    proxy.reset_counts();
+    let only_rawbytes = LoadOptions {
+        codecs: keycodec::CodecSet::of([keycodec::KeyCodec::id(&RawBytesCodec::default())]),
+        ..LoadOptions::default()
+    };
+    let refused = remote.load_any::<StandardPlonk, ProvingKey<G1Affine>>(&at, (), &only_rawbytes);
+    assert!(
+        matches!(
+            refused.as_ref().map_err(Error::cause),
+            Err(Error::CodecNotAllowed { .. })
+        ),
+        "{:?}",
+        refused.err()
+    );
+    assert_eq!(proxy.count("GET", true), 1, "only the header was read");
+}

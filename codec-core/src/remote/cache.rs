@@ -57,7 +57,7 @@ impl Remote {
             .map_err(|err| Error::io("create the cache directory", err).at_path(cache))?;
         let path = cache.join(match options.expected_digest {
             Some(digest) => format!("{digest}.kc"),
-            None => self.unpinned_name(location)?,
+            None => format!("object-{}.kc", self.version_name(location)?),
         });
         let cs = configure::<C>(circuit_params);
         let cached = || -> Option<K> {
@@ -107,13 +107,20 @@ impl Remote {
         Ok((key, CacheOutcome::Miss(path)))
     }
 
-    /// `object-{hash}.kc`, the hash over the object's name, ETag or version, and size.
-    fn unpinned_name(&self, location: &ObjectPath) -> Result<String> {
+    /// A name for what `location` holds now, for a file caching it: a hash (32 hex digits) of
+    /// the object's name, its ETag or version, and its size, so that a replaced object gets a
+    /// new name. Asks the store for the object's metadata.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::head`], and [`Error::Internal`] when the store gives the object no ETag or
+    /// version (a cached copy could not be told from a stale one: pin it to cache it).
+    pub fn version_name(&self, location: &ObjectPath) -> Result<String> {
         let info = self.head(location)?;
         if info.e_tag.is_none() && info.version.is_none() {
             return Err(Error::Internal(format!(
                 "{}: the store gives this object no ETag or version, so a cached copy could \
-                 not be told from a stale one: pin the key's digest to cache it",
+                 not be told from a stale one: pin it to cache it",
                 self.name(location)
             )));
         }
@@ -128,6 +135,6 @@ impl Remote {
         }
         hasher.update(&info.size.to_le_bytes());
         let hash = hasher.finalize().to_hex();
-        Ok(format!("object-{}.kc", hash.get(..32).unwrap_or_default()))
+        Ok(hash.get(..32).unwrap_or_default().to_owned())
     }
 }

@@ -46,6 +46,7 @@ use crate::circuit::{configure, fingerprint};
 use crate::codec::{HaloKey, ItemRef, KeyCodec};
 use crate::container::{self, Decoded, Input, Request};
 use crate::error::{Error, Result};
+use crate::header::{Header, HEADER_LEN};
 use crate::ids::{KeyDigest, KeyKind};
 use crate::options::LoadOptions;
 use crate::params::Params;
@@ -144,8 +145,11 @@ impl Remote {
     /// The store and object a URL names: `s3://bucket/path/to/key.pk`, configured from the
     /// environment as the AWS tools are (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
     /// `AWS_REGION`, `AWS_ENDPOINT` for S3-compatible servers, `AWS_ALLOW_HTTP=true` for a
-    /// plain-HTTP endpoint...), with `object_store`'s retries: up to 10 per request with
-    /// exponential backoff, within 3 minutes. `memory:///path` is an empty in-memory store.
+    /// plain-HTTP endpoint, `AWS_SKIP_SIGNATURE=true` for a public bucket...);
+    /// `https://host/path` (or `http://`) for a file any web server serves, read by ranged
+    /// GETs (the server must answer `Range` requests; uploads are not supported there); with
+    /// `object_store`'s retries: up to 10 per request with exponential backoff, within 3
+    /// minutes. `memory:///path` is an empty in-memory store.
     ///
     /// # Errors
     ///
@@ -167,12 +171,30 @@ impl Remote {
                     .build()
                     .map_err(|err| bad(Box::new(err)))?,
             ),
+            object_store::ObjectStoreScheme::Http => {
+                // The server's origin; the object is the URL's path on it.
+                let origin = match (parsed.host_str(), parsed.port()) {
+                    (Some(host), Some(port)) => format!("{}://{host}:{port}", parsed.scheme()),
+                    (Some(host), None) => format!("{}://{host}", parsed.scheme()),
+                    (None, _) => return Err(bad("an HTTP URL without a host".into())),
+                };
+                // An `http://` URL asks for plain HTTP; `https://` is required otherwise.
+                let client =
+                    object_store::ClientOptions::new().with_allow_http(parsed.scheme() == "http");
+                Arc::new(
+                    object_store::http::HttpBuilder::new()
+                        .with_url(origin)
+                        .with_client_options(client)
+                        .build()
+                        .map_err(|err| bad(Box::new(err)))?,
+                )
+            }
             object_store::ObjectStoreScheme::Memory => {
                 Arc::new(object_store::memory::InMemory::new())
             }
             other => {
                 return Err(bad(format!(
-                    "{other:?} URLs are not supported (s3:// and memory:// are)"
+                    "{other:?} URLs are not supported (s3://, http://, https:// and memory:// are)"
                 )
                 .into()))
             }
@@ -244,6 +266,30 @@ impl Remote {
             })
         };
         head().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// The container header of the object at `location` (one ranged GET of its first bytes),
+    /// checked: which codec, kind, `k` and circuit it holds, before anything else is read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around the store's errors and the header's
+    /// ([`Error::BadMagic`], [`Error::HeaderChecksum`], [`Error::Truncated`]...).
+    pub fn header(&self, location: &ObjectPath) -> Result<Header> {
+        let info = self.head(location)?;
+        let read = || {
+            let source = self.source(location, &info, None)?;
+            let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+            let mut bytes = [0u8; HEADER_LEN];
+            let head = bytes.get_mut(..len).unwrap_or_default();
+            let read = crate::source::ReadAt::read_exact_at(&source, head, 0);
+            if let Some(failure) = source.take_failure() {
+                return Err(failure);
+            }
+            read.map_err(|err| Error::from_read(err, "container header"))?;
+            Header::from_bytes(bytes.get(..len).unwrap_or_default())
+        };
+        read().map_err(|err: Error| err.in_object(&self.name(location)))
     }
 
     /// Saves a key to `location` (see the module docs: nothing appears under that name

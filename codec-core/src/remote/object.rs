@@ -167,6 +167,32 @@ impl ReadAt for ObjectSource<'_> {
         Ok(n)
     }
 
+    /// The requests at once (as many in flight as the pool has threads, times four: they are
+    /// small), each a ranged GET conditional on the object's version.
+    fn read_exact_many_at(&self, requests: &mut [(&mut [u8], u64)]) -> io::Result<()> {
+        use futures_util::stream::{self, TryStreamExt};
+        for (buf, offset) in requests.iter() {
+            let end = offset.checked_add(buf.len() as u64);
+            if end.is_none_or(|end| end > self.info.size) {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        let in_flight = 4 * self
+            .pool
+            .as_ref()
+            .map_or(8, rayon::ThreadPool::current_num_threads);
+        let fetches = requests
+            .iter_mut()
+            .filter(|(buf, _)| !buf.is_empty())
+            .map(|(buf, offset)| self.fetch_one(*offset, buf));
+        let fetched = self.handle.block_on(
+            stream::iter(fetches)
+                .buffer_unordered(in_flight.max(1))
+                .try_collect::<Vec<()>>(),
+        );
+        fetched.map(drop).map_err(|error| self.fail(error))
+    }
+
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
         self.pool.as_ref().map(|pool| (self.range_size, pool))
     }

@@ -827,7 +827,7 @@ pub fn pinned_loads_check_the_key_digest_from_every_source<K: KeyCodec + ?Sized>
             .zip(loads(&pinned(wrong)))
         {
             assert!(
-                matches!(result, Err(Error::DigestMismatch { expected, found }) if expected == wrong && found == pk_digest),
+                matches!(result, Err(Error::DigestMismatch { expected, found, .. }) if expected == wrong && found == pk_digest),
                 "{source} {validation:?}: {:?}",
                 result.err()
             );

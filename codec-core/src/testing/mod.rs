@@ -117,7 +117,7 @@ pub fn lookup_uncompressed() -> &'static Fixture<LookupCircuit> {
     })
 }
 
-/// `k` of the small halo2-lib fixture ([`halo2_lib`]).
+/// `k` of the small halo2-lib fixture ([`halo2_lib()`]).
 pub const HALO2_LIB_K: u32 = 9;
 /// Advice columns of the small halo2-lib fixture.
 pub const HALO2_LIB_ADVICE: usize = 3;
