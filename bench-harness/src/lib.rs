@@ -43,7 +43,7 @@
 //!     "limits": { "bytes", "bulk_write_s", "bulk_read_s", "bulk_read_parallel_s",
 //!                 "bulk_read_populated_s", "populate_s", "checksum_s" },  // same run
 //!     "rows": [{                       // loads
-//!       "kind": "pk" | "params" | "cold-start" | "remote",
+//!       "kind": "pk" | "params" | "cold-start" | "remote" | "remote-start",
 //!       "backend": str,                // a keycodec backend, "halo2-native" or "floor"
 //!       "mode": str,                   // the file layout (wire mode)
 //!       "validation": "checked" | "trusted" | "pinned" | "-",

@@ -48,6 +48,9 @@ pub enum Kind {
     ColdStart,
     /// A proving key in object storage (`--remote`).
     Remote,
+    /// A prover's cold start from storage: parameters by URL and the key in object storage,
+    /// through a cache (`--remote`).
+    RemoteStart,
 }
 
 /// The process a load runs in.

@@ -1,11 +1,20 @@
-//! `--remote`: the proving key in object storage, on a loopback S3 server (moto) this module
-//! starts. For each backend, one plan (so that the server holds one key at a time): the key
+//! `--remote`: artifacts in object storage, on a loopback S3 server this module starts.
+//!
+//! For each backend, one plan (so that the server holds one key at a time): the key
 //! uploaded every run, then, interleaved, a remote load (ranged GETs decoded as they
-//! arrive), the plain download of the same object by `object_store` into memory (one GET:
-//! the floor, the server's own throughput), downloading to a file and then loading it (the
-//! reference), a pinned cache hit, and a load of the same backend's local file (the cache
-//! hit's reference).
+//! arrive), the server's floor (the object's ranges fetched into memory, as many at once as
+//! a load keeps in flight), one plain GET into memory (what `curl` does), downloading to a
+//! file and then loading it (the remote load's reference), a pinned cache hit, and a load
+//! of the same backend's local file (the cache hit's reference).
+//!
+//! Then the prover's cold start from storage, with the first backend selected: parameters
+//! by HTTP URL (published as halo2 writes them, pinned by their file's SHA-256) and the key
+//! in S3 (pinned by its digest), both through a cache, on a cold machine (the cache emptied
+//! before each run) and a warm one; against what halo2's users do: download both files,
+//! then read them with halo2's readers (cold), or read the files already there (warm).
 
+use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,7 +27,7 @@ use keycodec::{Backend, KeyCodecExt, KeyDigest, Size, Validation};
 
 use crate::exec::Sample;
 use crate::measure::{self, load_options, Writer, Written};
-use crate::plan::{Inputs, Kind, Plan, State};
+use crate::plan::{Inputs, Kind, Plan, State, HALO2_NATIVE};
 use crate::runs::{Measured, Runner};
 use crate::workload::Workload;
 
@@ -38,9 +47,9 @@ pub fn rows<C: Workload>(
         crate::S3ServerName::Moto => (Server::Moto, "moto"),
     };
     let spinner = crate::fixture::spinner(format!("starting the loopback S3 server ({name})"));
-    let server = server.get();
-    let bucket = server.bucket("harness");
-    let store = keycodec_tests::s3::store(&server.endpoint(), &bucket);
+    let s3 = server.get();
+    let bucket = s3.bucket("harness");
+    let store = keycodec_tests::s3::store(&s3.endpoint(), &bucket);
     let remote = Remote::new(Arc::clone(&store)).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     spinner.finish_and_clear();
@@ -51,8 +60,17 @@ pub fn rows<C: Workload>(
         runs: 0,
         stopped: String::new(),
     };
-    for backend in Backend::compiled().filter(|b| inputs.backends.iter().any(|n| n == b.name())) {
-        let plan = plan::<C>(inputs, backend, &remote, &store, &runtime, &cache)?;
+    let selected: Vec<Backend> = Backend::compiled()
+        .filter(|b| inputs.backends.iter().any(|n| n == b.name()))
+        .collect();
+    let context = Context {
+        remote: &remote,
+        store: &store,
+        runtime: &runtime,
+        cache: &cache,
+    };
+    for &backend in &selected {
+        let plan = plan::<C>(inputs, backend, &context)?;
         let measured = runner.measure(&plan, buffer)?;
         all.rows.extend(measured.rows);
         all.saves.extend(measured.saves);
@@ -60,23 +78,78 @@ pub fn rows<C: Workload>(
         // The cache's copy goes with the plan's objects.
         let _ = std::fs::remove_dir_all(&cache);
     }
+    if let Some(&backend) = selected.first() {
+        let publisher = Publisher {
+            server: &server,
+            bucket: &bucket,
+            remote: &remote,
+        };
+        let plan = start_plan::<C>(inputs, backend, &context, &publisher)?;
+        let measured = runner.measure(&plan, buffer)?;
+        all.rows.extend(measured.rows);
+        all.saves.extend(measured.saves);
+        (all.runs, all.stopped) = (measured.runs, measured.stopped);
+        let _ = std::fs::remove_dir_all(&cache);
+    }
     Ok((all, name))
+}
+
+/// What every remote plan uses.
+struct Context<'a> {
+    remote: &'a Remote,
+    store: &'a Arc<dyn ObjectStore>,
+    runtime: &'a tokio::runtime::Runtime,
+    /// The cache directory of cache hits and cold starts.
+    cache: &'a std::path::Path,
 }
 
 /// The server the remote rows use, and its name.
 enum Server {
-    /// s3s-fs, file-backed: serves a range of a large object at the cost of that range.
-    S3sFs(keycodec_tests::s3::S3Server),
+    /// s3s-fs, file-backed: serves a range of a large object at the cost of that range;
+    /// with a second instance, without credentials, on the same files: the public web
+    /// server of published parameters.
+    S3sFs {
+        server: keycodec_tests::s3::S3Server,
+        public: keycodec_tests::s3::S3Server,
+    },
     /// moto: copies the whole object for every ranged GET, so large keys load slowly from
-    /// it through no fault of the loader.
+    /// it through no fault of the loader; serves objects put `public-read` to anyone.
     Moto,
 }
 
 impl Server {
     fn get(&self) -> &keycodec_tests::s3::S3Server {
         match self {
-            Server::S3sFs(server) => server,
+            Server::S3sFs { server, .. } => server,
             Server::Moto => keycodec_tests::s3::server(),
+        }
+    }
+}
+
+/// Puts files where anyone can download them by HTTP.
+struct Publisher<'a> {
+    server: &'a Server,
+    bucket: &'a str,
+    remote: &'a Remote,
+}
+
+impl Publisher<'_> {
+    /// Publishes `file` as `name`; returns its URL.
+    fn publish(&self, file: &std::path::Path, name: &str) -> Result<String, String> {
+        use keycodec_tests::s3::S3Server;
+        match self.server {
+            Server::S3sFs { public, .. } => {
+                self.remote
+                    .upload_file(file, &ObjectPath::from(name), &|_| {})
+                    .map_err(|e| e.to_string())?;
+                Ok(S3Server::public_url(public.addr, self.bucket, name))
+            }
+            Server::Moto => {
+                let server = self.server.get();
+                let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
+                server.put_public(self.bucket, name, &bytes);
+                Ok(S3Server::public_url(server.addr, self.bucket, name))
+            }
         }
     }
 }
@@ -120,7 +193,10 @@ fn server(scratch: &std::path::Path) -> Result<(Server, &'static str), String> {
     let _ = std::fs::remove_dir_all(&root);
     Ok(match binary {
         Some(binary) => (
-            Server::S3sFs(keycodec_tests::s3::S3Server::start_s3s_fs(&binary, &root)),
+            Server::S3sFs {
+                server: keycodec_tests::s3::S3Server::start_s3s_fs(&binary, &root),
+                public: keycodec_tests::s3::S3Server::start_s3s_fs_public(&binary, &root),
+            },
             "s3s-fs",
         ),
         None => {
@@ -133,11 +209,14 @@ fn server(scratch: &std::path::Path) -> Result<(Server, &'static str), String> {
 fn plan<'a, C: Workload>(
     inputs: &Inputs<'a, C>,
     backend: Backend,
-    remote: &'a Remote,
-    store: &'a Arc<dyn ObjectStore>,
-    runtime: &'a tokio::runtime::Runtime,
-    cache: &'a std::path::Path,
+    context: &Context<'a>,
 ) -> Result<Plan<'a>, String> {
+    let &Context {
+        remote,
+        store,
+        runtime,
+        cache,
+    } = context;
     let codec = backend.codec().map_err(|e| e.to_string())?;
     let (pk, scratch, params) = (inputs.pk, inputs.scratch, inputs.circuit_params);
     let pin: KeyDigest = inputs.target.key.parse().map_err(|e| format!("{e}"))?;
@@ -167,12 +246,7 @@ fn plan<'a, C: Workload>(
                 size,
             ))
         }),
-        Box::new(move || match runtime.block_on(store.delete(&at_removed)) {
-            Err(err) if !matches!(err, keycodec::remote::object_store::Error::NotFound { .. }) => {
-                Err(err.to_string())
-            }
-            _ => Ok(()),
-        }),
+        Box::new(move || delete(store, runtime, &at_removed)),
     );
     let local = plan.file(
         (Kind::Remote, name, "local copy"),
@@ -182,12 +256,6 @@ fn plan<'a, C: Workload>(
         scratch,
     );
     plan.hide(local);
-    let sample = |seconds: f64, verified: bool| Sample {
-        seconds,
-        verified,
-        rss_rise: None,
-    };
-
     let at = location.clone();
     let load = plan.case(
         (Kind::Remote, name, "ranged GETs", "checked", State::Warm),
@@ -208,15 +276,25 @@ fn plan<'a, C: Workload>(
     );
     let at = location.clone();
     let floor = plan.case(
-        (Kind::Remote, name, "plain GET", "floor", State::Warm),
+        (Kind::Remote, name, "GETs to memory", "floor", State::Warm),
         vec![object],
         Box::new(move |_paths, _buffer| {
+            let size = remote.head(&at).map_err(|e| e.to_string())?.size;
+            let (seconds, received) = ranged_gets(store, runtime, &at, size)?;
+            Ok(sample(seconds, received == size))
+        }),
+    );
+    let at = location.clone();
+    let one_get = plan.case(
+        (Kind::Remote, name, "one GET", "-", State::Warm),
+        vec![object],
+        Box::new(move |_paths, _buffer| {
+            let size = remote.head(&at).map_err(|e| e.to_string())?.size;
             let started = Instant::now();
             let bytes = runtime
                 .block_on(async { store.get(&at).await?.bytes().await })
                 .map_err(|e| e.to_string())?;
             let seconds = started.elapsed().as_secs_f64();
-            let size = remote.head(&at).map_err(|e| e.to_string())?.size;
             Ok(sample(seconds, bytes.len() as u64 == size))
         }),
     );
@@ -292,6 +370,348 @@ fn plan<'a, C: Workload>(
     );
     plan.compare(load, Some(download_then_load), Some(floor));
     plan.compare(download_then_load, None, Some(floor));
+    plan.compare(one_get, None, Some(floor));
     plan.compare(hit, Some(local_load), None);
     Ok(plan)
+}
+
+/// Ranged GETs in flight for the floor: as many as a remote load keeps in flight
+/// (`RemoteOptions::concurrency`).
+const FLOOR_IN_FLIGHT: u64 = 8;
+
+/// The server's floor for the object at `at` (`size` bytes): ranged GETs at once, as many as
+/// a remote load keeps in flight, each into memory and dropped (nothing decoded, nothing
+/// written); seconds, and the bytes received.
+fn ranged_gets(
+    store: &Arc<dyn ObjectStore>,
+    runtime: &tokio::runtime::Runtime,
+    at: &ObjectPath,
+    size: u64,
+) -> Result<(f64, u64), String> {
+    // Each lane fetches a few ranges (two per lane, of 1 to 16 MiB): every lane busy to the
+    // end at any size, as a load sizes its requests.
+    let range = size.div_ceil(2 * FLOOR_IN_FLIGHT).clamp(1 << 20, 16 << 20);
+    let started = Instant::now();
+    let received = runtime.block_on(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for lane in 0..FLOOR_IN_FLIGHT {
+            let (store, at) = (Arc::clone(store), at.clone());
+            tasks.spawn(async move {
+                let mut received = 0u64;
+                let mut start = lane * range;
+                while start < size {
+                    let end = (start + range).min(size);
+                    received += store.get_range(&at, start..end).await?.len() as u64;
+                    start += FLOOR_IN_FLIGHT * range;
+                }
+                Ok::<u64, keycodec::remote::object_store::Error>(received)
+            });
+        }
+        let mut total = 0u64;
+        while let Some(lane) = tasks.join_next().await {
+            total += lane
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+        }
+        Ok::<u64, String>(total)
+    })?;
+    Ok((started.elapsed().as_secs_f64(), received))
+}
+
+/// What the cold start rows share, owned by the plan's closures.
+struct StartSetup {
+    /// The parameters' URL, and the SHA-256 of the file published there.
+    url: String,
+    /// The parameters' object (the same file), for halo2's download.
+    srs_at: ObjectPath,
+    /// The same file on this machine, for halo2's read of the files already there.
+    srs: PathBuf,
+    /// The key as keycodec saved it, and as halo2 wrote it.
+    key_at: ObjectPath,
+    native_at: ObjectPath,
+    /// Where halo2's download puts the key and the parameters.
+    downloads: (PathBuf, PathBuf),
+    options: keycodec::start::StartOptions,
+}
+
+/// The cold start from storage (see the module docs), with `backend`'s codec.
+fn start_plan<'a, C: Workload>(
+    inputs: &Inputs<'a, C>,
+    backend: Backend,
+    context: &Context<'a>,
+    publisher: &Publisher<'_>,
+) -> Result<Plan<'a>, String> {
+    use halo2_proofs::SerdeFormat;
+    use keycodec::start::{cold_start, ColdStart, Location, Origin, ParamsPin, StartOptions};
+    use sha2::{Digest, Sha256};
+
+    let &Context {
+        store,
+        runtime,
+        cache,
+        ..
+    } = context;
+    let codec = backend.codec().map_err(|e| e.to_string())?;
+    let (pk, scratch, params, circuit_params) = (
+        inputs.pk,
+        inputs.scratch,
+        inputs.params,
+        inputs.circuit_params,
+    );
+    let key_pin: KeyDigest = inputs.target.key.parse().map_err(|e| format!("{e}"))?;
+    let params_digest: KeyDigest = inputs.target.params.parse().map_err(|e| format!("{e}"))?;
+    let k = pk.get_vk().get_domain().k();
+    let name = backend.name();
+
+    // The parameters, published once for the plan as a project publishes its SRS: halo2's
+    // raw layout, with the SHA-256 of the file beside it.
+    let srs_name = format!("kzg_bn254_{k}.srs");
+    let srs = scratch.join(&srs_name);
+    measure::write_params_native(&srs, params, SerdeFormat::RawBytes, Size::mib(1))?;
+    let sha256: [u8; 32] = Sha256::digest(std::fs::read(&srs).map_err(|e| e.to_string())?).into();
+    let srs_bytes = std::fs::metadata(&srs).map_err(|e| e.to_string())?.len();
+    let setup = Rc::new(StartSetup {
+        url: publisher.publish(&srs, &srs_name)?,
+        srs_at: ObjectPath::from(srs_name),
+        srs,
+        key_at: ObjectPath::from(format!("start-{name}.pk")),
+        native_at: ObjectPath::from("start-halo2.pk"),
+        downloads: (
+            scratch.join("start-halo2-downloaded.pk"),
+            scratch.join("start-halo2-downloaded.srs"),
+        ),
+        options: StartOptions {
+            load: load_options(Validation::Checked, None, Some(k), Size::mib(1)),
+            key_pin: Some(key_pin),
+            params_pin: Some(ParamsPin::Sha256(sha256)),
+            ..StartOptions::default()
+        },
+    });
+
+    let mut plan = Plan::empty();
+    // Every run uploads the key as keycodec saves it and as halo2 writes it, and writes
+    // halo2's file of a machine that has it already (the saves are the remote rows'); the
+    // parameters' upload is the plan's, each run only notes its size.
+    let mut upload = |at: &ObjectPath, writer: Writer, who: &'static str| {
+        let (at, removed) = (at.clone(), at.clone());
+        let local = scratch.join(format!("start-{who}.upload"));
+        let object = plan.object(
+            (Kind::RemoteStart, who, "upload"),
+            Box::new(move |buffer| {
+                measure::write::<C>(writer, &local, pk, circuit_params.clone(), buffer)?;
+                let remote = Remote::new(Arc::clone(store)).map_err(|e| e.to_string())?;
+                let started = Instant::now();
+                remote
+                    .upload_file(&local, &at, &|_| {})
+                    .map_err(|e| e.to_string())?;
+                let seconds = started.elapsed().as_secs_f64();
+                let size = std::fs::metadata(&local).map_err(|e| e.to_string())?.len();
+                let _ = std::fs::remove_file(&local);
+                Ok((
+                    Written {
+                        seconds,
+                        unsynced: None,
+                    },
+                    size,
+                ))
+            }),
+            Box::new(move || delete(store, runtime, &removed)),
+        );
+        plan.hide(object);
+        object
+    };
+    let key_object = upload(&setup.key_at, Writer::Codec(codec), name);
+    let native_object = upload(
+        &setup.native_at,
+        Writer::Native(SerdeFormat::RawBytes),
+        HALO2_NATIVE,
+    );
+    let native_file = plan.file(
+        (Kind::RemoteStart, HALO2_NATIVE, "file there"),
+        Box::new(move |path, buffer| {
+            measure::write::<C>(
+                Writer::Native(SerdeFormat::RawBytes),
+                path,
+                pk,
+                circuit_params.clone(),
+                buffer,
+            )
+        }),
+        scratch,
+    );
+    plan.hide(native_file);
+    let srs_object = plan.object(
+        (Kind::RemoteStart, HALO2_NATIVE, "published SRS"),
+        Box::new(move |_buffer| {
+            Ok((
+                Written {
+                    seconds: 0.0,
+                    unsynced: None,
+                },
+                srs_bytes,
+            ))
+        }),
+        Box::new(|| Ok(())),
+    );
+    plan.hide(srs_object);
+
+    let started_right = move |start: &ColdStart| {
+        start.origin == Origin::Loaded
+            && KeyDigest::of_pk(&start.pk).is_ok_and(|digest| digest == key_pin)
+            && KeyDigest::of_params(&start.params).is_ok_and(|digest| digest == params_digest)
+    };
+    let read_right = move |params: &keycodec::Params, loaded: &ProvingKey<G1Affine>| {
+        KeyDigest::of_pk(loaded).is_ok_and(|digest| digest == key_pin)
+            && KeyDigest::of_params(params).is_ok_and(|digest| digest == params_digest)
+    };
+    // A prover's start: its own client (a new process has no connections yet), then both
+    // artifacts through the cache.
+    let start = {
+        let setup = Rc::clone(&setup);
+        move || {
+            let circuit = C::with_params(circuit_params.clone());
+            let started = Instant::now();
+            let params = Location::url(&setup.url, cache).map_err(|e| e.to_string())?;
+            let key = Location::Object {
+                remote: Arc::new(Remote::new(Arc::clone(store)).map_err(|e| e.to_string())?),
+                path: setup.key_at.clone(),
+                cache: cache.to_path_buf(),
+            };
+            let start = cold_start(codec, params, key, k, &circuit, &setup.options)
+                .map_err(|e| e.to_string())?;
+            let seconds = started.elapsed().as_secs_f64();
+            Ok::<_, String>(sample(seconds, started_right(&start)))
+        }
+    };
+    let start = Rc::new(start);
+    let cold_start_run = Rc::clone(&start);
+    let cold = plan.case(
+        (
+            Kind::RemoteStart,
+            name,
+            "empty cache",
+            "pinned",
+            State::Warm,
+        ),
+        vec![key_object, srs_object],
+        Box::new(move |_paths, _buffer| {
+            match std::fs::remove_dir_all(cache) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(format!("emptying the cache: {err}"))
+                }
+                _ => {}
+            }
+            cold_start_run()
+        }),
+    );
+    let warm = plan.case(
+        (Kind::RemoteStart, name, "warm cache", "pinned", State::Warm),
+        vec![key_object, srs_object],
+        Box::new(move |_paths, _buffer| {
+            // A run after the cache was emptied fills it, untimed.
+            if !cache.join(format!("{key_pin}.kc")).exists() {
+                start()?;
+            }
+            start()
+        }),
+    );
+    // halo2's users: both files downloaded at once, each by ranged GETs at once (the
+    // fastest download there is), made durable, then read by halo2's readers.
+    let download_setup = Rc::clone(&setup);
+    let download = plan.case(
+        (
+            Kind::RemoteStart,
+            HALO2_NATIVE,
+            "download, read",
+            "checked",
+            State::Warm,
+        ),
+        vec![native_object, srs_object],
+        Box::new(move |_paths, buffer| {
+            let setup: &StartSetup = &download_setup;
+            let (pk_path, srs_path) = (&setup.downloads.0, &setup.downloads.1);
+            let started = Instant::now();
+            let remote = Remote::new(Arc::clone(store)).map_err(|e| e.to_string())?;
+            let fetch = |at: &ObjectPath, path: &std::path::Path| {
+                let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+                remote
+                    .download_to(at, &file, &|_| {})
+                    .map_err(|e| e.to_string())?;
+                file.sync_all().map_err(|e| e.to_string())
+            };
+            let (pk_fetched, srs_fetched) = std::thread::scope(|scope| {
+                let srs = scope.spawn(|| fetch(&setup.srs_at, srs_path));
+                let pk = fetch(&setup.native_at, pk_path);
+                let srs = srs
+                    .join()
+                    .unwrap_or_else(|_| Err("the download thread panicked".into()));
+                (pk, srs)
+            });
+            pk_fetched?;
+            srs_fetched?;
+            let params = measure::read_params_native(srs_path, SerdeFormat::RawBytes, buffer)?;
+            let loaded = measure::read_key_native::<C>(
+                pk_path,
+                SerdeFormat::RawBytes,
+                circuit_params.clone(),
+                buffer,
+            )?;
+            let seconds = started.elapsed().as_secs_f64();
+            for path in [pk_path, srs_path] {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(sample(seconds, read_right(&params, &loaded)))
+        }),
+    );
+    let there_setup = Rc::clone(&setup);
+    let there = plan.case(
+        (
+            Kind::RemoteStart,
+            HALO2_NATIVE,
+            "files there",
+            "checked",
+            State::Warm,
+        ),
+        vec![native_file, srs_object],
+        Box::new(move |paths, buffer| {
+            let pk_path = paths.first().ok_or("no file")?;
+            let started = Instant::now();
+            let params =
+                measure::read_params_native(&there_setup.srs, SerdeFormat::RawBytes, buffer)?;
+            let loaded = measure::read_key_native::<C>(
+                pk_path,
+                SerdeFormat::RawBytes,
+                circuit_params.clone(),
+                buffer,
+            )?;
+            let seconds = started.elapsed().as_secs_f64();
+            Ok(sample(seconds, read_right(&params, &loaded)))
+        }),
+    );
+    plan.compare(cold, Some(download), None);
+    plan.compare(warm, Some(there), None);
+    Ok(plan)
+}
+
+/// A sample of a load that records no memory.
+fn sample(seconds: f64, verified: bool) -> Sample {
+    Sample {
+        seconds,
+        verified,
+        rss_rise: None,
+    }
+}
+
+/// Deletes the object at `at`, if it is there.
+fn delete(
+    store: &Arc<dyn ObjectStore>,
+    runtime: &tokio::runtime::Runtime,
+    at: &ObjectPath,
+) -> Result<(), String> {
+    match runtime.block_on(store.delete(at)) {
+        Err(err) if !matches!(err, keycodec::remote::object_store::Error::NotFound { .. }) => {
+            Err(err.to_string())
+        }
+        _ => Ok(()),
+    }
 }

@@ -58,17 +58,21 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         (Kind::ColdStart, "cold start: parameters + proving key"),
         (
             Kind::Remote,
-            "proving key in object storage (loopback S3 server; floor: its plain download)",
+            "proving key in object storage (loopback S3 server; floor: its ranges fetched into memory)",
+        ),
+        (
+            Kind::RemoteStart,
+            "cold start from storage: parameters by URL + proving key in S3, through a cache",
         ),
     ] {
         let title = match (kind, report.remote_server) {
-            (Kind::Remote, Some(server)) => format!("{title}, server {server}"),
+            (Kind::Remote | Kind::RemoteStart, Some(server)) => format!("{title}, server {server}"),
             _ => title.to_owned(),
         };
         // keycodec's rows, then halo2's, then the floor (remote rows: by backend, as run).
         let mut rows: Vec<&Row> = size.rows.iter().filter(|row| row.kind == kind).collect();
         rows.sort_by_key(|row| match row.backend {
-            _ if kind == Kind::Remote => 0,
+            _ if matches!(kind, Kind::Remote | Kind::RemoteStart) => 0,
             HALO2_NATIVE => 1,
             FLOOR => 2,
             _ => 0,
@@ -315,6 +319,7 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Params => "params",
         Kind::ColdStart => "start",
         Kind::Remote => "remote",
+        Kind::RemoteStart => "remote start",
     }
 }
 

@@ -527,13 +527,17 @@ fn k22_round_trip_every_backend() {
 }
 
 /// `--remote` (feature `remote`): the loopback S3 server, and per backend a remote load, the plain download,
-/// download-then-load, a cache hit and a local load, each compared as documented.
+/// download-then-load, a cache hit and a local load, each compared as documented; then the
+/// cold start from storage, with an empty and a warm cache, against halo2's users' download
+/// then read, and their read of files already there.
 #[cfg(feature = "remote")]
 #[test]
 fn remote_rows_compare_with_the_download_and_the_local_load() {
     let dir = tempfile::tempdir().unwrap();
     let args = Args {
-        k: Some(7),
+        // A key shaped like users' (the smallest the workload builds).
+        circuit: CircuitName::Halo2Lib,
+        k: Some(9),
         backends: vec!["rawbytes".into(), "rkyv".into()],
         remote: true,
         // moto, which the tests start anyway (s3s-fs installs from crates.io on first use).
@@ -551,7 +555,7 @@ fn remote_rows_compare_with_the_download_and_the_local_load() {
         .iter()
         .filter(|row| row.kind == Kind::Remote)
         .collect();
-    assert_eq!(remote.len(), 2 * 5, "five rows per backend");
+    assert_eq!(remote.len(), 2 * 6, "six rows per backend");
     assert!(remote
         .iter()
         .all(|row| row.verified && row.read_runs.len() == 2));
@@ -565,6 +569,7 @@ fn remote_rows_compare_with_the_download_and_the_local_load() {
         let load = row("ranged GETs");
         assert_eq!(load.reference.as_ref().unwrap().mode, "download, load");
         assert!(load.floor_s.is_some());
+        assert!(row("one GET").floor_s.is_some());
         assert_eq!(
             row("cache hit").reference.as_ref().unwrap().mode,
             "local file"
@@ -575,5 +580,37 @@ fn remote_rows_compare_with_the_download_and_the_local_load() {
             && save.mode == "upload"));
         assert!(!size.saves.iter().any(|save| save.mode == "local copy"));
     }
-    assert!(bench_harness::report::table(&report).contains("object storage"));
+    // The cold start from storage, with the first backend, each row verified (the key
+    // loaded, not generated, and both artifacts the pinned ones).
+    let start: Vec<_> = size
+        .rows
+        .iter()
+        .filter(|row| row.kind == Kind::RemoteStart)
+        .collect();
+    let start_row = |backend: &str, mode: &str| {
+        start
+            .iter()
+            .find(|row| row.backend == backend && row.mode == mode)
+            .unwrap_or_else(|| panic!("start {backend} {mode}"))
+    };
+    assert_eq!(
+        start.len(),
+        4,
+        "{:?}",
+        start.iter().map(|row| &row.mode).collect::<Vec<_>>()
+    );
+    assert!(start
+        .iter()
+        .all(|row| row.verified && row.read_runs.len() == 2));
+    let cold = start_row("rawbytes", "empty cache");
+    assert_eq!(cold.reference.as_ref().unwrap().mode, "download, read");
+    assert!(cold.speedup.is_some());
+    let warm = start_row("rawbytes", "warm cache");
+    assert_eq!(warm.reference.as_ref().unwrap().mode, "files there");
+    assert!(!start.iter().any(|row| row.backend == "rkyv"));
+    // Its uploads and files are the plan's, not saves of their own.
+    assert!(!size.saves.iter().any(|save| save.kind == Kind::RemoteStart));
+    let table = bench_harness::report::table(&report);
+    assert!(table.contains("object storage"));
+    assert!(table.contains("cold start from storage"));
 }

@@ -89,7 +89,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// KZG parameters: inspect, import halo2's files, export them, downsize.
+    /// KZG parameters: inspect, import halo2's files, export them, fetch them by URL, downsize.
     #[command(subcommand)]
     Params(params::ParamsCommand),
     /// Check a container, then upload it to object storage (s3://bucket/path). Nothing

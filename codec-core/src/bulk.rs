@@ -15,9 +15,7 @@
 //! decoder's check before any polynomial is read, so a count or length that disagrees with
 //! the circuit is reported as such, as in an element-by-element read.
 
-use std::mem::MaybeUninit;
-use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 use halo2curves::bn256::Fr;
@@ -26,7 +24,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::error::{Error, Result};
 use crate::field::FR_BYTES;
 use crate::poly_hash::PolyHasher;
-use crate::source::ReadAt;
+use crate::source::{Dst, ReadAt};
 
 /// One span of a bulk read ([`PayloadReader::read_spans`](crate::backend_api::PayloadReader::read_spans)),
 /// in payload order.
@@ -84,34 +82,51 @@ pub(crate) struct Hooks<'h> {
 }
 
 /// Where the pieces are read: the source's own pool and piece size, or rayon's global pool
-/// and `piece` bytes.
+/// and `piece` bytes; and whether adjacent spans are asked for together.
 pub(crate) struct Workers<'p> {
     pub(crate) pool: Option<&'p rayon::ThreadPool>,
     /// Largest piece, a power of two of at least 1 KiB.
     pub(crate) piece: usize,
+    /// Every request costs a round trip ([`ReadAt::costly_requests`]): the small spans are
+    /// read with the polynomials around them, and adjacent pieces are read together, in
+    /// requests of up to `piece` bytes sized so that every thread has a few.
+    pub(crate) coalesce: bool,
 }
 
-/// A piece of a polynomial to read.
-struct Piece<'s> {
-    dst: &'s mut [MaybeUninit<u8>],
-    /// Offset in the source.
+/// What one segment of a request is.
+#[derive(Clone, Copy)]
+enum Role {
+    /// The small span `span` (its index among the spans): checked by `check_bytes`, in
+    /// payload order, on the hashing thread.
+    Bytes { span: usize },
+    /// Bytes `at..` of polynomial `polynomial`: checked and hashed for the digest on the
+    /// thread that read them.
+    Piece { polynomial: usize, at: usize },
+}
+
+/// A request: adjacent segments read together from `offset`; segment `first + i` is the
+/// request's `i`-th.
+struct Request<'s> {
     offset: u64,
-    /// Which polynomial, and where in it.
-    polynomial: usize,
-    at: usize,
+    first: usize,
+    dsts: Vec<Dst<'s>>,
 }
 
-/// What the calling thread hashes, in payload order.
+/// What the calling thread visits, in payload order: small spans read before the rest, or
+/// a segment of a request.
 enum Item {
-    Bytes(Range<usize>),
-    Piece(usize),
+    /// The `i`-th small span read first.
+    Bytes(usize),
+    Segment(usize),
 }
 
 /// Reads `spans`, laid out one after the other from `start` in `source` (which holds them:
 /// the caller checked the length), the polynomials into `groups` (how many of them each
 /// group takes, in order). `check_bytes` sees each [`Span::Bytes`] (its index among the
-/// spans, its bytes) before any polynomial is read. Returns the data, and each
-/// polynomial's digest hash when `hooks.record`.
+/// spans, its bytes): before any polynomial is read, or, from a source whose requests are
+/// costly, in payload order as they arrive (an error is then the one a read in payload
+/// order meets first). Returns the data, and each polynomial's digest hash when
+/// `hooks.record`.
 ///
 /// # Errors
 ///
@@ -129,7 +144,7 @@ pub(crate) fn read_spans(
 ) -> Result<(SpanData, Option<Vec<[u8; 32]>>)> {
     let context = hooks.context;
     let truncated = || Error::Truncated { context };
-    // Where each span starts, and the small spans' bytes, read and checked first.
+    // Where each span starts.
     let mut offsets = Vec::with_capacity(spans.len());
     let mut at = start;
     for span in spans {
@@ -137,6 +152,7 @@ pub(crate) fn read_spans(
         let len = u64::try_from(span.len()).map_err(|_| truncated())?;
         at = at.checked_add(len).ok_or_else(truncated)?;
     }
+    let total = at - start;
     let small: usize = spans
         .iter()
         .map(|span| match span {
@@ -145,30 +161,6 @@ pub(crate) fn read_spans(
         })
         .sum();
     let mut bytes = vec![0u8; small];
-    let mut items = Vec::new();
-    let mut requests = Vec::new();
-    let mut rest: &mut [u8] = &mut bytes;
-    let mut filled = 0;
-    for (index, (span, &offset)) in spans.iter().zip(&offsets).enumerate() {
-        if let Span::Bytes(len) = *span {
-            let (dst, tail) = std::mem::take(&mut rest)
-                .split_at_mut_checked(len)
-                .ok_or_else(truncated)?;
-            rest = tail;
-            requests.push((dst, offset));
-            items.push((index, Item::Bytes(filled..filled + len)));
-            filled += len;
-        }
-    }
-    source
-        .read_exact_many_at(&mut requests)
-        .map_err(|err| Error::from_read(err, context))?;
-    drop(requests);
-    for (index, item) in &items {
-        if let Item::Bytes(range) = item {
-            check_bytes(*index, bytes.get(range.clone()).unwrap_or_default())?;
-        }
-    }
 
     // Every polynomial's vector, group by group (each group's vector holds its
     // polynomials' in the key).
@@ -200,62 +192,143 @@ pub(crate) fn read_spans(
         }
         grouped.push(group);
     }
-    let hashers: Vec<Option<PolyHasher>> = spans
+    let hashers: Vec<Option<PolyHasher>> = sizes
         .iter()
-        .filter_map(|span| match *span {
-            Span::Polynomial { count, .. } => {
-                Some(hooks.record.then(|| PolyHasher::new(count * FR_BYTES)))
-            }
-            Span::Bytes(_) => None,
-        })
+        .map(|&(count, _)| hooks.record.then(|| PolyHasher::new(count * FR_BYTES)))
         .collect();
-    let step = workers.piece.max(FR_BYTES);
-    let mut pieces = Vec::new();
-    let polynomial_spans =
-        spans
-            .iter()
-            .zip(&offsets)
-            .enumerate()
-            .filter_map(|(index, (span, offset))| match *span {
-                Span::Polynomial { count, .. } => Some((index, count, *offset)),
-                Span::Bytes(_) => None,
-            });
-    for ((index, count, offset), (polynomial, values)) in
-        polynomial_spans.zip(grouped.iter_mut().flatten().enumerate())
-    {
-        let spare = values
-            .spare_capacity_mut()
-            .get_mut(..count)
-            .ok_or_else(|| {
-                Error::Internal("a polynomial's vector is smaller than its span".into())
-            })?;
-        let raw = crate::raw_view::uninit_bytes_mut(spare).ok_or_else(|| {
-            Error::Internal("bulk reads need the raw layout of field elements".into())
-        })?;
-        for (number, dst) in raw.chunks_mut(step).enumerate() {
-            items.push((index, Item::Piece(pieces.len())));
-            pieces.push(Piece {
-                dst,
-                offset: offset + (number * step) as u64,
-                polynomial,
-                at: number * step,
-            });
+
+    // The segments, in payload order: each polynomial in pieces of `step` bytes (subtrees
+    // of its BLAKE3 tree), each small span whole, in the requests that read them.
+    let step = match workers.coalesce {
+        // Requests group pieces: pieces stay small enough to be checked while in cache.
+        true => workers.piece.min(crate::source::BULK_STEP),
+        false => workers.piece,
+    }
+    .max(FR_BYTES);
+    let mut segments: Vec<(Role, u64, Dst<'_>)> = Vec::new();
+    let mut vectors = grouped.iter_mut().flatten().enumerate();
+    let mut rest: &mut [u8] = &mut bytes;
+    for (index, (span, &offset)) in spans.iter().zip(&offsets).enumerate() {
+        match *span {
+            Span::Bytes(len) => {
+                let (dst, tail) = std::mem::take(&mut rest)
+                    .split_at_mut_checked(len)
+                    .ok_or_else(truncated)?;
+                rest = tail;
+                segments.push((Role::Bytes { span: index }, offset, Dst::Init(dst)));
+            }
+            Span::Polynomial { count, .. } => {
+                let (polynomial, values) = vectors.next().ok_or_else(|| {
+                    Error::Internal("a bulk read has more spans than vectors".into())
+                })?;
+                let spare = values
+                    .spare_capacity_mut()
+                    .get_mut(..count)
+                    .ok_or_else(|| {
+                        Error::Internal("a polynomial's vector is smaller than its span".into())
+                    })?;
+                let raw = crate::raw_view::uninit_bytes_mut(spare).ok_or_else(|| {
+                    Error::Internal("bulk reads need the raw layout of field elements".into())
+                })?;
+                for (number, dst) in raw.chunks_mut(step).enumerate() {
+                    let role = Role::Piece {
+                        polynomial,
+                        at: number * step,
+                    };
+                    segments.push((role, offset + (number * step) as u64, Dst::Uninit(dst)));
+                }
+            }
         }
     }
-    items.sort_by_key(|(index, _)| *index);
-    let items: Vec<Item> = items.into_iter().map(|(_, item)| item).collect();
+
+    let mut items = Vec::with_capacity(segments.len());
+    let mut reads = Vec::new();
+    let mut roles = Vec::with_capacity(segments.len());
+    let mut requests: Vec<Request<'_>> = Vec::new();
+    if workers.coalesce {
+        // Requests of about `target` bytes: every thread gets two or more.
+        let threads = workers.pool.map_or_else(
+            rayon::current_num_threads,
+            rayon::ThreadPool::current_num_threads,
+        );
+        let share = usize::try_from(total / (2 * threads.max(1) as u64)).unwrap_or(usize::MAX);
+        let target = share.clamp(MIN_REQUEST, workers.piece.max(MIN_REQUEST));
+        for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
+            items.push(Item::Segment(index));
+            roles.push((role, offset));
+            let len = dst.len();
+            match requests.last_mut() {
+                Some(request)
+                    if request.dsts.iter().map(Dst::len).sum::<usize>() + len <= target =>
+                {
+                    request.dsts.push(dst);
+                }
+                _ => requests.push(Request {
+                    offset,
+                    first: index,
+                    dsts: vec![dst],
+                }),
+            }
+        }
+    } else {
+        // The small spans first, read at once and checked; then a request per piece.
+        for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
+            roles.push((role, offset));
+            match (role, dst) {
+                (Role::Bytes { span }, Dst::Init(dst)) => {
+                    items.push(Item::Bytes(reads.len()));
+                    reads.push((span, dst, offset));
+                }
+                (_, dst) => {
+                    items.push(Item::Segment(index));
+                    requests.push(Request {
+                        offset,
+                        first: index,
+                        dsts: vec![dst],
+                    });
+                }
+            }
+        }
+        let mut many: Vec<(&mut [u8], u64)> = reads
+            .iter_mut()
+            .map(|(_, dst, offset)| (&mut **dst, *offset))
+            .collect();
+        source
+            .read_exact_many_at(&mut many)
+            .map_err(|err| Error::from_read(err, context))?;
+        drop(many);
+        for (span, dst, _) in &reads {
+            check_bytes(*span, dst)?;
+        }
+    }
+    let read_first: Vec<&[u8]> = reads.into_iter().map(|(_, dst, _)| &*dst).collect();
 
     let record = hooks.record;
-    run(source, pieces, &items, &bytes, &hashers, hooks, workers)?;
+    let check_in_order: Option<CheckSpan<'_>> = workers.coalesce.then_some(check_bytes);
+    run(
+        source,
+        Batch {
+            requests,
+            roles: &roles,
+            items: &items,
+            read_first: &read_first,
+        },
+        &hashers,
+        check_in_order,
+        hooks,
+        workers,
+    )?;
 
-    // Every piece was read: each vector's first `count` elements are initialised.
+    // Every request was read: each vector's first `count` elements are initialised.
     for (values, &(count, _)) in grouped.iter_mut().flatten().zip(&sizes) {
         {
-            // SAFETY: `run` returned `Ok` only after every piece of `pieces` was filled by
-            // `read_exact_uninit_at` (a failed piece fails the run), and the pieces of this
-            // vector tile its first `count` elements' bytes (`chunks_mut` of exactly that
-            // range). Any 32 bytes are a valid `Fr` (`uninit_bytes_mut` returned a view only
-            // because `Fr`'s memory is its raw encoding, see `raw_view`).
+            // SAFETY: `run` returned `Ok` only after every request was read by
+            // `read_exact_vectored_at` (a failed request fails the run), which returns only
+            // once it has written every byte of every destination, and the `Dst::Uninit`
+            // destinations of this vector tile its first `count` elements' bytes
+            // (`chunks_mut` of exactly that range). Any 32 bytes are a valid `Fr`
+            // (`uninit_bytes_mut` returned a view only because `Fr`'s memory is its raw
+            // encoding, see `raw_view`).
             unsafe { crate::raw_view::set_len_after_fill(values, count) };
         }
     }
@@ -279,14 +352,30 @@ pub(crate) fn read_spans(
     ))
 }
 
-/// Reads every piece (on the pool's threads, in payload order, each checked and hashed for
-/// the digest on its thread) while the calling thread hashes `items` in payload order.
+/// The smallest request a coalescing bulk read makes.
+const MIN_REQUEST: usize = 1 << 20;
+
+/// Checks a small span's bytes (by its index among the spans).
+type CheckSpan<'c> = &'c mut dyn FnMut(usize, &[u8]) -> Result<()>;
+
+/// What one bulk read reads: its requests, each segment's role and offset, and what the
+/// calling thread visits in order (`read_first`: the small spans read before the rest).
+struct Batch<'s, 'b> {
+    requests: Vec<Request<'s>>,
+    roles: &'b [(Role, u64)],
+    items: &'b [Item],
+    read_first: &'b [&'b [u8]],
+}
+
+/// Reads every request (on the pool's threads, in payload order, each piece checked and
+/// hashed for the digest on its thread) while the calling thread visits the items in
+/// payload order: hashing them, and handing small spans read in the requests to
+/// `check_in_order`.
 fn run<'s>(
     source: &dyn ReadAt,
-    pieces: Vec<Piece<'s>>,
-    items: &[Item],
-    bytes: &[u8],
+    batch: Batch<'s, '_>,
     hashers: &[Option<PolyHasher>],
+    mut check_in_order: Option<CheckSpan<'_>>,
     hooks: Hooks<'_>,
     workers: &Workers<'_>,
 ) -> Result<()> {
@@ -296,22 +385,23 @@ fn run<'s>(
         context,
         ..
     } = hooks;
-    let count = pieces.len();
+    let Batch {
+        requests,
+        roles,
+        items,
+        read_first,
+    } = batch;
     let shared = Shared {
-        queue: Mutex::new(pieces.into_iter().enumerate()),
-        done: (0..count).map(|_| OnceLock::new()).collect(),
+        queue: Mutex::new(requests.into_iter()),
+        done: (0..roles.len()).map(|_| OnceLock::new()).collect(),
         failure: Mutex::new(None),
-        abort: AtomicBool::new(false),
+        failed_at: AtomicU64::new(u64::MAX),
         signal: Mutex::new(()),
         landed: Condvar::new(),
     };
     let work = || {
-        while let Some((index, piece)) = shared.next() {
-            let read = read_piece(source, piece, check, hashers, context);
-            match read {
-                Ok(bytes) => shared.land(index, bytes),
-                Err(err) => shared.fail(err),
-            }
+        while let Some(request) = shared.next() {
+            read_request(source, request, roles, check, hashers, context, &shared);
         }
     };
     let threads = workers.pool.map_or_else(
@@ -319,32 +409,43 @@ fn run<'s>(
         rayon::ThreadPool::current_num_threads,
     );
     // A thread of the pool itself must not wait for the pool's work: it reads too, and
-    // hashes once everything is read.
+    // visits the items once everything is read.
     let inside = match workers.pool {
         Some(pool) => pool.current_thread_index().is_some(),
         None => rayon::current_thread_index().is_some(),
     };
     let mut hash = hash;
+    let visits = hash.is_some() || check_in_order.is_some();
+    let visitor = Visitor {
+        shared: &shared,
+        roles,
+        items,
+        read_first,
+    };
     in_place_scope(workers.pool, |scope| {
         for _ in 0..threads {
             scope.spawn(|_| work());
         }
-        match (&mut hash, inside) {
-            (Some(hasher), false) => {
-                hash_in_order(&shared, items, bytes, hasher);
-            }
+        match (visits, inside) {
+            (true, false) => visitor.visit(&mut hash, &mut check_in_order),
             _ => work(),
         }
     });
-    if let Some(err) = shared.take_failure() {
-        return Err(err);
+    if visits && inside {
+        visitor.visit(&mut hash, &mut check_in_order);
     }
-    if let (Some(hasher), true) = (hash, inside) {
-        if !hash_in_order(&shared, items, bytes, hasher) {
-            return Err(Error::Internal("a bulk read lost a piece".into()));
-        }
+    let landed = |item: &Item| match item {
+        Item::Bytes(_) => true,
+        Item::Segment(index) => shared
+            .done
+            .get(*index)
+            .is_some_and(|slot| slot.get().is_some()),
+    };
+    match shared.take_failure() {
+        Some(err) => Err(err),
+        None if items.iter().all(landed) => Ok(()),
+        None => Err(Error::Internal("a bulk read lost a piece".into())),
     }
-    Ok(())
 }
 
 /// Runs `op` in a scope of `pool` (rayon's global pool if `None`) whose spawned work runs on
@@ -359,58 +460,100 @@ fn in_place_scope<'scope, R>(
     }
 }
 
-/// Reads one piece, checks it, and hashes it for the digest.
-fn read_piece<'s>(
+/// Reads one request and lands its segments in order, each piece checked and hashed for
+/// the digest; a failure is recorded where it happened.
+fn read_request<'s>(
     source: &dyn ReadAt,
-    piece: Piece<'s>,
+    mut request: Request<'s>,
+    roles: &[(Role, u64)],
     check: &(dyn Fn(&[u8]) -> Result<()> + Sync),
     hashers: &[Option<PolyHasher>],
     context: &'static str,
-) -> Result<&'s [u8]> {
-    crate::source::populate(piece.dst);
-    let read: &'s mut [u8] = source
-        .read_exact_uninit_at(piece.dst, piece.offset)
-        .map_err(|err| Error::from_read(err, context))?;
-    let read: &'s [u8] = read;
-    check(read)?;
-    if let Some(Some(hasher)) = hashers.get(piece.polynomial) {
-        hasher.add(piece.at, read);
-    }
-    Ok(read)
-}
-
-/// Hashes `items` in order, waiting for each piece to land; `false` if a read failed first.
-fn hash_in_order(shared: &Shared<'_>, items: &[Item], bytes: &[u8], hasher: &mut Xxh3) -> bool {
-    for item in items {
-        match item {
-            Item::Bytes(range) => hasher.update(bytes.get(range.clone()).unwrap_or_default()),
-            Item::Piece(index) => match shared.wait(*index) {
-                Some(piece) => hasher.update(piece),
-                None => return false,
-            },
+    shared: &Shared<'s>,
+) {
+    for dst in &mut request.dsts {
+        if let Dst::Uninit(buf) = dst {
+            crate::source::populate(buf);
         }
     }
-    true
+    let filled = match source.read_exact_vectored_at(request.dsts, request.offset) {
+        Ok(filled) => filled,
+        Err(err) => return shared.fail(Error::from_read(err, context), request.offset),
+    };
+    for (index, read) in (request.first..).zip(filled) {
+        let read: &'s [u8] = read;
+        let Some(&(role, offset)) = roles.get(index) else {
+            return shared.fail(Error::Internal("a segment without a role".into()), 0);
+        };
+        if let Role::Piece { polynomial, at } = role {
+            if let Err(err) = check(read) {
+                return shared.fail(err, offset);
+            }
+            if let Some(Some(hasher)) = hashers.get(polynomial) {
+                hasher.add(at, read);
+            }
+        }
+        shared.land(index, read);
+    }
 }
 
-/// What the readers and the hashing thread share.
+/// The calling thread's pass over the items, in payload order.
+struct Visitor<'v, 's> {
+    shared: &'v Shared<'s>,
+    roles: &'v [(Role, u64)],
+    items: &'v [Item],
+    read_first: &'v [&'v [u8]],
+}
+
+impl Visitor<'_, '_> {
+    /// Hashes every item into `hash` and hands each small span read by a request to
+    /// `check`, waiting for each segment to land; stops at the first failure in payload
+    /// order (recording `check`'s as such).
+    fn visit(&self, hash: &mut Option<&mut Xxh3>, check: &mut Option<CheckSpan<'_>>) {
+        for item in self.items {
+            let read = match item {
+                Item::Bytes(index) => self.read_first.get(*index).copied().unwrap_or_default(),
+                Item::Segment(index) => {
+                    let Some(&(role, offset)) = self.roles.get(*index) else {
+                        return;
+                    };
+                    let Some(read) = self.shared.wait(*index, offset) else {
+                        return;
+                    };
+                    if let (Role::Bytes { span }, Some(check)) = (role, check.as_mut()) {
+                        if let Err(err) = check(span, read) {
+                            return self.shared.fail(err, offset);
+                        }
+                    }
+                    read
+                }
+            };
+            if let Some(hasher) = hash.as_mut() {
+                hasher.update(read);
+            }
+        }
+    }
+}
+
+/// What the readers and the calling thread share.
 struct Shared<'s> {
-    /// The pieces not yet taken, in payload order.
-    queue: Mutex<std::iter::Enumerate<std::vec::IntoIter<Piece<'s>>>>,
-    /// Each piece's bytes, once read and checked.
+    /// The requests not yet taken, in payload order.
+    queue: Mutex<std::vec::IntoIter<Request<'s>>>,
+    /// Each segment's bytes, once read (and checked, for a piece).
     done: Vec<OnceLock<&'s [u8]>>,
-    /// The first error.
-    failure: Mutex<Option<Error>>,
-    /// Set after an error: nothing more is read.
-    abort: AtomicBool,
-    /// Wakes the hashing thread when a piece lands (or a read fails).
+    /// The failure earliest in the payload, and where it is.
+    failure: Mutex<Option<(u64, Error)>>,
+    /// Where that failure is (`u64::MAX`: none): nothing more is taken, and nothing at or
+    /// after it is waited for.
+    failed_at: AtomicU64,
+    /// Wakes the calling thread when a segment lands (or a read fails).
     signal: Mutex<()>,
     landed: Condvar,
 }
 
 impl<'s> Shared<'s> {
-    fn next(&self) -> Option<(usize, Piece<'s>)> {
-        if self.abort.load(Ordering::Acquire) {
+    fn next(&self) -> Option<Request<'s>> {
+        if self.failed_at.load(Ordering::Acquire) != u64::MAX {
             return None;
         }
         self.queue.lock().ok()?.next()
@@ -423,29 +566,36 @@ impl<'s> Shared<'s> {
         self.wake();
     }
 
-    fn fail(&self, err: Error) {
+    /// Records `err` at payload offset `at`, unless a failure earlier in the payload is
+    /// recorded: the error a read in payload order would meet first wins (requests are
+    /// taken in payload order, so every request before a failure was taken, and lands or
+    /// fails).
+    fn fail(&self, err: Error, at: u64) {
         if let Ok(mut failure) = self.failure.lock() {
-            failure.get_or_insert(err);
+            if failure.as_ref().is_none_or(|(first, _)| at < *first) {
+                *failure = Some((at, err));
+                self.failed_at.fetch_min(at, Ordering::AcqRel);
+            }
         }
-        self.abort.store(true, Ordering::Release);
         self.wake();
     }
 
     fn wake(&self) {
-        // Taken so that the hashing thread, between its check and its wait, cannot miss it.
+        // Taken so that the calling thread, between its check and its wait, cannot miss it.
         drop(self.signal.lock());
         self.landed.notify_all();
     }
 
-    /// The bytes of piece `index` once it has landed; `None` once a read failed.
-    fn wait(&self, index: usize) -> Option<&'s [u8]> {
+    /// The bytes of segment `index` (at payload offset `offset`) once it has landed; `None`
+    /// once a read failed at or before it.
+    fn wait(&self, index: usize, offset: u64) -> Option<&'s [u8]> {
         let slot = self.done.get(index)?;
         let mut guard = self.signal.lock().ok()?;
         loop {
             if let Some(bytes) = slot.get() {
                 return Some(bytes);
             }
-            if self.abort.load(Ordering::Acquire) {
+            if self.failed_at.load(Ordering::Acquire) <= offset {
                 return None;
             }
             guard = self.landed.wait(guard).ok()?;
@@ -457,6 +607,7 @@ impl<'s> Shared<'s> {
             .lock()
             .ok()
             .and_then(|mut failure| failure.take())
+            .map(|(_, err)| err)
     }
 }
 
@@ -506,6 +657,50 @@ mod tests {
         .collect()
     }
 
+    /// Memory read as an object store is: every request costly, each counted.
+    struct Costly<'a> {
+        bytes: &'a [u8],
+        requests: std::sync::atomic::AtomicUsize,
+    }
+
+    impl<'a> Costly<'a> {
+        fn new(bytes: &'a [u8]) -> Self {
+            Costly {
+                bytes,
+                requests: std::sync::atomic::AtomicUsize::new(0),
+            }
+        }
+
+        fn requests(&self) -> usize {
+            self.requests.load(Ordering::Relaxed)
+        }
+    }
+
+    impl ReadAt for Costly<'_> {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            crate::source::Memory(self.bytes).read_exact_at(buf, offset)
+        }
+
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            crate::source::Memory(self.bytes).read_at(buf, offset)
+        }
+
+        fn read_exact_vectored_at<'b>(
+            &self,
+            dsts: Vec<Dst<'b>>,
+            offset: u64,
+        ) -> std::io::Result<Vec<&'b mut [u8]>> {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            crate::source::Memory(self.bytes).read_exact_vectored_at(dsts, offset)
+        }
+
+        fn costly_requests(&self) -> bool {
+            true
+        }
+    }
+
     /// From a file, memory and a stream, a run of spans gives the same polynomials (grouped
     /// as asked, each with its spare room), the small spans' bytes, the payload's stream
     /// hash, and each polynomial's digest hash.
@@ -517,8 +712,10 @@ mod tests {
         file.write_all(&bytes).unwrap();
         let mut stream = bytes.as_slice();
         let len = bytes.len() as u64;
+        let costly = Costly::new(&bytes);
         let readers = [
             ("file", PayloadReader::at(&file, 0, len, 1 << 10)),
+            ("costly", PayloadReader::at(&costly, 0, len, 1 << 10)),
             ("memory", PayloadReader::from_slice(&bytes)),
             ("stream", PayloadReader::new(&mut stream, len, false)),
         ];
@@ -563,6 +760,66 @@ mod tests {
                 .map(|p| *blake3::hash(crate::raw_view::as_raw_bytes(p).unwrap()).as_bytes())
                 .collect();
             assert_eq!(recorded, expected, "{name}");
+        }
+    }
+
+    /// From a source whose requests are costly, adjacent spans are asked for together:
+    /// fewer requests than pieces, none smaller than it must be, and every byte read once.
+    #[test]
+    fn costly_sources_get_few_large_requests() {
+        let mut rng = rand::thread_rng();
+        // Many polynomials smaller than a piece, behind their prefixes: a halo2-lib key's
+        // shape.
+        let polys: Vec<Vec<Fr>> = (0..64)
+            .map(|_| {
+                (0..(64 << 10) / FR_BYTES)
+                    .map(|_| Fr::random(&mut rng))
+                    .collect()
+            })
+            .collect();
+        let (bytes, spans) = payload(&polys);
+        let costly = Costly::new(&bytes);
+        let len = bytes.len() as u64;
+        let mut reader = PayloadReader::at(&costly, 0, len, 1 << 10)
+            .narrow(len, true, true)
+            .unwrap();
+        let before = costly.requests();
+        let data = reader
+            .read_spans(&spans, &[64], Validation::Checked, |_, _| Ok(()), "test")
+            .unwrap();
+        let requests = costly.requests() - before;
+        assert_eq!(data.groups[0], polys);
+        // 4 MiB of payload in requests of at least 1 MiB (one per span would be 128).
+        assert!(requests <= 5, "{requests} requests");
+        assert_eq!(reader.digest(), Some(xxh3_64(&bytes)));
+    }
+
+    /// From a costly source (small spans read with the polynomials), the error is the one
+    /// a read in payload order meets first: a bad prefix before a bad element, or a bad
+    /// element before a bad prefix.
+    #[test]
+    fn costly_sources_report_the_first_error_in_payload_order() {
+        let bad_prefix = |index: usize, _: &[u8]| match index {
+            4 => Err(Error::Malformed("third prefix".into())),
+            _ => Ok(()),
+        };
+        for (poisoned, prefix_first) in [(3, true), (0, false)] {
+            let mut polys = polys();
+            polys[poisoned][0] = Fr::from_raw_bytes_unchecked(&[0xff; 32]);
+            let (bytes, spans) = payload(&polys);
+            let costly = Costly::new(&bytes);
+            let len = bytes.len() as u64;
+            let mut reader = PayloadReader::at(&costly, 0, len, 1 << 10)
+                .narrow(len, true, true)
+                .unwrap();
+            let refused = reader.read_spans(&spans, &[4], Validation::Checked, bad_prefix, "test");
+            match prefix_first {
+                true => assert!(matches!(refused, Err(Error::Malformed(_))), "{refused:?}"),
+                false => assert!(
+                    matches!(refused, Err(Error::InvalidFieldElement { .. })),
+                    "{refused:?}"
+                ),
+            }
         }
     }
 

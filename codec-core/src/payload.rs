@@ -457,14 +457,17 @@ impl<'a> PayloadReader<'a> {
             (Source::At { reader, .. }, true) => {
                 let start = reader.position();
                 let source = reader.source();
+                let coalesce = source.costly_requests();
                 let workers = match source.bulk_plan() {
                     Some((piece, pool)) => Workers {
                         pool: Some(pool),
                         piece,
+                        coalesce,
                     },
                     None => Workers {
                         pool: None,
                         piece: BULK_STEP,
+                        coalesce,
                     },
                 };
                 let read = bulk::read_spans(
@@ -491,6 +494,7 @@ impl<'a> PayloadReader<'a> {
                 let workers = Workers {
                     pool: None,
                     piece: BULK_STEP,
+                    coalesce: false,
                 };
                 let read = bulk::read_spans(
                     &source,

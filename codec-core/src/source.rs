@@ -66,12 +66,69 @@ pub(crate) trait ReadAt: Sync {
             .try_for_each(|(buf, offset)| self.read_exact_at(buf, *offset))
     }
 
+    /// Fills `dsts`, one after the other, with the source's bytes from `offset` (the first
+    /// from `offset`, the next where it ends, ...), and returns them initialised, in order.
+    /// By default one read each; a source whose every request costs a round trip (an object
+    /// store) serves them with one request.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReadAt::read_exact_at`].
+    fn read_exact_vectored_at<'b>(
+        &self,
+        dsts: Vec<Dst<'b>>,
+        offset: u64,
+    ) -> io::Result<Vec<&'b mut [u8]>> {
+        let mut at = offset;
+        let mut filled = Vec::with_capacity(dsts.len());
+        for dst in dsts {
+            let len = dst.len() as u64;
+            filled.push(match dst {
+                Dst::Init(buf) => {
+                    self.read_exact_at(buf, at)?;
+                    buf
+                }
+                Dst::Uninit(buf) => self.read_exact_uninit_at(buf, at)?,
+            });
+            at = at
+                .checked_add(len)
+                .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        }
+        Ok(filled)
+    }
+
+    /// Whether every request costs a round trip (an object store): bulk reads then ask for
+    /// adjacent spans together, in requests of about [`ReadAt::bulk_plan`]'s piece size,
+    /// instead of one request per polynomial piece and per small field.
+    fn costly_requests(&self) -> bool {
+        false
+    }
+
     /// How bulk reads of this source are best split, if not in [`BULK_STEP`] pieces on
     /// rayon's global pool: pieces of this many bytes (a power of two, a multiple of
     /// [`BULK_STEP`]), read by the threads of this pool (as many reads in flight as it has
     /// threads). A remote source wants large pieces and more requests in flight than cores.
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
         None
+    }
+}
+
+/// One destination of [`ReadAt::read_exact_vectored_at`]: memory already initialised, or
+/// not yet (a polynomial's spare capacity).
+pub(crate) enum Dst<'b> {
+    /// Initialised bytes, overwritten.
+    Init(&'b mut [u8]),
+    /// Memory not yet initialised, returned initialised.
+    Uninit(&'b mut [MaybeUninit<u8>]),
+}
+
+impl Dst<'_> {
+    /// Bytes it holds.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Dst::Init(buf) => buf.len(),
+            Dst::Uninit(buf) => buf.len(),
+        }
     }
 }
 

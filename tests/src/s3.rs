@@ -51,7 +51,7 @@ fn free_port() -> u16 {
 /// `static` stops too), and waits until `addr` answers HTTP.
 fn spawn(command: &str, addr: SocketAddr, log: &Path, hint: &str) -> Child {
     let script = format!(
-        "{command} >'{log}' 2>&1 & pid=$!; read _; kill $pid; wait $pid; rm -f '{log}'",
+        "{command} >'{log}' 2>&1 & pid=$!; read _; kill $pid; wait $pid 2>/dev/null; rm -f '{log}'",
         log = log.display()
     );
     let child = Command::new("sh")
@@ -121,14 +121,29 @@ impl S3Server {
     /// Starts s3s-fs (`binary`) on a free port, storing objects under `root`; stopped when
     /// dropped.
     pub fn start_s3s_fs(binary: &Path, root: &Path) -> S3Server {
+        Self::s3s_fs(binary, root, true)
+    }
+
+    /// Starts s3s-fs without credentials on `root` (another server's root, say): it serves
+    /// every object there to anyone, ranged GETs included, at
+    /// `http://ADDR/bucket/key` ([`S3Server::public_url`]), as a project's web server serves
+    /// its published `kzg_bn254_22.srs`.
+    pub fn start_s3s_fs_public(binary: &Path, root: &Path) -> S3Server {
+        Self::s3s_fs(binary, root, false)
+    }
+
+    fn s3s_fs(binary: &Path, root: &Path, credentials: bool) -> S3Server {
         std::fs::create_dir_all(root).expect("the server's root directory");
         let port = free_port();
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let log = root.with_extension("log");
+        let log = root.with_extension(format!("{port}.log"));
+        let keys = match credentials {
+            true => "--access-key keycodec-test --secret-key keycodec-test",
+            false => "",
+        };
         let child = spawn(
             &format!(
-                "'{}' --host 127.0.0.1 --port {port} --access-key keycodec-test \
-                 --secret-key keycodec-test '{}'",
+                "'{}' --host 127.0.0.1 --port {port} {keys} '{}'",
                 binary.display(),
                 root.display()
             ),

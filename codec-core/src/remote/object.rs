@@ -12,7 +12,7 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Handle;
 
 use crate::error::{Error, Result};
-use crate::source::ReadAt;
+use crate::source::{Dst, ReadAt};
 
 use super::{store_error, ObjectInfo};
 
@@ -98,7 +98,21 @@ impl ObjectSource<'_> {
     /// One ranged GET into `dst`, conditional on the object's version; the bytes are copied
     /// into `dst` as they arrive (and written to the tee).
     async fn fetch_one(&self, start: u64, dst: &mut [u8]) -> Result<()> {
-        let end = start + dst.len() as u64;
+        self.fetch_vectored(start, vec![Dst::Init(dst)])
+            .await
+            .map(drop)
+    }
+
+    /// One ranged GET of the bytes of `dsts`, one after the other from `start`, conditional
+    /// on the object's version: the bytes are copied into each destination in turn as they
+    /// arrive (and written to the tee), and the destinations returned initialised.
+    async fn fetch_vectored<'b>(
+        &self,
+        start: u64,
+        dsts: Vec<Dst<'b>>,
+    ) -> Result<Vec<&'b mut [u8]>> {
+        let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
+        let end = start + len;
         let options = GetOptions {
             range: Some(GetRange::Bounded(start..end)),
             if_match: self.info.e_tag.clone(),
@@ -111,28 +125,30 @@ impl ObjectSource<'_> {
             .await
             .map_err(|err| self.store_failure(err))?;
         let mut body = response.into_stream();
-        let mut filled = 0usize;
+        let mut filling = Filling::new(dsts);
+        let mut received = 0u64;
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|err| self.store_failure(err))?;
-            let target = dst
-                .get_mut(filled..filled + chunk.len())
-                .ok_or_else(|| Error::Malformed("the store sent more bytes than asked".into()))?;
-            target.copy_from_slice(&chunk);
-            filled += chunk.len();
+            if !filling.write(&chunk) {
+                return Err(Error::Malformed(
+                    "the store sent more bytes than asked".into(),
+                ));
+            }
+            if let Some(tee) = &self.tee {
+                crate::file::write_all_at(tee.file, &chunk, start + received)
+                    .map_err(|err| Error::io("write the downloaded bytes to", err))?;
+            }
+            received += chunk.len() as u64;
         }
-        if filled != dst.len() {
-            return Err(Error::Truncated {
-                context: "a range of the object",
-            });
-        }
+        let filled = filling.finish().ok_or(Error::Truncated {
+            context: "a range of the object",
+        })?;
         if let Some(tee) = &self.tee {
-            crate::file::write_all_at(tee.file, dst, start)
-                .map_err(|err| Error::io("write the downloaded bytes to", err))?;
             if let Ok(mut written) = tee.written.lock() {
                 written.push(start..end);
             }
         }
-        Ok(())
+        Ok(filled)
     }
 
     fn store_failure(&self, err: object_store::Error) -> Error {
@@ -193,7 +209,146 @@ impl ReadAt for ObjectSource<'_> {
         fetched.map(drop).map_err(|error| self.fail(error))
     }
 
+    /// One ranged GET for all of them.
+    fn read_exact_vectored_at<'b>(
+        &self,
+        dsts: Vec<Dst<'b>>,
+        offset: u64,
+    ) -> io::Result<Vec<&'b mut [u8]>> {
+        let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
+        let end = offset.checked_add(len);
+        if end.is_none_or(|end| end > self.info.size) {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if len == 0 {
+            return Ok(dsts.into_iter().map(|_| <&mut [u8]>::default()).collect());
+        }
+        self.handle
+            .block_on(self.fetch_vectored(offset, dsts))
+            .map_err(|error| self.fail(error))
+    }
+
+    fn costly_requests(&self) -> bool {
+        true
+    }
+
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
         self.pool.as_ref().map(|pool| (self.range_size, pool))
+    }
+}
+
+/// Destinations filled in turn with the bytes of one response.
+struct Filling<'b> {
+    /// Those not yet full, the first being filled; each with how many of its bytes are
+    /// written.
+    pending: std::collections::VecDeque<(Dst<'b>, usize)>,
+    full: Vec<&'b mut [u8]>,
+}
+
+impl<'b> Filling<'b> {
+    fn new(dsts: Vec<Dst<'b>>) -> Self {
+        let mut filling = Filling {
+            full: Vec::with_capacity(dsts.len()),
+            pending: dsts.into_iter().map(|dst| (dst, 0)).collect(),
+        };
+        filling.retire();
+        filling
+    }
+
+    /// Writes `bytes` next; `false` if they go past the last destination.
+    fn write(&mut self, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            let Some((dst, written)) = self.pending.front_mut() else {
+                return false;
+            };
+            let n = (dst.len() - *written).min(bytes.len());
+            let (now, later) = bytes.split_at(n);
+            let range = *written..*written + n;
+            match dst {
+                Dst::Init(buf) => match buf.get_mut(range) {
+                    Some(to) => to.copy_from_slice(now),
+                    None => return false,
+                },
+                Dst::Uninit(buf) => match buf.get_mut(range) {
+                    Some(to) => {
+                        to.write_copy_of_slice(now);
+                    }
+                    None => return false,
+                },
+            }
+            *written += n;
+            bytes = later;
+            self.retire();
+        }
+        true
+    }
+
+    /// Moves the full destinations at the front to `full`.
+    fn retire(&mut self) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|(dst, written)| *written == dst.len())
+        {
+            let Some((dst, _)) = self.pending.pop_front() else {
+                break;
+            };
+            self.full.push(match dst {
+                Dst::Init(buf) => buf,
+                // SAFETY: a destination is retired only once `written == dst.len()`, and
+                // `write` advances `written` by exactly the bytes it copied into
+                // `buf[written..written + n]`, from the start: every byte of `buf` was written.
+                // The test `vectored_reads_fill_every_destination` checks it byte for byte.
+                Dst::Uninit(buf) => unsafe { buf.assume_init_mut() },
+            });
+        }
+    }
+
+    /// Every destination, initialised, once all are full.
+    fn finish(self) -> Option<Vec<&'b mut [u8]>> {
+        self.pending.is_empty().then_some(self.full)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::MaybeUninit;
+
+    use super::*;
+
+    /// Destinations of every size, initialised or not, filled from chunks that straddle
+    /// them, come back holding exactly the bytes sent, in order; too few or too many bytes
+    /// are refused.
+    #[test]
+    fn vectored_reads_fill_every_destination() {
+        let data: Vec<u8> = (0..30_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let sizes = [0usize, 1, 4096, 3, 2000, 3900];
+        for chunk in [1usize, 7, 1000, 10_000] {
+            let mut inits: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0xAA; n]).collect();
+            let mut uninits: Vec<Vec<u8>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+            let mut dsts = Vec::new();
+            for (i, (init, uninit)) in inits.iter_mut().zip(&mut uninits).enumerate() {
+                dsts.push(Dst::Init(init.as_mut_slice()));
+                let n = sizes[i];
+                let spare: &mut [MaybeUninit<u8>] = &mut uninit.spare_capacity_mut()[..n];
+                dsts.push(Dst::Uninit(spare));
+            }
+            let total: usize = dsts.iter().map(Dst::len).sum();
+            let mut filling = Filling::new(dsts);
+            for piece in data[..total].chunks(chunk) {
+                assert!(filling.write(piece));
+            }
+            assert!(
+                !filling.write(&[1]),
+                "a byte past the last destination is refused"
+            );
+            let filled = filling.finish().expect("every destination full");
+            let joined: Vec<u8> = filled.iter().flat_map(|dst| dst.iter().copied()).collect();
+            assert_eq!(joined, &data[..total], "chunks of {chunk}");
+        }
+        let mut short = vec![0u8; 10];
+        let mut filling = Filling::new(vec![Dst::Init(&mut short)]);
+        assert!(filling.write(&[1; 9]));
+        assert!(filling.finish().is_none(), "a short response is no fill");
     }
 }
