@@ -434,6 +434,13 @@ struct StartSetup {
     options: keycodec::start::StartOptions,
 }
 
+impl Drop for StartSetup {
+    /// The parameters' local file goes with the plan.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.srs);
+    }
+}
+
 /// The cold start from storage (see the module docs), with `backend`'s codec.
 fn start_plan<'a, C: Workload>(
     inputs: &Inputs<'a, C>,
