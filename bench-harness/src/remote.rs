@@ -656,13 +656,8 @@ fn start_plan<'a, C: Workload>(
             });
             pk_fetched?;
             srs_fetched?;
-            let params = measure::read_params_native(srs_path, SerdeFormat::RawBytes, buffer)?;
-            let loaded = measure::read_key_native::<C>(
-                pk_path,
-                SerdeFormat::RawBytes,
-                circuit_params.clone(),
-                buffer,
-            )?;
+            let (params, loaded) =
+                read_natively::<C>(srs_path, pk_path, circuit_params.clone(), buffer)?;
             let seconds = started.elapsed().as_secs_f64();
             for path in [pk_path, srs_path] {
                 let _ = std::fs::remove_file(path);
@@ -683,14 +678,8 @@ fn start_plan<'a, C: Workload>(
         Box::new(move |paths, buffer| {
             let pk_path = paths.first().ok_or("no file")?;
             let started = Instant::now();
-            let params =
-                measure::read_params_native(&there_setup.srs, SerdeFormat::RawBytes, buffer)?;
-            let loaded = measure::read_key_native::<C>(
-                pk_path,
-                SerdeFormat::RawBytes,
-                circuit_params.clone(),
-                buffer,
-            )?;
+            let (params, loaded) =
+                read_natively::<C>(&there_setup.srs, pk_path, circuit_params.clone(), buffer)?;
             let seconds = started.elapsed().as_secs_f64();
             Ok(sample(seconds, read_right(&params, &loaded)))
         }),
@@ -698,6 +687,19 @@ fn start_plan<'a, C: Workload>(
     plan.compare(cold, Some(download), None);
     plan.compare(warm, Some(there), None);
     Ok(plan)
+}
+
+/// halo2's users' start: the parameters, then the key, by halo2's readers of its raw layout.
+fn read_natively<C: Workload>(
+    srs: &std::path::Path,
+    pk: &std::path::Path,
+    circuit_params: C::Params,
+    buffer: Size,
+) -> Result<(keycodec::Params, ProvingKey<G1Affine>), String> {
+    use halo2_proofs::SerdeFormat;
+    let params = measure::read_params_native(srs, SerdeFormat::RawBytes, buffer)?;
+    let key = measure::read_key_native::<C>(pk, SerdeFormat::RawBytes, circuit_params, buffer)?;
+    Ok((params, key))
 }
 
 /// A sample of a load that records no memory.
