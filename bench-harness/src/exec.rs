@@ -11,7 +11,7 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::backend_api::{PayloadReader, Span};
-use keycodec::start::{cold_start, open_params, Origin, StartOptions};
+use keycodec::start::{cold_start, open_params, KeyOptions, Origin, ParamsOptions, StartOptions};
 use keycodec::{
     Backend, KeyCodec, KeyCodecExt, KeyDigest, Params, RawBytesCodec, Size, Validation,
 };
@@ -254,9 +254,11 @@ fn execute<C: Workload>(
         Load::Downsize(to) => Loaded::Params(
             open_params(
                 first()?,
-                Some(*to),
-                None,
-                &load_options(Validation::Checked, None, None, buffer),
+                &ParamsOptions {
+                    k: Some(*to),
+                    limits: load_options(Validation::Checked, None, None, buffer).limits,
+                    ..ParamsOptions::default()
+                },
             )
             .map_err(|e| e.to_string())?,
         ),
@@ -265,8 +267,16 @@ fn execute<C: Workload>(
                 return Err("a cold start reads two files".into());
             };
             let codec = codec(backend, default_mode(backend)?)?;
+            let limits = load_options(Validation::Checked, None, None, buffer).limits;
             let options = StartOptions {
-                load: load_options(Validation::Checked, None, None, buffer),
+                key: KeyOptions {
+                    limits,
+                    ..KeyOptions::default()
+                },
+                params: ParamsOptions {
+                    limits,
+                    ..ParamsOptions::default()
+                },
                 ..StartOptions::default()
             };
             let circuit = C::with_params(circuit_params.clone());

@@ -306,8 +306,9 @@ fn plan<'a, C: Workload>(
             let path = scratch.join(format!("{name}-downloaded.key"));
             let started = Instant::now();
             let file = std::fs::File::create(&path).map_err(|e| e.to_string())?;
+            let info = remote.head(&at).map_err(|e| e.to_string())?;
             remote
-                .download_to(&at, &file, &|_| {})
+                .download_to(&at, &info, &file, &|_| {})
                 .map_err(|e| e.to_string())?;
             file.sync_all().map_err(|e| e.to_string())?;
             drop(file);
@@ -449,7 +450,10 @@ fn start_plan<'a, C: Workload>(
     publisher: &Publisher<'_>,
 ) -> Result<Plan<'a>, String> {
     use halo2_proofs::SerdeFormat;
-    use keycodec::start::{cold_start, ColdStart, Location, Origin, ParamsPin, StartOptions};
+    use keycodec::start::{
+        cold_start, ColdStart, KeyOptions, Location, Object, Origin, ParamsOptions, ParamsPin,
+        StartOptions,
+    };
     use sha2::{Digest, Sha256};
 
     let &Context {
@@ -487,11 +491,21 @@ fn start_plan<'a, C: Workload>(
             scratch.join("start-halo2-downloaded.pk"),
             scratch.join("start-halo2-downloaded.srs"),
         ),
-        options: StartOptions {
-            load: load_options(Validation::Checked, None, Some(k), Size::mib(1)),
-            key_pin: Some(key_pin),
-            params_pin: Some(ParamsPin::Sha256(sha256)),
-            ..StartOptions::default()
+        options: {
+            let limits = load_options(Validation::Checked, None, Some(k), Size::mib(1)).limits;
+            StartOptions {
+                key: KeyOptions {
+                    pin: Some(key_pin),
+                    limits,
+                    ..KeyOptions::default()
+                },
+                params: ParamsOptions {
+                    pin: Some(ParamsPin::Sha256(sha256)),
+                    limits,
+                    ..ParamsOptions::default()
+                },
+                ..StartOptions::default()
+            }
         },
     });
 
@@ -579,11 +593,11 @@ fn start_plan<'a, C: Workload>(
             let circuit = C::with_params(circuit_params.clone());
             let started = Instant::now();
             let params = Location::url(&setup.url, cache).map_err(|e| e.to_string())?;
-            let key = Location::Object {
+            let key = Location::Object(Object {
                 remote: Arc::new(Remote::new(Arc::clone(store)).map_err(|e| e.to_string())?),
                 path: setup.key_at.clone(),
                 cache: cache.to_path_buf(),
-            };
+            });
             let start = cold_start(codec, params, key, k, &circuit, &setup.options)
                 .map_err(|e| e.to_string())?;
             let seconds = started.elapsed().as_secs_f64();
@@ -616,7 +630,10 @@ fn start_plan<'a, C: Workload>(
         vec![key_object, srs_object],
         Box::new(move |_paths, _buffer| {
             // A run after the cache was emptied fills it, untimed.
-            if !cache.join(format!("{key_pin}.kc")).exists() {
+            if !cache
+                .join(format!("{key_pin}-{}.kc", codec.name()))
+                .exists()
+            {
                 start()?;
             }
             start()
@@ -641,8 +658,9 @@ fn start_plan<'a, C: Workload>(
             let remote = Remote::new(Arc::clone(store)).map_err(|e| e.to_string())?;
             let fetch = |at: &ObjectPath, path: &std::path::Path| {
                 let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+                let info = remote.head(at).map_err(|e| e.to_string())?;
                 remote
-                    .download_to(at, &file, &|_| {})
+                    .download_to(at, &info, &file, &|_| {})
                     .map_err(|e| e.to_string())?;
                 file.sync_all().map_err(|e| e.to_string())
             };

@@ -21,6 +21,9 @@ pub(crate) enum Failure {
     Remote(String),
     /// A value on the command line is malformed (exit code 2, as clap's errors).
     Usage(String),
+    /// The file is not intact, and the report already printed says how (exit code 1; under
+    /// `--json`, nothing more is printed).
+    Reported(String),
 }
 
 /// A container's header and what checking its payload found.
@@ -90,10 +93,22 @@ impl Inspection {
 /// [`Failure::Io`] when the file cannot be opened or read, [`Failure::Check`] when its header
 /// is not a valid container header.
 pub(crate) fn inspect(path: &Path) -> Result<Inspection, Failure> {
+    let file = File::open(path)
+        .map_err(|err| Failure::Io(format!("could not open {}: {err}", path.display())))?;
+    inspect_open(&file, path)
+}
+
+/// [`inspect`] of a file already open (from its start), named `path`.
+///
+/// # Errors
+///
+/// As [`inspect`].
+pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failure> {
     let io = |what: &str, err: std::io::Error| {
         Failure::Io(format!("could not {what} {}: {err}", path.display()))
     };
-    let mut file = File::open(path).map_err(|err| io("open", err))?;
+    let mut file = file;
+    std::io::Seek::rewind(&mut file).map_err(|err| io("read", err))?;
     let file_bytes = file
         .metadata()
         .map_err(|err| io("read the metadata of", err))?
@@ -157,7 +172,7 @@ pub(crate) fn inspect(path: &Path) -> Result<Inspection, Failure> {
 }
 
 /// Fills `buf`; `false` if the file ends first.
-fn read_exact(file: &mut File, buf: &mut [u8]) -> std::io::Result<bool> {
+fn read_exact(file: &mut &File, buf: &mut [u8]) -> std::io::Result<bool> {
     match file.read_exact(buf) {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
@@ -166,7 +181,7 @@ fn read_exact(file: &mut File, buf: &mut [u8]) -> std::io::Result<bool> {
 }
 
 /// The XXH3-64 of the next `len` bytes of `file`, with a progress bar for large payloads.
-fn hash(file: &mut File, len: u64) -> std::io::Result<u64> {
+fn hash(file: &mut &File, len: u64) -> std::io::Result<u64> {
     const STEP: usize = 4 << 20;
     let bar = if len >= 64 << 20 {
         let bar = ProgressBar::new(len).with_style(

@@ -128,11 +128,24 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
     let (json, outcome) = match &cli.command {
-        Command::Inspect { file, json } => {
-            (*json, inspect(file).map(|found| report(&found, *json)))
-        }
+        Command::Inspect { file, json } => (
+            *json,
+            inspect(file).and_then(|found| {
+                report(&found, *json);
+                match found.problem() {
+                    Some(problem) => Err(Failure::Reported(format!(
+                        "{}: {problem}",
+                        found.path.display()
+                    ))),
+                    None => Ok(()),
+                }
+            }),
+        ),
         Command::Verify { file, digest, json } => (
             *json,
             inspect(file).and_then(|found| verify(&found, *digest, *json)),
@@ -163,6 +176,12 @@ fn main() -> ExitCode {
                 Failure::Io(message) => (3, message),
                 Failure::Remote(message) => (4, message),
                 Failure::Usage(message) => (2, message),
+                Failure::Reported(message) => {
+                    if !json {
+                        eprintln!("keycodec: {message}");
+                    }
+                    return ExitCode::from(1);
+                }
             };
             if json {
                 println!("{}", json!({ "ok": false, "error": message }));
@@ -174,12 +193,39 @@ fn main() -> ExitCode {
     }
 }
 
+/// A command line clap refused: its message (as JSON when `--json` is among the arguments),
+/// exit code 2; `--help` and `--version` print as usual and exit 0.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    if std::env::args_os().any(|arg| arg == "--json") {
+        let message = err.kind().as_str().map_or_else(
+            || err.to_string().trim().to_owned(),
+            |kind| format!("{kind}: {}", err.to_string().trim()),
+        );
+        println!(
+            "{}",
+            json!({ "ok": false, "error": message, "exit_code": 2 })
+        );
+    } else {
+        let _ = err.print();
+    }
+    ExitCode::from(2)
+}
+
 /// `inspect`: the header and the payload's state, whatever they are.
 pub(crate) fn report(found: &Inspection, json: bool) {
     let header = &found.header;
     let codec_name = found.backend.map(|b| b.name());
     if json {
         let value = json!({
+            "ok": found.problem().is_none(),
             "file": found.path.display().to_string(),
             "file_bytes": found.file_bytes,
             "container_version": found.version,

@@ -7,8 +7,8 @@ use clap::{Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::halo2_proofs::poly::commitment::Params as _;
 use keycodec::halo2_proofs::SerdeFormat;
-use keycodec::start::{halo2_params_format, open_params};
-use keycodec::{KeyCodecExt, LoadOptions, Params, RawBytesCodec, SaveOptions, Validation};
+use keycodec::start::{halo2_params_format, open_params, ParamsOptions};
+use keycodec::{KeyCodecExt, Params, RawBytesCodec, SaveOptions, Validation};
 use serde_json::json;
 
 use crate::check::{inspect, Failure};
@@ -122,16 +122,16 @@ impl ParamsCommand {
                 trusted,
                 json,
             } => {
-                let options = LoadOptions {
+                let options = ParamsOptions {
                     validation: if *trusted {
                         Validation::Trusted
                     } else {
                         Validation::Checked
                     },
-                    ..LoadOptions::default()
+                    ..ParamsOptions::default()
                 };
                 let params = phase("reading and checking", source, || {
-                    open_params(source, None, None, &options)
+                    open_params(source, &options)
                 })?;
                 save(&params, destination, *json)
             }
@@ -142,20 +142,22 @@ impl ParamsCommand {
                 json,
             } => {
                 let params = phase("reading", source, || {
-                    open_params(source, None, None, &LoadOptions::default())
+                    open_params(source, &ParamsOptions::default())
                 })?;
                 let format = match format {
                     Format::Raw => SerdeFormat::RawBytes,
                     Format::Processed => SerdeFormat::Processed,
                 };
+                // Atomically: a failed export leaves the previous file whole (halo2's reader
+                // panics on a torn one).
                 phase("writing", destination, || {
-                    let mut file =
-                        std::io::BufWriter::new(std::fs::File::create(destination).map_err(
-                            |err| keycodec::Error::io("create", err).at_path(destination),
-                        )?);
-                    RawBytesCodec::new(format).export_params(&params, &mut file)?;
-                    std::io::Write::flush(&mut file)
-                        .map_err(|err| keycodec::Error::io("write", err).at_path(destination))
+                    keycodec::replace_atomically(destination, |file| {
+                        let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+                        RawBytesCodec::new(format).export_params(&params, &mut file)?;
+                        std::io::Write::flush(&mut file)
+                            .map_err(|err| keycodec::Error::io("write", err))
+                    })
+                    .map_err(|err| err.at_path(destination))
                 })?;
                 report_written(destination, &params, None, *json);
                 Ok(())
@@ -174,7 +176,13 @@ impl ParamsCommand {
                 json,
             } => {
                 let params = phase("reading and downsizing", source, || {
-                    open_params(source, Some(*k), None, &LoadOptions::default())
+                    open_params(
+                        source,
+                        &ParamsOptions {
+                            k: Some(*k),
+                            ..ParamsOptions::default()
+                        },
+                    )
                 })?;
                 save(&params, destination, *json)
             }

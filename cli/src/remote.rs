@@ -9,7 +9,7 @@ use keycodec::remote::Remote;
 use keycodec::KeyDigest;
 use serde_json::json;
 
-use crate::check::{inspect, Failure, Inspection};
+use crate::check::{inspect, inspect_open, Failure, Inspection};
 
 /// A bar counting bytes, with throughput.
 fn bytes_bar(total: u64, message: String) -> ProgressBar {
@@ -23,9 +23,15 @@ fn bytes_bar(total: u64, message: String) -> ProgressBar {
     bar
 }
 
-/// The store and object of `url`.
+/// The store and object of `url`; a URL that names none is a wrong command line.
 fn open(url: &str) -> Result<(Remote, keycodec::remote::object_store::path::Path), Failure> {
-    Remote::from_url(url).map_err(|err| Failure::Remote(format!("{url}: {err}")))
+    Remote::from_url(url).map_err(|err| match err.cause() {
+        keycodec::Error::ObjectStore {
+            operation: "use the URL",
+            ..
+        } => Failure::Usage(format!("{url}: {err}")),
+        _ => Failure::Remote(format!("{url}: {err}")),
+    })
 }
 
 /// Fails unless the container is intact and (if asked) records `digest`.
@@ -67,7 +73,10 @@ pub(crate) fn push(
 }
 
 /// `pull`: download into a temporary file beside the destination, check it, then rename it
-/// into place (a failed pull leaves the destination as it was).
+/// into place as keycodec's saves do (the file synced, the folder synced, a new file's usual
+/// mode, a replaced file's mode kept, a symbolic link's target replaced): a failed pull
+/// leaves the destination as it was. The object's size is checked against its header (and
+/// the largest payload a load accepts) before any disk is spent on it.
 pub(crate) fn pull(
     url: &str,
     file: &Path,
@@ -75,47 +84,76 @@ pub(crate) fn pull(
     codecs: &[keycodec::Backend],
     json: bool,
 ) -> Result<(), Failure> {
-    use keycodec::remote::RemoteExt;
     let (remote, location) = open(url)?;
-    // The object's own header says which backend wrote it: refused before the download
-    // when it is not one asked for.
+    let info = remote.head(&location).map_err(remote_failure)?;
+    // The object's own header says which backend wrote it and how long it is: refused before
+    // the download when it is not one asked for, or the server's size is not the header's.
+    let mut first = [0u8; keycodec::header::HEADER_LEN];
+    let first = first
+        .get_mut(
+            ..usize::try_from(info.size)
+                .unwrap_or(usize::MAX)
+                .min(keycodec::header::HEADER_LEN),
+        )
+        .unwrap_or_default();
+    remote
+        .read_range(&location, &info, first, 0)
+        .map_err(remote_failure)?;
+    let not_a_container = |err: keycodec::Error| Failure::Check(format!("{url}: {err}"));
+    let header = keycodec::header::Header::from_bytes(first).map_err(not_a_container)?;
+    let header_len = keycodec::header::Header::len_of(first).map_err(not_a_container)? as u64;
     let accepted = match codecs {
         [] => keycodec::CodecSet::ALL,
         some => keycodec::CodecSet::of(some.iter().map(|backend| backend.id())),
     };
-    let options = keycodec::LoadOptions {
-        codecs: accepted,
-        ..keycodec::LoadOptions::default()
-    };
-    remote
-        .backend_of(&location, &options)
-        .map_err(remote_failure)?;
-    let info = remote
-        .head(&location)
-        .map_err(|err| Failure::Remote(err.to_string()))?;
-    let dir = match file.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = file.file_name().unwrap_or_default().to_string_lossy();
-    let temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}.keycodec-pull."))
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(|err| Failure::Io(format!("{}: {err}", dir.display())))?;
+    if !accepted.contains(header.codec) {
+        return Err(remote_failure(
+            keycodec::Error::CodecNotAllowed {
+                found: header.codec,
+            }
+            .in_object(url),
+        ));
+    }
+    let limit = keycodec::Limits::default().max_payload_bytes;
+    if header.payload_len > limit {
+        return Err(Failure::Check(format!(
+            "{url}: its header declares a {}-byte payload, over the limit of {limit} bytes",
+            header.payload_len
+        )));
+    }
+    let expected = header_len + header.payload_len;
+    if info.size != expected {
+        return Err(Failure::Check(format!(
+            "{url}: the server says {} bytes, but its header declares {expected}",
+            info.size
+        )));
+    }
     let bar = bytes_bar(info.size, format!("pull {url}"));
     let started = Instant::now();
-    remote
-        .download_to(&location, temp.as_file(), &|n| bar.inc(n))
-        .map_err(|err| Failure::Remote(err.to_string()))?;
+    let mut failure = None;
+    let pulled = keycodec::replace_atomically(file, |temp| {
+        remote.download_to(&location, &info, temp, &|n| bar.inc(n))?;
+        bar.finish_and_clear();
+        let checked = inspect_open(temp, file).and_then(|found| {
+            check(&found, digest, url)?;
+            Ok(found)
+        });
+        match checked {
+            Ok(found) => Ok(found),
+            Err(err) => {
+                failure = Some(err);
+                Err(keycodec::Error::Malformed(
+                    "the download failed its checks".into(),
+                ))
+            }
+        }
+    });
     bar.finish_and_clear();
-    let found = inspect(temp.path())?;
-    check(&found, digest, url)?;
-    temp.as_file()
-        .sync_all()
-        .map_err(|err| Failure::Io(format!("{}: {err}", temp.path().display())))?;
-    temp.persist(file)
-        .map_err(|err| Failure::Io(format!("{}: {}", file.display(), err.error)))?;
+    let found = match (pulled, failure) {
+        (Ok(found), _) => found,
+        (Err(_), Some(failure)) => return Err(failure),
+        (Err(err), None) => return Err(remote_failure(err)),
+    };
     report(
         "pulled",
         file,
@@ -163,7 +201,7 @@ pub(crate) fn fetch(
     json: bool,
 ) -> Result<(), Failure> {
     use keycodec::remote::{fetch_params, CacheOutcome};
-    use keycodec::start::ParamsPin;
+    use keycodec::start::{Object, ParamsOptions, ParamsPin};
     let pin = sha256
         .map(ParamsPin::sha256)
         .transpose()
@@ -179,15 +217,17 @@ pub(crate) fn fetch(
     );
     bar.set_message(url.to_owned());
     let started = Instant::now();
-    let fetched = fetch_params(
-        &remote,
-        &location,
-        &cache,
-        k,
+    let object = Object {
+        remote: std::sync::Arc::new(remote),
+        path: location,
+        cache,
+    };
+    let options = ParamsOptions {
         pin,
-        &keycodec::LoadOptions::default(),
-        &|n| bar.inc(n),
-    );
+        k,
+        ..ParamsOptions::default()
+    };
+    let fetched = fetch_params(&object, &options, &|n| bar.inc(n));
     bar.finish_and_clear();
     let fetched = fetched.map_err(remote_failure)?;
     let (how, file) = match &fetched.outcome {

@@ -345,6 +345,15 @@ pub enum Error {
         expected: String,
     },
 
+    /// A file changed while it was read (its length, or its modification or change time,
+    /// moved between the start and the end of the read): what was read may mix two versions,
+    /// so nothing read from it is used. Reading it again reads the new file.
+    #[error("{}: the file changed while it was read, so nothing read from it is used (read it again)", path.display())]
+    FileChanged {
+        /// The file.
+        path: PathBuf,
+    },
+
     /// A bug in keycodec or a backend (a broken internal invariant, a worker thread that
     /// panicked), reported instead of panicking.
     #[error("internal error: {0} (please report this)")]
@@ -380,6 +389,62 @@ impl Error {
             Error::Remote { source, .. } => source.cause(),
             other => other,
         }
+    }
+
+    /// Whether the file or object is not there (a missing file, a missing object): a cold
+    /// start generates it.
+    pub fn is_missing(&self) -> bool {
+        match self.cause() {
+            Error::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            #[cfg(feature = "remote")]
+            Error::ObjectStore { source, .. } => source
+                .downcast_ref::<object_store::Error>()
+                .is_some_and(|err| matches!(err, object_store::Error::NotFound { .. })),
+            _ => false,
+        }
+    }
+
+    /// Whether the bytes read are damaged: not a sound container (or halo2 file) at all, as
+    /// its checksums, lengths, structure or values prove. A cache removes such a file and
+    /// fetches it again.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self.cause(),
+            Error::Truncated { .. }
+                | Error::BadMagic
+                | Error::HeaderChecksum
+                | Error::PayloadChecksum { .. }
+                | Error::ReservedField { .. }
+                | Error::UnknownKeyKind { .. }
+                | Error::LengthMismatch { .. }
+                | Error::TrailingBytes { .. }
+                | Error::RecordedDigestMismatch { .. }
+                | Error::InvalidFieldElement { .. }
+                | Error::InvalidPoint { .. }
+                | Error::Structure { .. }
+                | Error::Malformed(_)
+                | Error::Backend { .. }
+        )
+    }
+
+    /// Whether the error proves the bytes are not the artifact asked for: damaged
+    /// ([`Error::is_damage`]) or another one (another circuit, `k`, kind or curve, another
+    /// digest or transcript than the pinned one). A cold start regenerates a key only on these
+    /// (or a missing file). Every other error says nothing against the file: an I/O failure,
+    /// the caller's own limits, budget or codecs, a newer format or codec, a file that
+    /// changed while it was read, a store that failed.
+    pub fn disproves_artifact(&self) -> bool {
+        self.is_damage()
+            || matches!(
+                self.cause(),
+                Error::CurveMismatch { .. }
+                    | Error::KindMismatch { .. }
+                    | Error::KMismatch { .. }
+                    | Error::CircuitMismatch { .. }
+                    | Error::DigestMismatch { .. }
+                    | Error::TranscriptMismatch { .. }
+                    | Error::FileHashMismatch { .. }
+            )
     }
 
     /// Maps an I/O error raised while reading `context`, turning an early end of data into

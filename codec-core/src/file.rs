@@ -80,6 +80,47 @@ pub(crate) fn save_atomic<T>(
     Ok(written)
 }
 
+/// Writes the file at `path` atomically and durably, as keycodec's saves do (see the crate's
+/// saves: a locked temporary file beside it, `sync_all`, rename, the folder synced; a new
+/// file's mode as `File::create` gives it, a replaced file's mode kept, a symbolic link's
+/// target replaced), from `fill`, which writes the temporary file it is given (at explicit
+/// offsets, or from its start). On any error, or a panic, the destination keeps what it held;
+/// a process killed meanwhile leaves a temporary file the next save to `path` removes.
+///
+/// # Errors
+///
+/// As a save: I/O errors naming the folder or link where they are about them, and whatever
+/// `fill` returns.
+pub fn replace_atomically<T>(path: &Path, fill: impl FnOnce(&File) -> Result<T>) -> Result<T> {
+    save_atomic(path, Size::kib(4), |writer| fill(writer.get_ref().file()))
+}
+
+/// A temporary file in `path`'s folder for work whose result becomes `path` (a download
+/// checked before it is kept), named and locked as a save's own temporary file: removed when
+/// dropped, and if its process is killed first, by the next save to `path`.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the folder.
+pub fn temp_beside(path: &Path) -> Result<NamedTempFile> {
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        Error::io(
+            "create a temporary file for",
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the path has no file name",
+            ),
+        )
+        .at_path(path)
+    })?;
+    remove_stale_temps(dir, name);
+    create_locked_temp(dir, name).map_err(|err| err.at_path(dir))
+}
+
 /// A file being written from its start, that asks the kernel to start writing each
 /// [`Writeback::STEP`] bytes back to the disk as soon as they are written (Linux,
 /// `sync_file_range`), so that the `sync_all` that ends a save waits for the last step instead
@@ -335,12 +376,24 @@ fn sync_dir(_dir: &Path) -> Result<()> {
 /// while another thread or process holds it; the lock lasts until the returned file is
 /// dropped (or its process dies: the kernel releases it). keycodec takes it where two
 /// processes would otherwise both do the same expensive work on `path`: generate a key,
-/// download an object into a cache.
+/// download an object into a cache. Waits as long as it takes: see [`lock_beside_within`].
 ///
 /// # Errors
 ///
 /// [`Error::Io`] naming the lock file.
 pub fn lock_beside(path: &Path) -> Result<File> {
+    lock_beside_within(path, None)
+}
+
+/// [`lock_beside`], waiting at most `timeout` (`None`: as long as it takes). The holder
+/// writes its process id into the lock file, so that a wait that times out names the
+/// process that kept it (a hung keygen, a stuck download) instead of blocking silently.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the lock file; past `timeout`, one of kind
+/// [`std::io::ErrorKind::TimedOut`] that names the holder.
+pub fn lock_beside_within(path: &Path, timeout: Option<std::time::Duration>) -> Result<File> {
     let mut name = OsString::from(".");
     name.push(path.file_name().unwrap_or_default());
     name.push(".keycodec.lock");
@@ -348,12 +401,55 @@ pub fn lock_beside(path: &Path) -> Result<File> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
+        .read(true)
         .write(true)
         .open(&lock_path)
         .map_err(|err| Error::io("create the lock file", err).at_path(&lock_path))?;
-    file.lock()
-        .map_err(|err| Error::io("lock", err).at_path(&lock_path))?;
+    let locked = match timeout {
+        None => file.lock().map_err(|err| Error::io("lock", err)),
+        Some(timeout) => wait_for_lock(&file, timeout),
+    };
+    locked.map_err(|err| err.at_path(&lock_path))?;
+    // Who holds it, for those that time out waiting (a hint: the lock is the flock).
+    let pid = format!("{}\n", std::process::id());
+    let _ = file
+        .set_len(0)
+        .and_then(|()| write_all_at(&file, pid.as_bytes(), 0));
     Ok(file)
+}
+
+/// Polls for the lock until `timeout` has passed.
+fn wait_for_lock(file: &File, timeout: std::time::Duration) -> Result<()> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::Error(err)) => return Err(Error::io("lock", err)),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+        }
+        if started.elapsed() >= timeout {
+            let mut holder = String::new();
+            let _ = std::io::Read::read_to_string(&mut &*file, &mut holder);
+            let holder = match holder.trim() {
+                "" => "another process".to_owned(),
+                pid => format!("process {pid}"),
+            };
+            return Err(Error::io(
+                "lock",
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "held by {holder} for more than {} s (raise the lock timeout, or stop \
+                         that process if it hangs)",
+                        timeout.as_secs_f64()
+                    ),
+                ),
+            ));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(200));
+    }
 }
 
 /// Writes all of `buf` at `offset` of `file`, leaving its cursor alone where the platform

@@ -152,10 +152,7 @@ impl Fingerprint {
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        f.write_str(&crate::hex::encode(&self.0))
     }
 }
 
@@ -176,10 +173,7 @@ pub struct KeyDigest(pub [u8; 32]);
 
 impl fmt::Display for KeyDigest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        f.write_str(&crate::hex::encode(&self.0))
     }
 }
 
@@ -203,15 +197,7 @@ impl FromStr for KeyDigest {
         let error = || ParseDigestError {
             input: input.to_owned(),
         };
-        let text = input.trim();
-        if text.len() != 64 || !text.is_ascii() {
-            return Err(error());
-        }
-        let mut bytes = [0u8; 32];
-        for (byte, pair) in bytes.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-            let pair = std::str::from_utf8(pair).map_err(|_| error())?;
-            *byte = u8::from_str_radix(pair, 16).map_err(|_| error())?;
-        }
+        let bytes = crate::hex::decode::<32>(input).ok_or_else(error)?;
         Ok(KeyDigest(bytes))
     }
 }

@@ -47,6 +47,7 @@ mod vk_layout;
 mod vk_parts;
 
 pub mod header;
+pub mod hex;
 #[cfg(feature = "remote")]
 pub mod remote;
 #[cfg(feature = "testing")]
@@ -54,7 +55,9 @@ pub mod testing;
 
 pub use codec::{HaloKey, KeyCodec};
 pub use error::{Error, Result};
-pub use file::{drop_cached_pages, lock_beside};
+pub use file::{
+    drop_cached_pages, lock_beside, lock_beside_within, replace_atomically, temp_beside,
+};
 pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
 pub use options::{

@@ -99,6 +99,28 @@ pub trait KeyCodecExt: KeyCodec {
         })
     }
 
+    /// Loads KZG parameters from a file already open (its whole length), as
+    /// [`KeyCodecExt::load_params`] does from a path: for a caller that checked the file it
+    /// opened (hashed it) and must decode that file, not whatever the path names by then.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::load_params`], naming no path (the caller knows it).
+    fn load_params_from(&self, file: &File, options: &LoadOptions) -> Result<Params> {
+        let len = file.metadata().during("read the metadata of")?.len();
+        into_params(container::read(
+            self,
+            Request::of(KeyKind::Params),
+            None,
+            Input::At {
+                source: file,
+                len,
+                buffer: options.buffers.file_read_capacity(),
+            },
+            options,
+        )?)
+    }
+
     /// Decodes KZG parameters from a container held in memory.
     ///
     /// # Errors

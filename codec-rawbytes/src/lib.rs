@@ -179,17 +179,37 @@ impl RawBytesCodec {
     pub fn import_params_file(&self, path: &Path, options: &LoadOptions) -> Result<Params> {
         let import = || {
             let file = File::open(path).during("open")?;
+            self.import_params_from(&file, options)
+        };
+        import().map_err(|err| err.at_path(path))
+    }
+
+    /// [`RawBytesCodec::import_params_file`] of a file already open (its whole length): for a
+    /// caller that checked the file it opened and must decode that file.
+    ///
+    /// # Errors
+    ///
+    /// As [`RawBytesCodec::import_params_file`], naming no path.
+    pub fn import_params_from(&self, file: &File, options: &LoadOptions) -> Result<Params> {
+        let import = || {
             let len = file.metadata().during("read the metadata of")?.len();
+            if len > options.limits.max_payload_bytes {
+                return Err(Error::LimitExceeded {
+                    what: "parameters file length",
+                    requested: len,
+                    limit: options.limits.max_payload_bytes,
+                });
+            }
             let context = self.params_context(options);
             let mut payload =
-                PayloadReader::from_file(&file, len, options.buffers.file_read_capacity());
+                PayloadReader::from_file(file, len, options.buffers.file_read_capacity());
             let params = self.decode_params(&mut payload, &context)?;
             match payload.remaining() {
                 0 => Ok(params),
                 count => Err(Error::TrailingBytes { count }),
             }
         };
-        import().map_err(|err| err.at_path(path))
+        import()
     }
 
     fn params_context(&self, options: &LoadOptions) -> DecodeContext {

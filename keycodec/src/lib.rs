@@ -8,14 +8,17 @@
 
 mod backend;
 #[cfg(feature = "remote")]
-mod fetch;
+mod cache;
+mod location;
+mod params;
 pub mod start;
 
 pub use backend::{load_any, Backend, ParseBackendError};
 pub use codec_core::{
-    downsize, halo2_proofs, halo2curves, BufferConfig, CodecId, CodecSet, Error, Fingerprint,
-    HaloKey, Integrity, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits, LoadOptions, Params,
-    ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation, WireMode, MAX_K,
+    downsize, halo2_proofs, halo2curves, replace_atomically, BufferConfig, CodecId, CodecSet,
+    Error, Fingerprint, HaloKey, Integrity, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits,
+    LoadOptions, Params, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation,
+    WireMode, MAX_K,
 };
 
 /// The container header, for tools that look at files without decoding them.
@@ -32,7 +35,7 @@ pub mod remote {
     pub use codec_core::remote::*;
 
     pub use crate::backend::RemoteExt;
-    pub use crate::fetch::{fetch_params, Fetched};
+    pub use crate::cache::{fetch_params, Fetched, LOCK_TIMEOUT};
 }
 
 #[cfg(feature = "bincode")]

@@ -16,9 +16,19 @@ use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::testing::conformance::leftover_temp_files;
 use codec_core::testing::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit};
 use keycodec::start::{
-    cold_start, load_or_generate_pk, load_or_generate_vk, open_params, Origin, StartOptions,
+    cold_start, load_or_generate_pk, load_or_generate_vk, open_params, KeyOptions, Origin,
+    ParamsOptions, ParamsPin, StartOptions,
 };
-use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, LoadOptions, Params, SaveOptions};
+use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, Params, SaveOptions};
+
+/// Parameters fitted to `k` and pinned by `pin`, points checked.
+fn params_options(k: Option<u32>, pin: Option<ParamsPin>) -> ParamsOptions {
+    ParamsOptions {
+        k,
+        pin,
+        ..ParamsOptions::default()
+    }
+}
 
 fn params_bytes(params: &Params) -> Vec<u8> {
     let mut bytes = Vec::new();
@@ -75,9 +85,9 @@ fn a_generated_key_that_is_not_the_pinned_one_is_an_error_and_is_not_saved() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("prover.pk");
     let pinned = StartOptions {
-        load: LoadOptions {
-            expected_digest: Some(KeyDigest([3; 32])),
-            ..LoadOptions::default()
+        key: KeyOptions {
+            pin: Some(KeyDigest([3; 32])),
+            ..KeyOptions::default()
         },
         ..StartOptions::default()
     };
@@ -89,9 +99,9 @@ fn a_generated_key_that_is_not_the_pinned_one_is_an_error_and_is_not_saved() {
     );
     assert!(!path.exists());
     let right = StartOptions {
-        load: LoadOptions {
-            expected_digest: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-            ..LoadOptions::default()
+        key: KeyOptions {
+            pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
+            ..KeyOptions::default()
         },
         ..StartOptions::default()
     };
@@ -168,28 +178,22 @@ fn parameters_open_from_containers_and_halo2_files_in_every_format() {
     keycodec::RawBytesCodec::default()
         .save_params(&container, params, &SaveOptions::default())
         .unwrap();
-    let loaded = open_params(&container, None, None, &LoadOptions::default()).unwrap();
+    let loaded = open_params(&container, &params_options(None, None)).unwrap();
     assert_eq!(params_bytes(&loaded), expected);
     for format in [SerdeFormat::RawBytes, SerdeFormat::Processed] {
         let path = dir.path().join(format!("kzg_bn254_{format:?}.srs"));
         let mut file = Vec::new();
         params.write_custom(&mut file, format).unwrap();
         std::fs::write(&path, &file).unwrap();
-        let loaded = open_params(&path, None, None, &LoadOptions::default()).unwrap();
+        let loaded = open_params(&path, &params_options(None, None)).unwrap();
         assert_eq!(params_bytes(&loaded), expected, "{format:?}");
-        let smaller =
-            open_params(&path, Some(params.k() - 1), None, &LoadOptions::default()).unwrap();
+        let smaller = open_params(&path, &params_options(Some(params.k() - 1), None)).unwrap();
         assert_eq!(smaller.k(), params.k() - 1);
         let mut expected_smaller = params.clone();
         expected_smaller.downsize(params.k() - 1);
         assert_eq!(params_bytes(&smaller), params_bytes(&expected_smaller));
     }
-    let too_large = open_params(
-        &container,
-        Some(params.k() + 1),
-        None,
-        &LoadOptions::default(),
-    );
+    let too_large = open_params(&container, &params_options(Some(params.k() + 1), None));
     assert!(
         matches!(too_large, Err(Error::KMismatch { .. })),
         "{:?}",
@@ -197,7 +201,7 @@ fn parameters_open_from_containers_and_halo2_files_in_every_format() {
     );
     let junk = dir.path().join("junk.srs");
     std::fs::write(&junk, [4u8, 0, 0, 0, 1, 2, 3]).unwrap();
-    assert!(open_params(&junk, None, None, &LoadOptions::default()).is_err());
+    assert!(open_params(&junk, &params_options(None, None)).is_err());
 }
 
 #[cfg(feature = "rawbytes")]
@@ -246,7 +250,6 @@ fn a_cold_start_loads_both_or_generates_the_key() {
 fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     use codec_core::testing::circuits::DENSE_ROWS;
     use codec_core::testing::{dense, DenseCircuit};
-    use keycodec::start::ParamsPin;
     let fixture = dense();
     let other_circuit = DenseCircuit {
         rows: DENSE_ROWS - 7,
@@ -283,8 +286,14 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     );
 
     let pinned = StartOptions {
-        key_pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-        params_pin: Some(ParamsPin::Digest(params_digest)),
+        key: KeyOptions {
+            pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
+            ..KeyOptions::default()
+        },
+        params: ParamsOptions {
+            pin: Some(ParamsPin::Digest(params_digest)),
+            ..ParamsOptions::default()
+        },
         ..StartOptions::default()
     };
     let start = cold_start(&codec, &params_path, &pk_path, k, &fixture.circuit, &pinned).unwrap();
@@ -314,7 +323,10 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     .unwrap();
     assert_eq!(origin, Origin::Generated);
     let vk_pinned = StartOptions {
-        key_pin: Some(KeyDigest::of_vk(fixture.vk()).unwrap()),
+        key: KeyOptions {
+            pin: Some(KeyDigest::of_vk(fixture.vk()).unwrap()),
+            ..KeyOptions::default()
+        },
         ..StartOptions::default()
     };
     let (vk, origin) = load_or_generate_vk(
@@ -355,12 +367,11 @@ fn codec_dyn(codec: &keycodec::RawBytesCodec) -> &dyn keycodec::KeyCodec {
     codec
 }
 
-/// The key's pin given the old way (`StartOptions::load.expected_digest`) pins the key only:
-/// a pinned start succeeds (it failed on the parameters' digest before pins were per
-/// artifact).
+/// The key's pin pins the key only: a pinned start succeeds (it failed on the parameters'
+/// digest before pins were per artifact).
 #[cfg(feature = "rawbytes")]
 #[test]
-fn the_key_pin_in_load_options_pins_only_the_key() {
+fn the_key_pin_pins_only_the_key() {
     let fixture = standard_plonk();
     let codec = keycodec::RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();
@@ -370,9 +381,9 @@ fn the_key_pin_in_load_options_pins_only_the_key() {
         .unwrap();
     let pk_path = dir.path().join("prover.pk");
     let options = StartOptions {
-        load: LoadOptions {
-            expected_digest: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-            ..LoadOptions::default()
+        key: KeyOptions {
+            pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
+            ..KeyOptions::default()
         },
         ..StartOptions::default()
     };
@@ -397,7 +408,6 @@ fn the_key_pin_in_load_options_pins_only_the_key() {
 #[cfg(feature = "rawbytes")]
 #[test]
 fn a_wrong_parameters_pin_is_refused_naming_the_file() {
-    use keycodec::start::ParamsPin;
     use sha2::Digest as _;
     let fixture = standard_plonk();
     let codec = keycodec::RawBytesCodec::default();
@@ -411,7 +421,7 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
     std::fs::write(&published, &bytes).unwrap();
     let wrong = ParamsPin::Digest(KeyDigest([7; 32]));
     for path in [&container, &published] {
-        let refused = open_params(path, None, Some(wrong), &LoadOptions::default());
+        let refused = open_params(path, &params_options(None, Some(wrong)));
         let message = refused
             .as_ref()
             .err()
@@ -433,7 +443,10 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
             fixture.params.k(),
             &fixture.circuit,
             &StartOptions {
-                params_pin: Some(wrong),
+                params: ParamsOptions {
+                    pin: Some(wrong),
+                    ..ParamsOptions::default()
+                },
                 ..StartOptions::default()
             },
         );
@@ -450,9 +463,7 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
     let sha256: [u8; 32] = sha2::Sha256::digest(&bytes).into();
     let opened = open_params(
         &published,
-        None,
-        Some(ParamsPin::Sha256(sha256)),
-        &LoadOptions::default(),
+        &params_options(None, Some(ParamsPin::Sha256(sha256))),
     )
     .unwrap();
     assert_eq!(params_bytes(&opened), bytes);
@@ -460,9 +471,7 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
     other[0] ^= 1;
     let refused = open_params(
         &published,
-        None,
-        Some(ParamsPin::Sha256(other)),
-        &LoadOptions::default(),
+        &params_options(None, Some(ParamsPin::Sha256(other))),
     );
     assert!(
         matches!(&refused, Err(Error::FileHashMismatch { file, .. }) if file.contains("kzg_bn254_4.srs")),

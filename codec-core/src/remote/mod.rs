@@ -17,7 +17,10 @@
 //! [`RemoteOptions::upload_concurrency`] in flight: memory stays at a few parts, whatever
 //! the key's size. The object appears only when the upload completes; a failed save aborts
 //! the upload, and a process that dies mid-save leaves no object either (an incomplete
-//! multipart upload is never visible).
+//! multipart upload is never visible). Its parts stay stored, and billed, until the upload is
+//! aborted: S3 keeps the parts of an upload that was neither completed nor aborted until a
+//! lifecycle rule (`AbortIncompleteMultipartUpload`) removes them, or `aws s3api
+//! list-multipart-uploads` and `abort-multipart-upload` do.
 //!
 //! [`Remote`] is a blocking API, like the rest of keycodec: it runs its own small runtime.
 //! Call it from ordinary threads (in async code, from `spawn_blocking`); called from an
@@ -142,68 +145,83 @@ impl Remote {
         Self::build(store, base)
     }
 
-    /// The store and object a URL names: `s3://bucket/path/to/key.pk`, configured from the
-    /// environment as the AWS tools are (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-    /// `AWS_REGION`, `AWS_ENDPOINT` for S3-compatible servers, `AWS_ALLOW_HTTP=true` for a
-    /// plain-HTTP endpoint, `AWS_SKIP_SIGNATURE=true` for a public bucket...);
-    /// `https://host/path` (or `http://`) for a file any web server serves, read by ranged
-    /// GETs (the server must answer `Range` requests; uploads are not supported there); with
-    /// `object_store`'s retries: up to 10 per request with exponential backoff, within 3
-    /// minutes. `memory:///path` is an empty in-memory store.
+    /// The store and object a URL names, by its scheme alone:
+    ///
+    /// - `s3://bucket/path/to/key.pk`: an S3 object, configured from the environment as the
+    ///   AWS tools are (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+    ///   `AWS_ENDPOINT` for S3-compatible servers, `AWS_ALLOW_HTTP=true` for a plain-HTTP
+    ///   endpoint, `AWS_SKIP_SIGNATURE=true` for a public bucket...);
+    /// - `https://host/path` (or `http://`): a file any web server serves, fetched by plain
+    ///   unsigned ranged GETs, whatever the host: `https://bucket.s3.amazonaws.com/file` is
+    ///   a public file (no credentials are looked up or sent), not an S3 object (the server
+    ///   must answer `Range` requests; uploads are not supported there);
+    /// - `memory:///path`: an empty in-memory store.
+    ///
+    /// With `object_store`'s retries: up to 10 per request with exponential backoff, within 3
+    /// minutes.
     ///
     /// # Errors
     ///
-    /// [`Error::ObjectStore`] for a URL or configuration the store refuses, and as
-    /// [`Remote::new`].
+    /// [`Error::ObjectStore`] for a URL that does not parse, another scheme, a URL with a
+    /// user name, password, query or fragment (a pre-signed URL: its query would be dropped),
+    /// or a configuration the store refuses; and as [`Remote::new`].
     pub fn from_url(url: &str) -> Result<(Self, ObjectPath)> {
         let bad = |source: Box<dyn std::error::Error + Send + Sync>| Error::ObjectStore {
             operation: "use the URL",
             source,
         };
         let parsed = url::Url::parse(url).map_err(|err| bad(Box::new(err)))?;
-        let (scheme, path) =
-            object_store::ObjectStoreScheme::parse(&parsed).map_err(|err| bad(Box::new(err)))?;
-        let location = ObjectPath::parse(path).map_err(|err| bad(Box::new(err)))?;
-        let store: Arc<dyn ObjectStore> = match scheme {
-            object_store::ObjectStoreScheme::AmazonS3 => Arc::new(
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(bad(format!(
+                "{url}: a user name or password in the URL is not supported (S3 credentials \
+                 come from AWS_* variables)"
+            )
+            .into()));
+        }
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(bad(format!(
+                "{url}: a query or fragment in the URL is not supported (pre-signed URLs are \
+                 not: the object is named by its path alone)"
+            )
+            .into()));
+        }
+        let location =
+            ObjectPath::from_url_path(parsed.path()).map_err(|err| bad(Box::new(err)))?;
+        let host = parsed.host_str().filter(|host| !host.is_empty());
+        let origin = match (host, parsed.port()) {
+            (Some(host), Some(port)) => format!("{}://{host}:{port}", parsed.scheme()),
+            (Some(host), None) => format!("{}://{host}", parsed.scheme()),
+            (None, _) => format!("{}://", parsed.scheme()),
+        };
+        let store: Arc<dyn ObjectStore> = match (parsed.scheme(), host) {
+            ("s3", Some(_)) => Arc::new(
                 object_store::aws::AmazonS3Builder::from_env()
                     .with_url(url)
                     .build()
                     .map_err(|err| bad(Box::new(err)))?,
             ),
-            object_store::ObjectStoreScheme::Http => {
-                // The server's origin; the object is the URL's path on it.
-                let origin = match (parsed.host_str(), parsed.port()) {
-                    (Some(host), Some(port)) => format!("{}://{host}:{port}", parsed.scheme()),
-                    (Some(host), None) => format!("{}://{host}", parsed.scheme()),
-                    (None, _) => return Err(bad("an HTTP URL without a host".into())),
-                };
+            ("http" | "https", Some(_)) => {
                 // An `http://` URL asks for plain HTTP; `https://` is required otherwise.
                 let client =
                     object_store::ClientOptions::new().with_allow_http(parsed.scheme() == "http");
                 Arc::new(
                     object_store::http::HttpBuilder::new()
-                        .with_url(origin)
+                        .with_url(origin.as_str())
                         .with_client_options(client)
                         .build()
                         .map_err(|err| bad(Box::new(err)))?,
                 )
             }
-            object_store::ObjectStoreScheme::Memory => {
-                Arc::new(object_store::memory::InMemory::new())
-            }
-            other => {
+            ("memory", None) => Arc::new(object_store::memory::InMemory::new()),
+            _ => {
                 return Err(bad(format!(
-                    "{other:?} URLs are not supported (s3://, http://, https:// and memory:// are)"
+                    "{url}: not a URL keycodec reads (s3://bucket/path, https://host/path, \
+                     http://host/path or memory:///path)"
                 )
                 .into()))
             }
         };
-        let base = match parsed.host_str() {
-            Some(host) => format!("{}://{host}", parsed.scheme()),
-            None => format!("{}://", parsed.scheme()),
-        };
-        Ok((Self::build(store, base)?, location))
+        Ok((Self::build(store, origin)?, location))
     }
 
     fn build(store: Arc<dyn ObjectStore>, base: String) -> Result<Self> {
@@ -277,17 +295,47 @@ impl Remote {
     /// ([`Error::BadMagic`], [`Error::HeaderChecksum`], [`Error::Truncated`]...).
     pub fn header(&self, location: &ObjectPath) -> Result<Header> {
         let info = self.head(location)?;
+        self.header_of(location, &info)
+    }
+
+    /// The container header of the object at `location` as [`Remote::head`] described it
+    /// (`info`): its first bytes, by one ranged GET conditional on that version.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::header`].
+    pub fn header_of(&self, location: &ObjectPath, info: &ObjectInfo) -> Result<Header> {
         let read = || {
-            let source = self.source(location, &info, None)?;
             let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
             let mut bytes = [0u8; HEADER_LEN];
             let head = bytes.get_mut(..len).unwrap_or_default();
-            let read = crate::source::ReadAt::read_exact_at(&source, head, 0);
+            self.read_range(location, info, head, 0)?;
+            Header::from_bytes(bytes.get(..len).unwrap_or_default())
+        };
+        read().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// Fills `buf` with the object's bytes from `offset`, as [`Remote::head`] described it
+    /// (`info`): ranged GETs conditional on that version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around [`Error::Truncated`] for a range past its
+    /// end, [`Error::ObjectChanged`] and the store's errors.
+    pub fn read_range(
+        &self,
+        location: &ObjectPath,
+        info: &ObjectInfo,
+        buf: &mut [u8],
+        offset: u64,
+    ) -> Result<()> {
+        let mut read = || {
+            let source = self.source(location, info, None)?;
+            let read = crate::source::ReadAt::read_exact_at(&source, buf, offset);
             if let Some(failure) = source.take_failure() {
                 return Err(failure);
             }
-            read.map_err(|err| Error::from_read(err, "container header"))?;
-            Header::from_bytes(bytes.get(..len).unwrap_or_default())
+            read.map_err(|err| Error::from_read(err, "a range of the object"))
         };
         read().map_err(|err: Error| err.in_object(&self.name(location)))
     }
@@ -438,27 +486,29 @@ impl Remote {
         crate::ops::into_params(decoded)
     }
 
-    /// Downloads the object into `file` (from its start, by ranged GETs at once, each
-    /// conditional on the object's version), reporting bytes received to `progress`;
-    /// returns what the store said about it. The bytes are not checked: load or verify the
-    /// file before trusting it.
+    /// Downloads the object, as [`Remote::head`] described it (`info`), into `file` (from
+    /// its start, by ranged GETs at once, each conditional on that version), reporting bytes
+    /// received to `progress`. The file is sized to `info.size` first: a size is the server's
+    /// claim, so bound it by what the object should hold before calling this (a container's
+    /// header, parameters' `k`). The bytes are not checked: load or verify the file before
+    /// trusting it.
     ///
     /// # Errors
     ///
-    /// As [`Remote::load`], and [`Error::Io`] writing the file.
+    /// As [`Remote::load`] ([`Error::ObjectChanged`] when the object is no longer that
+    /// version), and [`Error::Io`] writing the file.
     pub fn download_to(
         &self,
         location: &ObjectPath,
+        info: &ObjectInfo,
         file: &File,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<ObjectInfo> {
-        let info = self.head(location)?;
+    ) -> Result<()> {
         let download = || {
             file.set_len(info.size)
                 .map_err(|err| Error::io("size the download file", err))?;
-            let source = self.source(location, &info, Some(file))?;
-            fill(&source, 0..info.size, progress)?;
-            Ok(info.clone())
+            let source = self.source(location, info, Some(file))?;
+            fill(&source, 0..info.size, progress)
         };
         download().map_err(|err: Error| err.in_object(&self.name(location)))
     }
@@ -497,8 +547,9 @@ impl Remote {
         })
     }
 
-    /// Reads one container from the object; with `tee`, every byte of the object ends up in
-    /// that file too (ranges the load did not need are fetched after it).
+    /// Reads one container from the object; with `tee`, every byte of the object (the version
+    /// its info describes) ends up in that file too (ranges the load did not need are fetched
+    /// after it); without, the object's version is asked for first.
     fn read(
         &self,
         codec: &dyn KeyCodec,
@@ -506,15 +557,22 @@ impl Remote {
         request: Request,
         cs: Option<halo2_proofs::plonk::ConstraintSystem<Fr>>,
         options: &LoadOptions,
-        tee: Option<&File>,
+        tee: Option<(&File, &ObjectInfo)>,
     ) -> Result<Decoded> {
-        let info = self.head(location)?;
+        let head;
+        let (tee, info) = match tee {
+            Some((file, info)) => (Some(file), info),
+            None => {
+                head = self.head(location)?;
+                (None, &head)
+            }
+        };
         let read = || {
             if let Some(file) = tee {
                 file.set_len(info.size)
                     .map_err(|err| Error::io("size the cache file", err))?;
             }
-            let source = self.source(location, &info, tee)?;
+            let source = self.source(location, info, tee)?;
             let decoded = container::read(
                 codec,
                 request,
@@ -551,11 +609,11 @@ fn fill(
 ) -> Result<()> {
     use rayon::prelude::*;
     let piece = source.range_size as u64;
-    let starts: Vec<u64> = (range.start..range.end)
-        .step_by(source.range_size)
-        .collect();
+    // As many pieces as the range holds, computed, never listed: a size is a claim.
+    let pieces = (range.end.saturating_sub(range.start)).div_ceil(piece.max(1));
     let read = || {
-        starts.into_par_iter().try_for_each(|start| {
+        (0..pieces).into_par_iter().try_for_each(|index| {
+            let start = range.start + index * piece;
             let len = usize::try_from(piece.min(range.end - start))
                 .map_err(|_| Error::Internal("a piece larger than memory".into()))?;
             let mut piece = Vec::new();

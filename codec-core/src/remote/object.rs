@@ -115,7 +115,9 @@ impl ObjectSource<'_> {
         let end = start + len;
         let options = GetOptions {
             range: Some(GetRange::Bounded(start..end)),
-            if_match: self.info.e_tag.clone(),
+            // `If-Match` compares strongly: a weak ETag (`W/"…"`, a server that may re-encode)
+            // never matches, so the version is checked on the response instead.
+            if_match: self.info.e_tag.clone().filter(|tag| !is_weak(tag)),
             version: self.info.version.clone(),
             ..GetOptions::default()
         };
@@ -124,6 +126,11 @@ impl ObjectSource<'_> {
             .get_opts(self.location, options)
             .await
             .map_err(|err| self.store_failure(err))?;
+        if let (Some(expected), Some(found)) = (&self.info.e_tag, &response.meta.e_tag) {
+            if opaque(expected) != opaque(found) {
+                return Err(self.changed());
+            }
+        }
         let mut body = response.into_stream();
         let mut filling = Filling::new(dsts);
         let mut received = 0u64;
@@ -153,15 +160,19 @@ impl ObjectSource<'_> {
 
     fn store_failure(&self, err: object_store::Error) -> Error {
         match err {
-            object_store::Error::Precondition { .. } => Error::ObjectChanged {
-                expected: self
-                    .info
-                    .e_tag
-                    .clone()
-                    .or_else(|| self.info.version.clone())
-                    .unwrap_or_default(),
-            },
+            object_store::Error::Precondition { .. } => self.changed(),
             other => store_error("read a range of", other),
+        }
+    }
+
+    fn changed(&self) -> Error {
+        Error::ObjectChanged {
+            expected: self
+                .info
+                .e_tag
+                .clone()
+                .or_else(|| self.info.version.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -235,6 +246,16 @@ impl ReadAt for ObjectSource<'_> {
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
         self.pool.as_ref().map(|pool| (self.range_size, pool))
     }
+}
+
+/// Whether an ETag is weak (`W/"…"`).
+fn is_weak(tag: &str) -> bool {
+    tag.starts_with("W/")
+}
+
+/// An ETag's opaque part, for the weak comparison (RFC 9110 8.8.3.2): `W/"x"` and `"x"` match.
+fn opaque(tag: &str) -> &str {
+    tag.strip_prefix("W/").unwrap_or(tag)
 }
 
 /// Destinations filled in turn with the bytes of one response.

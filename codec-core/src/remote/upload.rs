@@ -53,8 +53,9 @@ impl<'a> UploadWriter<'a> {
     /// if one made the writer fail, else `error`.
     pub(super) fn abort(mut self, error: Error) -> Error {
         if let Some(upload) = self.upload.take() {
-            // The error that stopped the save is the one to report; a failed abort leaves
-            // parts the store expires (no object is ever visible).
+            // The error that stopped the save is the one to report. A failed abort (or a
+            // process killed mid-upload) leaves the parts stored, and billed, until a
+            // lifecycle rule or `abort-multipart-upload` removes them; no object is visible.
             let _ = self.handle.block_on(upload.abort());
         }
         self.failure.take().unwrap_or(error)

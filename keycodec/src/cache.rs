@@ -1,0 +1,364 @@
+//! A cold start's artifacts in object storage, through a local cache: KZG parameters fetched
+//! from S3 or any HTTP(S) server (`kzg_bn254_22.srs` as a project publishes it, pinned by its
+//! SHA-256), and proving and verifying keys in S3.
+//!
+//! Parameters: the cache holds the checked container of the parameters and, for a smaller
+//! `k`, their downsized container, named by the pin (`params-sha256-{hex}`, `params-{digest}`)
+//! or, unpinned, by the object's name, ETag and size. A hit is a local load of that container
+//! with the cache's own options (its own codec, values trusted: they were checked when it was
+//! made; the payload checksum is still verified), with no request when the parameters are
+//! pinned. A miss downloads the object once per machine (a lock beside the cached file: a
+//! second process waits, then loads what the first cached): the object's size is checked
+//! against what its first bytes say the parameters hold (their `k` within
+//! [`Limits::max_k`](codec_core::Limits::max_k), the layout's length) before any disk is
+//! spent on it; the download goes into a temporary file of the cache, its SHA-256 is checked
+//! on that open file before anything is read from it, it is imported with every point
+//! checked, a digest pin is checked, and only then is the container saved: a tampered,
+//! truncated, oversized or substituted download is refused and never left in the cache.
+//! Downsizing happens under the same lock: once per machine. A cached file is removed only
+//! when it is damaged (its checksums or structure say so), under the lock; any other failure
+//! is the caller's error and the file stays.
+//!
+//! The cache must be as trusted as the program: like a package cache, nothing checks who
+//! wrote it.
+
+use std::path::{Path, PathBuf};
+
+use codec_core::halo2_proofs::plonk::Circuit;
+use codec_core::halo2_proofs::poly::commitment::Params as _;
+use codec_core::halo2curves::bn256::Fr;
+use codec_core::header::HEADER_LEN;
+use codec_core::remote::{CacheOutcome, ObjectInfo};
+use codec_core::{
+    downsize, lock_beside_within, Error, KeyCodec, KeyCodecExt, LoadOptions, Params, Result,
+    SaveOptions, Validation,
+};
+
+use crate::location::Object;
+use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin};
+use crate::Backend;
+
+/// How long a process waits for another that holds the lock on the same cached file (a
+/// download, a downsize) before it reports that process instead of waiting silently.
+pub const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3 * 3600);
+
+/// Parameters fetched through the cache, and where they are cached.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The parameters (downsized to the `k` asked for).
+    pub params: Params,
+    /// Whether the cache had them (and the container they were loaded from) or they were
+    /// downloaded (and the container now caching them).
+    pub outcome: CacheOutcome,
+}
+
+/// Opens the parameters of `object` through its cache directory (see the module docs), as
+/// `options` asks: pinned by `options.pin`, fitted to `options.k` (downsized once per machine
+/// when larger; smaller ones refused before they are downloaded); `progress` is told the
+/// bytes of a download as they arrive.
+///
+/// # Errors
+///
+/// [`Error::FileHashMismatch`] or [`Error::DigestMismatch`] for parameters that are not the
+/// pinned ones, [`Error::KMismatch`] for parameters smaller than `options.k`,
+/// [`Error::KOutOfRange`] or [`Error::Malformed`] for an object whose size or first bytes are
+/// no parameters within the limits, the store's errors, decode errors of the download (each
+/// [`Error::Remote`] naming the object), [`Error::Io`] naming the cache's files,
+/// [`Error::NotCompiled`] without the rawbytes backend (the cache's format).
+pub fn fetch_params(
+    object: &Object,
+    options: &ParamsOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Fetched> {
+    let name = object.name();
+    let cache = &object.cache;
+    std::fs::create_dir_all(cache)
+        .map_err(|err| Error::io("create the cache directory", err).at_path(cache))?;
+    // Unpinned, the name needs the object's version: asked for once, and a download is of
+    // that version.
+    let mut info = None;
+    let base = match options.pin {
+        Some(ParamsPin::Sha256(hash)) => {
+            format!("params-sha256-{}", codec_core::hex::encode(&hash))
+        }
+        Some(ParamsPin::Digest(digest)) => format!("params-{digest}"),
+        None => {
+            let head = object.remote.head(&object.path)?;
+            let version = object.remote.version_name(&object.path, &head)?;
+            info = Some(head);
+            format!("params-{version}")
+        }
+    };
+    let entries = Entries {
+        full: cache.join(format!("{base}.kc")),
+        base,
+        cache,
+        k: options.k,
+    };
+    let k_of = |params: &Params| params.k();
+    let too_small = |params: &Params, k: u32| {
+        Error::KMismatch {
+            expected: k,
+            found: k_of(params),
+        }
+        .in_object(&name)
+    };
+    // Without the lock: the common case, a warm cache.
+    if let Some(fetched) = entries.ready(false)? {
+        return entries.within_limits(fetched, options);
+    }
+    if let (Some(k), Some(full)) = (options.k, entries.load(&entries.full, false)?) {
+        if k > full.k() {
+            return Err(too_small(&full, k));
+        }
+    }
+    let _lock = lock_beside_within(&entries.full, Some(LOCK_TIMEOUT))?;
+    // Another process may have fetched or downsized them while this one waited.
+    if let Some(fetched) = entries.ready(true)? {
+        return entries.within_limits(fetched, options);
+    }
+    if let Some(full) = entries.load(&entries.full, true)? {
+        let (k, full_k) = (options.k.unwrap_or(full.k()), full.k());
+        if k > full_k {
+            return Err(too_small(&full, k));
+        }
+        let params = entries.downsized(full, k)?;
+        return entries.within_limits(
+            Fetched {
+                params,
+                outcome: CacheOutcome::Hit(entries.path_for(k, full_k)),
+            },
+            options,
+        );
+    }
+    let info = match info {
+        Some(info) => info,
+        None => object.remote.head(&object.path)?,
+    };
+    let params = download(object, &info, &entries.full, options, progress)?;
+    save_params(&entries.full, &params)?;
+    let (k, full_k) = (options.k.unwrap_or(params.k()), params.k());
+    let params = entries.downsized(params, k)?;
+    Ok(Fetched {
+        params,
+        outcome: CacheOutcome::Miss(entries.path_for(k, full_k)),
+    })
+}
+
+/// The cache files of one set of parameters.
+struct Entries<'a> {
+    cache: &'a Path,
+    base: String,
+    /// The parameters as published.
+    full: PathBuf,
+    /// The `k` asked for.
+    k: Option<u32>,
+}
+
+impl Entries<'_> {
+    /// Where the parameters for `k` are cached: the full ones, or a downsized copy.
+    fn path_for(&self, k: u32, full_k: u32) -> PathBuf {
+        if k == full_k {
+            self.full.clone()
+        } else {
+            self.small(k)
+        }
+    }
+
+    /// Where the parameters downsized to `k` are cached.
+    fn small(&self, k: u32) -> PathBuf {
+        self.cache.join(format!("{}-k{k}.kc", self.base))
+    }
+
+    /// The parameters for the `k` asked for, if cached already (downsized, or the full ones
+    /// when they are that `k`).
+    fn ready(&self, locked: bool) -> Result<Option<Fetched>> {
+        if let Some(k) = self.k {
+            let small = self.small(k);
+            if let Some(params) = self.load(&small, locked)? {
+                if params.k() == k {
+                    return Ok(Some(Fetched {
+                        params,
+                        outcome: CacheOutcome::Hit(small),
+                    }));
+                }
+            }
+        }
+        let Some(params) = self.load(&self.full, locked)? else {
+            return Ok(None);
+        };
+        match self.k {
+            Some(k) if k != params.k() => Ok(None),
+            _ => Ok(Some(Fetched {
+                params,
+                outcome: CacheOutcome::Hit(self.full.clone()),
+            })),
+        }
+    }
+
+    /// The cached container at `path`, loaded with the cache's own options; `None` when it is
+    /// missing or damaged (removed, when `locked`: no one else is writing it then).
+    fn load(&self, path: &Path, locked: bool) -> Result<Option<Params>> {
+        let options = LoadOptions {
+            validation: Validation::Trusted,
+            ..LoadOptions::default()
+        };
+        match rawbytes()?.load_params(path, &options) {
+            Ok(params) => Ok(Some(params)),
+            Err(err) if err.is_missing() => Ok(None),
+            Err(err) if err.is_damage() => {
+                if locked {
+                    match std::fs::remove_file(path) {
+                        Ok(()) => {}
+                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(err) => {
+                            return Err(
+                                Error::io("remove the damaged cached file", err).at_path(path)
+                            )
+                        }
+                    }
+                }
+                Ok(None)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// `params` downsized to `k` and cached, when `k` is smaller than theirs.
+    fn downsized(&self, params: Params, k: u32) -> Result<Params> {
+        if k >= params.k() {
+            return Ok(params);
+        }
+        let params = downsize(params, k).map_err(|err| err.at_path(&self.full))?;
+        save_params(&self.small(k), &params)?;
+        Ok(params)
+    }
+
+    /// `fetched`, unless the caller's limits refuse their `k` (the cache itself is not
+    /// bounded by one caller's limits; the caller is).
+    fn within_limits(&self, fetched: Fetched, options: &ParamsOptions) -> Result<Fetched> {
+        let k = fetched.params.k();
+        if k > options.limits.max_k {
+            return Err(Error::KOutOfRange {
+                k,
+                max: options.limits.max_k,
+            });
+        }
+        Ok(fetched)
+    }
+}
+
+/// Downloads the parameters of `object` (as `info` describes them) into a temporary file of
+/// the cache named for `full`, after checking the size against their first bytes, and reads
+/// them from that open file, pinned.
+fn download(
+    object: &Object,
+    info: &ObjectInfo,
+    full: &Path,
+    options: &ParamsOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Params> {
+    let name = object.name();
+    let remote = &object.remote;
+    // The first bytes say what the object must be before its size is believed.
+    let mut first = [0u8; HEADER_LEN];
+    let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    let first = first.get_mut(..len).unwrap_or_default();
+    remote.read_range(&object.path, info, first, 0)?;
+    let (file_k, lengths) =
+        expected_length(first, &options.limits).map_err(|err| err.in_object(&name))?;
+    if let Some(k) = options.k.filter(|&k| k > file_k) {
+        return Err(Error::KMismatch {
+            expected: k,
+            found: file_k,
+        }
+        .in_object(&name));
+    }
+    if !lengths.contains(&info.size) {
+        return Err(Error::Malformed(format!(
+            "the server says the object has {} bytes; parameters for k = {file_k} have {}",
+            info.size,
+            lengths
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ))
+        .in_object(&name));
+    }
+    let download = codec_core::temp_beside(full)?;
+    remote.download_to(&object.path, info, download.as_file(), progress)?;
+    let as_object = |err: Error| match err {
+        Error::FileHashMismatch {
+            expected, found, ..
+        } => Error::FileHashMismatch {
+            file: name.clone(),
+            expected,
+            found,
+        },
+        Error::DigestMismatch {
+            kind,
+            expected,
+            found,
+            ..
+        } => Error::DigestMismatch {
+            kind,
+            path: Some(PathBuf::from(&name)),
+            expected,
+            found,
+        },
+        other => other.in_object(&name),
+    };
+    let checked = ParamsOptions {
+        validation: Validation::Checked,
+        ..*options
+    };
+    read_pinned_file(download.as_file(), download.path(), &checked).map_err(as_object)
+}
+
+/// The cache's own codec.
+fn rawbytes() -> Result<&'static dyn KeyCodec> {
+    Backend::all()
+        .find(|backend| backend.name() == "rawbytes")
+        .ok_or_else(|| Error::Internal("the rawbytes backend is not in the list".into()))?
+        .codec()
+}
+
+/// Saves parameters into the cache (atomically).
+fn save_params(path: &Path, params: &Params) -> Result<()> {
+    rawbytes()?
+        .save_params(path, params, &SaveOptions::default())
+        .map(drop)
+}
+
+/// The key at `object`, through its cache (see `Remote::load_cached`).
+pub(crate) fn cached_key<C: Circuit<Fr>, K: crate::start::StartKey>(
+    codec: &dyn KeyCodec,
+    object: &Object,
+    circuit: &C,
+    load: &LoadOptions,
+) -> Result<K> {
+    object
+        .remote
+        .load_cached::<C, K>(codec, &object.path, &object.cache, circuit.params(), load)
+        .map(|(key, _)| key)
+}
+
+/// Where a generated key is cached when its load is pinned (where a pinned load looks first:
+/// the next start needs no request).
+pub(crate) fn pinned_key_path(
+    object: &Object,
+    codec: &dyn KeyCodec,
+    load: &LoadOptions,
+) -> Option<PathBuf> {
+    load.expected_digest
+        .map(|digest| object.cache.join(format!("{digest}-{}.kc", codec.name())))
+}
+
+/// The lock a machine's generators of `object` take.
+pub(crate) fn generate_lock(object: &Object) -> PathBuf {
+    object.cache.join(format!(
+        "generate-{}",
+        blake3::hash(object.name().as_bytes()).to_hex()
+    ))
+}
