@@ -93,10 +93,16 @@ fn damage_is_exit_code_1_a_missing_file_3_and_a_bad_command_line_2() {
         "{}",
         text(&out.stderr)
     );
-    // inspect reports the damage but succeeds: it describes, verify judges.
+    // inspect describes the damage, and exits 1 as verify does (a script's `inspect && use`
+    // must not use a corrupt file); its JSON says so too, in one document.
     let out = keycodec(&["inspect", corrupt.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).contains("corrupt"));
+    let out = keycodec(&["inspect", "--json", corrupt.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["payload"]["state"], "corrupt");
 
     let truncated = dir.path().join("truncated.pk");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
@@ -342,6 +348,119 @@ fn params_fetch_checks_the_pin_and_caches() {
 
     let out = fetch(&["--sha256", "not-hex"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    // Parameters smaller than asked for: refused (1), naming both k.
+    let out = fetch(&["--sha256", &sha, "--k", "99"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ok"], false);
+    assert!(json["error"].as_str().unwrap().contains("k = 99"), "{json}");
+}
+
+/// A command line clap refuses is exit code 2, and under `--json` a JSON document on stdout;
+/// a pin with a sign in it is no pin; a URL that names no object is a bad command line (2),
+/// not a failure of object storage (4).
+#[test]
+fn bad_command_lines_are_exit_code_2_and_json_under_json() {
+    let out = keycodec(&["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ok"], false);
+    assert!(json["error"].as_str().unwrap().contains("FILE"), "{json}");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = saved(dir.path());
+    let plus = "+0".repeat(32);
+    let out = keycodec(&["verify", &path, "--digest", &plus, "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok());
+    let destination = dir.path().join("pulled.pk").display().to_string();
+    for url in [
+        "ftp://host.example/key.pk",
+        "not a url",
+        "https://host.example/key.pk?X-Amz-Signature=00",
+    ] {
+        let out = keycodec(&["pull", url, &destination]);
+        assert_eq!(out.status.code(), Some(2), "{url}: {}", text(&out.stderr));
+        let out = keycodec(&["params", "fetch", url, "--sha256", &"ab".repeat(32)]);
+        assert_eq!(out.status.code(), Some(2), "{url}: {}", text(&out.stderr));
+    }
+    // --help is no error.
+    assert_eq!(keycodec(&["--help"]).status.code(), Some(0));
+}
+
+/// `params export` replaces its destination atomically: a hard link to the previous file
+/// still holds the previous bytes (`File::create` truncated and rewrote the shared file, so a
+/// failed export left a torn one that halo2's reader panics on).
+#[test]
+fn params_export_replaces_the_destination_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let container = dir.path().join("params.kc");
+    keycodec::RawBytesCodec::default()
+        .save_params(&container, &lookup().params, &SaveOptions::default())
+        .unwrap();
+    let destination = dir.path().join("kzg.srs");
+    std::fs::write(&destination, b"the previous file").unwrap();
+    let link = dir.path().join("previous.srs");
+    std::fs::hard_link(&destination, &link).unwrap();
+    let out = keycodec(&[
+        "params",
+        "export",
+        container.to_str().unwrap(),
+        destination.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&link).unwrap(), b"the previous file");
+    assert!(std::fs::read(&destination).unwrap().len() > 1000);
+}
+
+/// `pull` lands its file as a save does: a new file gets the mode `File::create` gives
+/// (today's kept the temporary file's 0600), a symbolic link's target is replaced (today's
+/// replaced the link), and an object whose size is not what its header declares is refused
+/// before anything is written.
+#[test]
+fn pull_lands_its_file_as_a_save_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = keycodec_tests::s3::server();
+    let bucket = server.bucket("cli-pull-lands");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = saved(dir.path());
+    let bytes = std::fs::read(&path).unwrap();
+    server.put_public(&bucket, "key.pk", &bytes);
+    let url = keycodec_tests::s3::S3Server::public_url(server.addr, &bucket, "key.pk");
+
+    let pulled = dir.path().join("pulled.pk");
+    let out = keycodec(&["pull", &url, pulled.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reference = dir.path().join("reference");
+    std::fs::File::create(&reference).unwrap();
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&pulled), mode(&reference));
+
+    let target = dir.path().join("target.pk");
+    std::fs::write(&target, b"old").unwrap();
+    let link = dir.path().join("link.pk");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = keycodec(&["pull", &url, link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert!(std::fs::read(&target).unwrap() == bytes);
+
+    let lying = keycodec_tests::lying::LyingServer::start(
+        bytes.clone(),
+        keycodec_tests::lying::Lies {
+            size: Some(1 << 50),
+            ..Default::default()
+        },
+    );
+    let refused = dir.path().join("refused.pk");
+    let out = keycodec(&["pull", &lying.url("key.pk"), refused.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("header declares"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!refused.exists());
+    assert!(lying.bytes_asked() <= 96);
 }
 
 /// `pull --codecs` reads the object's header before downloading it: a key saved by another
