@@ -21,9 +21,9 @@ pub(crate) enum Failure {
     Remote(String),
     /// A value on the command line is malformed (exit code 2, as clap's errors).
     Usage(String),
-    /// The file is not intact, and the report already printed says how (exit code 1; under
-    /// `--json`, nothing more is printed).
-    Reported(String),
+    /// A failure the report already printed describes (under `--json`, nothing more is
+    /// printed): its exit code, and the message for people.
+    Reported(u8, String),
 }
 
 /// A container's header and what checking its payload found.

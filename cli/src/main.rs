@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod manifest;
 mod params;
 mod remote;
 
@@ -29,6 +30,8 @@ Examples:
   keycodec push prover.pk s3://provers/keys/prover.pk --digest 4f1e…
   keycodec pull s3://provers/keys/prover.pk prover.pk --digest 4f1e… --codecs rawbytes
   keycodec params fetch https://example.org/kzg_bn254_22.srs --sha256 5a1c… --k 20
+  keycodec fetch --manifest prover.json --cache /var/cache/prover   every artifact, checked
+  keycodec verify --manifest prover.json --cache /var/cache/prover  what is there, no request
 
 Object storage (push, pull, params fetch from s3://) is configured from the environment as
 the AWS tools are: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT (an
@@ -70,10 +73,19 @@ enum Command {
         json: bool,
     },
     /// Check a container: its header, its length, its payload checksum, and with --digest
-    /// that it records that key digest. Exits 0 only if every check passes.
+    /// that it records that key digest; or, with --manifest, every artifact a prover's
+    /// manifest declares, where a start would find it (nothing is fetched). Exits 0 only if
+    /// every check passes.
     Verify {
         /// The container file.
-        file: PathBuf,
+        #[arg(required_unless_present = "manifest", conflicts_with = "manifest")]
+        file: Option<PathBuf>,
+        /// A prover's manifest (docs/manifest.md): check each artifact it declares.
+        #[arg(long, value_name = "MANIFEST")]
+        manifest: Option<PathBuf>,
+        /// The cache directory artifacts at URLs are in [default: ~/.cache/keycodec/artifacts].
+        #[arg(long, requires = "manifest")]
+        cache: Option<PathBuf>,
         /// The key digest the file must record (64 hex digits).
         #[arg(long)]
         digest: Option<KeyDigest>,
@@ -85,6 +97,21 @@ enum Command {
     Digest {
         /// The container file.
         file: PathBuf,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fetch every artifact a prover's manifest declares at a URL into the cache, each checked
+    /// before it is kept (the parameters' pin, each key's container and recorded digest), at
+    /// once, with progress per artifact; artifacts at paths are checked where they are. A
+    /// warm cache makes no request.
+    Fetch {
+        /// The manifest (docs/manifest.md).
+        #[arg(long, value_name = "MANIFEST")]
+        manifest: PathBuf,
+        /// The cache directory [default: ~/.cache/keycodec/artifacts].
+        #[arg(long)]
+        cache: Option<PathBuf>,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -138,17 +165,37 @@ fn main() -> ExitCode {
             inspect(file).and_then(|found| {
                 report(&found, *json);
                 match found.problem() {
-                    Some(problem) => Err(Failure::Reported(format!(
-                        "{}: {problem}",
-                        found.path.display()
-                    ))),
+                    Some(problem) => Err(Failure::Reported(
+                        1,
+                        format!("{}: {problem}", found.path.display()),
+                    )),
                     None => Ok(()),
                 }
             }),
         ),
-        Command::Verify { file, digest, json } => (
+        Command::Verify {
+            file,
+            manifest,
+            cache,
+            digest,
+            json,
+        } => (
             *json,
-            inspect(file).and_then(|found| verify(&found, *digest, *json)),
+            match (file, manifest) {
+                (_, Some(manifest)) => manifest::run(manifest, cache.as_deref(), false, *json),
+                (Some(file), None) => {
+                    inspect(file).and_then(|found| verify(&found, *digest, *json))
+                }
+                (None, None) => Err(Failure::Usage("give a FILE or --manifest".into())),
+            },
+        ),
+        Command::Fetch {
+            manifest,
+            cache,
+            json,
+        } => (
+            *json,
+            manifest::run(manifest, cache.as_deref(), true, *json),
         ),
         Command::Digest { file, json } => {
             (*json, inspect(file).and_then(|found| digest(&found, *json)))
@@ -176,11 +223,11 @@ fn main() -> ExitCode {
                 Failure::Io(message) => (3, message),
                 Failure::Remote(message) => (4, message),
                 Failure::Usage(message) => (2, message),
-                Failure::Reported(message) => {
+                Failure::Reported(code, message) => {
                     if !json {
                         eprintln!("keycodec: {message}");
                     }
-                    return ExitCode::from(1);
+                    return ExitCode::from(code);
                 }
             };
             if json {

@@ -166,8 +166,17 @@ pub(crate) fn pull(
     Ok(())
 }
 
+/// The exit code of a library error of object storage work (see [`remote_failure`]).
+pub(crate) fn exit_code(err: &keycodec::Error) -> u8 {
+    match err.cause() {
+        keycodec::Error::ObjectStore { .. } | keycodec::Error::ObjectChanged { .. } => 4,
+        keycodec::Error::Io { .. } => 3,
+        _ => 1,
+    }
+}
+
 /// A library error of object storage work, by what the exit code says.
-fn remote_failure(err: keycodec::Error) -> Failure {
+pub(crate) fn remote_failure(err: keycodec::Error) -> Failure {
     match err.cause() {
         keycodec::Error::ObjectStore { .. } | keycodec::Error::ObjectChanged { .. } => {
             Failure::Remote(err.to_string())
@@ -177,9 +186,9 @@ fn remote_failure(err: keycodec::Error) -> Failure {
     }
 }
 
-/// The cache `params fetch` uses when none is given: `$XDG_CACHE_HOME/keycodec/params`, or
-/// `~/.cache/keycodec/params`.
-fn default_cache() -> Result<PathBuf, Failure> {
+/// The cache a command uses when none is given: `$XDG_CACHE_HOME/keycodec/{folder}`, or
+/// `~/.cache/keycodec/{folder}` (`params` for `params fetch`, `artifacts` for a manifest's).
+pub(crate) fn default_cache(folder: &str) -> Result<PathBuf, Failure> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
@@ -189,7 +198,7 @@ fn default_cache() -> Result<PathBuf, Failure> {
                 "no cache directory: give --cache (neither XDG_CACHE_HOME nor HOME is set)".into(),
             )
         })?;
-    Ok(base.join("keycodec").join("params"))
+    Ok(base.join("keycodec").join(folder))
 }
 
 /// `params fetch`: parameters from a URL through the cache, pinned by their file's SHA-256.
@@ -208,7 +217,7 @@ pub(crate) fn fetch(
         .map_err(|err| Failure::Usage(err.to_string()))?;
     let cache = match cache {
         Some(cache) => cache.to_path_buf(),
-        None => default_cache()?,
+        None => default_cache("params")?,
     };
     let (remote, location) = open(url)?;
     let bar = ProgressBar::new_spinner().with_style(

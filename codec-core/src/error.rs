@@ -354,6 +354,26 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// A manifest (a prover's artifacts declared once) is malformed, or does not name what
+    /// was asked of it.
+    #[error("{}: {message}", path.display())]
+    Manifest {
+        /// The manifest's file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// An artifact a manifest names could not be had: `source` says why (missing, another
+    /// digest, a store that failed...).
+    #[error("the manifest's {name}: {source}")]
+    Artifact {
+        /// The artifact's name in the manifest (`params`, or a key's name).
+        name: String,
+        /// What went wrong.
+        source: Box<Error>,
+    },
+
     /// A bug in keycodec or a backend (a broken internal invariant, a worker thread that
     /// panicked), reported instead of panicking.
     #[error("internal error: {0} (please report this)")]
@@ -383,10 +403,11 @@ impl Error {
         }
     }
 
-    /// The error under any [`Error::Remote`] wrappers: what went wrong, wherever it did.
+    /// The error under any [`Error::Remote`] and [`Error::Artifact`] wrappers: what went
+    /// wrong, wherever it did.
     pub fn cause(&self) -> &Error {
         match self {
-            Error::Remote { source, .. } => source.cause(),
+            Error::Remote { source, .. } | Error::Artifact { source, .. } => source.cause(),
             other => other,
         }
     }

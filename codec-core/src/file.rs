@@ -148,7 +148,6 @@ impl<'f> Writeback<'f> {
     }
 
     /// The file.
-    #[cfg(feature = "remote")]
     pub(crate) fn file(&self) -> &'f File {
         self.file
     }
@@ -454,7 +453,6 @@ fn wait_for_lock(file: &File, timeout: std::time::Duration) -> Result<()> {
 
 /// Writes all of `buf` at `offset` of `file`, leaving its cursor alone where the platform
 /// allows (positioned writes from several threads at once).
-#[cfg(feature = "remote")]
 pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {

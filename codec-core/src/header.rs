@@ -219,6 +219,57 @@ impl FieldWriter<'_> {
     }
 }
 
+/// Reads and checks the container in `file` without decoding it (no circuit needed): its
+/// header, its length (exactly the header and the payload it declares), and the payload's
+/// XXH3-64 checksum; returns the header. What `keycodec verify` and a manifest's fetch check
+/// before a file is kept; a load checks all of it again, and recomputes a pinned digest from
+/// the key itself (the header's recorded digest is a claim).
+///
+/// # Errors
+///
+/// The header's errors ([`Error::BadMagic`], [`Error::HeaderChecksum`]...),
+/// [`Error::LengthMismatch`], [`Error::PayloadChecksum`], and [`Error::Io`] reading it.
+pub fn verify_file(file: &std::fs::File) -> Result<Header> {
+    use crate::source::ReadAt;
+    let len = file
+        .metadata()
+        .map_err(|err| Error::io("read the metadata of", err))?
+        .len();
+    let mut bytes = [0u8; HEADER_LEN];
+    let got = usize::try_from(len.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    let head = bytes.get_mut(..got).unwrap_or_default();
+    file.read_exact_at(head, 0)
+        .map_err(|err| Error::from_read(err, "container header"))?;
+    let header = Header::from_bytes(head)?;
+    let header_len = Header::len_of(head)? as u64;
+    let available = len.saturating_sub(header_len);
+    if available != header.payload_len {
+        return Err(Error::LengthMismatch {
+            declared: header.payload_len,
+            available,
+        });
+    }
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buffer = vec![0u8; 4 << 20];
+    let mut at = header_len;
+    while at < len {
+        let step = usize::try_from((len - at).min(buffer.len() as u64)).unwrap_or(buffer.len());
+        let chunk = buffer.get_mut(..step).unwrap_or_default();
+        file.read_exact_at(chunk, at)
+            .map_err(|err| Error::from_read(err, "payload"))?;
+        hasher.update(chunk);
+        at += step as u64;
+    }
+    let found = hasher.digest();
+    if found != header.payload_checksum {
+        return Err(Error::PayloadChecksum {
+            expected: header.payload_checksum,
+            found,
+        });
+    }
+    Ok(header)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

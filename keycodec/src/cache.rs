@@ -145,6 +145,140 @@ pub fn fetch_params(
     })
 }
 
+/// The parameters of `object` if its cache holds them for `options.k` already, pinned (an
+/// unpinned entry is named by the object's version, which only the store can tell): no
+/// request is made. `None` when they are not cached (or unpinned).
+///
+/// # Errors
+///
+/// As loading the cached container ([`Error::Io`] other than a missing file), and
+/// [`Error::KOutOfRange`] past the caller's limits.
+pub(crate) fn cached_params(object: &Object, options: &ParamsOptions) -> Result<Option<Fetched>> {
+    let base = match options.pin {
+        Some(ParamsPin::Sha256(hash)) => {
+            format!("params-sha256-{}", codec_core::hex::encode(&hash))
+        }
+        Some(ParamsPin::Digest(digest)) => format!("params-{digest}"),
+        None => return Ok(None),
+    };
+    let entries = Entries {
+        full: object.cache.join(format!("{base}.kc")),
+        base,
+        cache: &object.cache,
+        k: options.k,
+    };
+    match entries.ready(false)? {
+        Some(fetched) => entries.within_limits(fetched, options).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Fetches the key container at `object` into its cache as a pinned load would find it
+/// (`{digest}-{codec}.kc`), without the circuit: the header (its codec `codec`, its kind, the
+/// recorded digest when the container is of that kind, its length against the server's
+/// size) is checked before the download, the payload checksum after; only then does the file
+/// take its name. A cached file already intact is a hit, with no request.
+///
+/// # Errors
+///
+/// [`Error::CodecMismatch`], [`Error::KindMismatch`], [`Error::DigestMismatch`],
+/// [`Error::LengthMismatch`], [`Error::PayloadChecksum`] naming the object; the store's and the
+/// cache's errors.
+pub(crate) fn fetch_key(
+    object: &Object,
+    backend: Backend,
+    kind: codec_core::KeyKind,
+    digest: codec_core::KeyDigest,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<CacheOutcome> {
+    let name = object.name();
+    std::fs::create_dir_all(&object.cache)
+        .map_err(|err| Error::io("create the cache directory", err).at_path(&object.cache))?;
+    let path = object
+        .cache
+        .join(codec_core::remote::pinned_name(digest, backend.name()));
+    let expect = |header: &codec_core::header::Header| {
+        if header.codec != backend.id() {
+            return Err(Error::CodecMismatch {
+                expected: backend.id(),
+                expected_name: backend.name(),
+                found: header.codec,
+            });
+        }
+        let kind_ok = header.kind == kind
+            || (kind == codec_core::KeyKind::Verifying
+                && header.kind == codec_core::KeyKind::Proving);
+        if !kind_ok {
+            return Err(Error::KindMismatch {
+                expected: kind,
+                found: header.kind,
+            });
+        }
+        match header.digest {
+            Some(found) if header.kind == kind && found != digest => Err(Error::DigestMismatch {
+                kind,
+                path: None,
+                expected: digest,
+                found,
+            }),
+            _ => Ok(()),
+        }
+    };
+    let cached = |locked: bool| -> Result<bool> {
+        let checked = std::fs::File::open(&path)
+            .map_err(|err| Error::io("open", err))
+            .and_then(|file| codec_core::header::verify_file(&file))
+            .and_then(|header| expect(&header));
+        match checked {
+            Ok(()) => Ok(true),
+            Err(err) if err.is_missing() => Ok(false),
+            Err(err) if err.disproves_artifact() => {
+                if locked {
+                    let _ = std::fs::remove_file(&path);
+                }
+                Ok(false)
+            }
+            Err(err) => Err(err.at_path(&path)),
+        }
+    };
+    if cached(false)? {
+        return Ok(CacheOutcome::Hit(path));
+    }
+    let _lock = lock_beside_within(&path, Some(LOCK_TIMEOUT))?;
+    if cached(true)? {
+        return Ok(CacheOutcome::Hit(path));
+    }
+    let remote = &object.remote;
+    let info = remote.head(&object.path)?;
+    let mut first = [0u8; HEADER_LEN];
+    let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    let first = first.get_mut(..len).unwrap_or_default();
+    remote.read_range(&object.path, &info, first, 0)?;
+    let check = || {
+        let header = codec_core::header::Header::from_bytes(first)?;
+        expect(&header)?;
+        let declared = codec_core::header::Header::len_of(first)? as u64 + header.payload_len;
+        if header.payload_len > codec_core::Limits::default().max_payload_bytes
+            || declared != info.size
+        {
+            return Err(Error::LengthMismatch {
+                declared: header.payload_len,
+                available: info.size.saturating_sub(declared - header.payload_len),
+            });
+        }
+        Ok(())
+    };
+    check().map_err(|err| err.in_object(&name))?;
+    codec_core::replace_atomically(&path, |file| {
+        remote.download_to(&object.path, &info, file, progress)?;
+        codec_core::header::verify_file(file)
+            .and_then(|header| expect(&header))
+            .map_err(|err| err.in_object(&name))
+    })
+    .map_err(|err| err.at_path(&path))?;
+    Ok(CacheOutcome::Miss(path))
+}
+
 /// The cache files of one set of parameters.
 struct Entries<'a> {
     cache: &'a Path,
@@ -351,8 +485,11 @@ pub(crate) fn pinned_key_path(
     codec: &dyn KeyCodec,
     load: &LoadOptions,
 ) -> Option<PathBuf> {
-    load.expected_digest
-        .map(|digest| object.cache.join(format!("{digest}-{}.kc", codec.name())))
+    load.expected_digest.map(|digest| {
+        object
+            .cache
+            .join(codec_core::remote::pinned_name(digest, codec.name()))
+    })
 }
 
 /// The lock a machine's generators of `object` take.

@@ -10,6 +10,7 @@ mod backend;
 #[cfg(feature = "remote")]
 mod cache;
 mod location;
+pub mod manifest;
 mod params;
 pub mod start;
 

@@ -249,6 +249,7 @@ fn halo2_lengths(k: u32) -> Option<[u64; 2]> {
 /// [`Error::KOutOfRange`] past `limits.max_k`, [`Error::LimitExceeded`] past
 /// `limits.max_payload_bytes`, [`Error::Malformed`] for a declared length the layout does not
 /// have, [`Error::Truncated`] for fewer than 4 bytes.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
 pub(crate) fn expected_length(first: &[u8], limits: &Limits) -> Result<(u32, Vec<u64>)> {
     let bounded = |k: u32| {
         if k == 0 || k > limits.max_k {

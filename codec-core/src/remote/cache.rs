@@ -67,7 +67,7 @@ impl Remote {
             None => Some(self.head(location)?),
         };
         let path = cache.join(match (options.expected_digest, &info) {
-            (Some(digest), _) => format!("{digest}-{}.kc", codec.name()),
+            (Some(digest), _) => pinned_name(digest, codec.name()),
             (None, Some(info)) => format!("object-{}.kc", self.version_name(location, info)?),
             (None, None) => return Err(Error::Internal("no version of the object".into())),
         });
@@ -158,6 +158,13 @@ impl Remote {
             hash.as_bytes().get(..16).unwrap_or_default(),
         ))
     }
+}
+
+/// The name of the cached file of the key pinned to `digest`, stored by the codec named
+/// `codec` (`{digest}-{codec}.kc`): where a pinned [`Remote::load_cached`] looks, and where a
+/// tool that fills a cache ahead of a start (`keycodec fetch --manifest`) puts it.
+pub fn pinned_name(digest: crate::ids::KeyDigest, codec: &str) -> String {
+    format!("{digest}-{codec}.kc")
 }
 
 /// Whether a cached file's load failed because the file is not what its name says: damaged,

@@ -43,7 +43,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use tokio::runtime::{Handle, Runtime};
 
-pub use cache::CacheOutcome;
+pub use cache::{pinned_name, CacheOutcome};
 
 use crate::circuit::{configure, fingerprint};
 use crate::codec::{HaloKey, ItemRef, KeyCodec};

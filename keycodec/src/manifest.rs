@@ -1,0 +1,569 @@
+//! A prover's artifacts declared once: one JSON file names the KZG parameters (a URL or a
+//! path, the `k` the prover runs at, the SHA-256 of the file as published or its digest) and
+//! the proving and verifying keys (location, backend, digest), as filecoin-proofs'
+//! `parameters.json` names its parameter files with their digests. `docs/manifest.md`
+//! describes the format.
+//!
+//! Everything loaded through a manifest is what it names and pins: an artifact it does not
+//! name is refused ([`Error::Manifest`]), one that is missing or not the pinned one is an
+//! [`Error::Artifact`] naming it. Artifacts at URLs must be pinned (so that a warm cache is
+//! used with no request at all) and go through a cache directory; paths are files, relative to
+//! the manifest's folder.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use codec_core::halo2_proofs::plonk::{Circuit, VerifyingKey};
+use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use codec_core::{CodecSet, Error, KeyDigest, KeyKind, Params, Result};
+use serde::Deserialize;
+
+use crate::location::Location;
+use crate::params::{ParamsOptions, ParamsPin};
+use crate::start::{ColdStart, KeyOptions, Origin, StartOptions};
+use crate::Backend;
+
+/// The manifest format this build reads.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// Where an artifact is, as the manifest says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A file (resolved against the manifest's folder).
+    Path(PathBuf),
+    /// A URL (`s3://`, `https://`, `http://`), through the cache directory.
+    Url(String),
+}
+
+/// The parameters a manifest names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamsEntry {
+    /// Where they are.
+    pub source: Source,
+    /// The `k` the prover runs at: larger parameters are downsized to it.
+    pub k: u32,
+    /// Their pin.
+    pub pin: Option<ParamsPin>,
+}
+
+/// A key a manifest names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyEntry {
+    /// Its name in the manifest.
+    pub name: String,
+    /// A proving or a verifying key.
+    pub kind: KeyKind,
+    /// Where it is.
+    pub source: Source,
+    /// The backend that stores it (the only one its load accepts).
+    pub codec: Backend,
+    /// Its digest.
+    pub digest: Option<KeyDigest>,
+}
+
+/// What a manifest's check or fetch found for one artifact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArtifactState {
+    /// A file the manifest names by path, checked where it is.
+    Present(PathBuf),
+    /// In the cache already, checked (no request was made).
+    Cached(PathBuf),
+    /// Downloaded into the cache now, checked.
+    Downloaded(PathBuf),
+}
+
+/// A prover's artifacts (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Manifest {
+    path: PathBuf,
+    params: ParamsEntry,
+    keys: BTreeMap<String, KeyEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    manifest: u32,
+    params: ParamsFile,
+    #[serde(default)]
+    keys: BTreeMap<String, KeyFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParamsFile {
+    url: Option<String>,
+    path: Option<PathBuf>,
+    k: u32,
+    sha256: Option<String>,
+    digest: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyFile {
+    kind: String,
+    url: Option<String>,
+    path: Option<PathBuf>,
+    codec: String,
+    digest: Option<String>,
+}
+
+impl Manifest {
+    /// Reads the manifest at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming the file; [`Error::Manifest`] for a malformed manifest.
+    pub fn open(path: impl AsRef<Path>) -> Result<Manifest> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| Error::io("read the manifest", err).at_path(path))?;
+        Manifest::from_json(&text, path)
+    }
+
+    /// Parses a manifest's JSON text; `path` names it in errors, and its folder is what
+    /// relative paths are relative to.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Manifest`]: malformed JSON, an unknown field, another format version, an
+    /// artifact with neither or both of `url` and `path`, or at a URL without a pin, a `k`
+    /// past what BN254 allows, an unknown backend or kind, malformed hex.
+    pub fn from_json(json: &str, path: &Path) -> Result<Manifest> {
+        let bad = |message: String| Error::Manifest {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file: File = serde_json::from_str(json).map_err(|err| bad(err.to_string()))?;
+        if file.manifest != MANIFEST_VERSION {
+            return Err(bad(format!(
+                "manifest format {} (this build reads {MANIFEST_VERSION})",
+                file.manifest
+            )));
+        }
+        let base = path.parent().unwrap_or(Path::new("."));
+        let source = |what: &str, url: Option<String>, at: Option<PathBuf>| match (url, at) {
+            (Some(url), None) => Ok(Source::Url(url)),
+            (None, Some(at)) => Ok(Source::Path(base.join(at))),
+            _ => Err(bad(format!("{what}: give exactly one of `url` and `path`"))),
+        };
+        let digest = |what: &str, hex: Option<String>| {
+            hex.map(|hex| {
+                hex.parse::<KeyDigest>()
+                    .map_err(|err| bad(format!("{what}: {err}")))
+            })
+            .transpose()
+        };
+        let params = file.params;
+        if params.k == 0 || params.k > codec_core::MAX_K {
+            return Err(bad(format!(
+                "params: k = {} (between 1 and {})",
+                params.k,
+                codec_core::MAX_K
+            )));
+        }
+        let pin = match (params.sha256, digest("params", params.digest)?) {
+            (Some(_), Some(_)) => {
+                return Err(bad("params: give one of `sha256` and `digest`".into()))
+            }
+            (Some(hex), None) => {
+                Some(ParamsPin::sha256(&hex).map_err(|err| bad(format!("params: {err}")))?)
+            }
+            (None, Some(digest)) => Some(ParamsPin::Digest(digest)),
+            (None, None) => None,
+        };
+        let params = ParamsEntry {
+            source: source("params", params.url, params.path)?,
+            k: params.k,
+            pin,
+        };
+        if matches!(params.source, Source::Url(_)) && params.pin.is_none() {
+            return Err(bad(
+                "params: parameters at a URL need a pin (`sha256` as published, or `digest`)"
+                    .into(),
+            ));
+        }
+        let mut keys = BTreeMap::new();
+        for (name, key) in file.keys {
+            let what = format!("key `{name}`");
+            let kind = match key.kind.as_str() {
+                "proving" => KeyKind::Proving,
+                "verifying" => KeyKind::Verifying,
+                other => {
+                    return Err(bad(format!(
+                        "{what}: kind `{other}` (`proving` or `verifying`)"
+                    )))
+                }
+            };
+            let codec: Backend = key
+                .codec
+                .parse()
+                .map_err(|err| bad(format!("{what}: {err}")))?;
+            let entry = KeyEntry {
+                name: name.clone(),
+                kind,
+                source: source(&what, key.url, key.path)?,
+                codec,
+                digest: digest(&what, key.digest)?,
+            };
+            if matches!(entry.source, Source::Url(_)) && entry.digest.is_none() {
+                return Err(bad(format!("{what}: a key at a URL needs its `digest`")));
+            }
+            keys.insert(name, entry);
+        }
+        Ok(Manifest {
+            path: path.to_path_buf(),
+            params,
+            keys,
+        })
+    }
+
+    /// The manifest's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The parameters it names.
+    pub fn params(&self) -> &ParamsEntry {
+        &self.params
+    }
+
+    /// The keys it names, by name.
+    pub fn keys(&self) -> impl Iterator<Item = &KeyEntry> {
+        self.keys.values()
+    }
+
+    /// The key named `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Manifest`] when the manifest names no such key.
+    pub fn key(&self, name: &str) -> Result<&KeyEntry> {
+        self.keys.get(name).ok_or_else(|| Error::Manifest {
+            path: self.path.clone(),
+            message: format!(
+                "names no key `{name}` (it names: {})",
+                self.keys.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        })
+    }
+
+    /// How the parameters are opened: pinned as the manifest says, at its `k`.
+    pub fn params_options(&self) -> ParamsOptions {
+        ParamsOptions {
+            pin: self.params.pin,
+            k: Some(self.params.k),
+            ..ParamsOptions::default()
+        }
+    }
+
+    /// How the key named `name` is loaded: its backend only, pinned to its digest.
+    ///
+    /// # Errors
+    ///
+    /// As [`Manifest::key`].
+    pub fn key_options(&self, name: &str) -> Result<KeyOptions> {
+        let key = self.key(name)?;
+        Ok(KeyOptions {
+            pin: key.digest,
+            codecs: CodecSet::NONE.with(key.codec.id()),
+            ..KeyOptions::default()
+        })
+    }
+
+    /// The parameters, opened as the manifest says (through `cache` for a URL).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Artifact`] naming `params`, around what [`open_params`](crate::start::open_params)
+    /// reports.
+    pub fn open_params(&self, cache: &Path) -> Result<Params> {
+        let open = || {
+            crate::start::open_params(
+                location(&self.params.source, cache)?,
+                &self.params_options(),
+            )
+        };
+        open().map_err(|err| artifact("params", err))
+    }
+
+    /// A prover's whole cold start from the manifest: its parameters and the proving key named
+    /// `key`, each as the manifest pins it, through `cache` for URLs
+    /// ([`cold_start`](crate::start::cold_start): generated only when missing or provably not
+    /// this key, and then checked against the manifest's digest). `options` says how keys are
+    /// saved and how long to wait for a lock; its artifacts' options are the manifest's.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Manifest`] for a key it does not name or that is not a proving key;
+    /// [`Error::Artifact`] naming the artifact that failed.
+    pub fn cold_start<C: Circuit<Fr>>(
+        &self,
+        key: &str,
+        circuit: &C,
+        cache: &Path,
+        options: &StartOptions,
+    ) -> Result<ColdStart> {
+        let entry = self.key(key)?;
+        if entry.kind != KeyKind::Proving {
+            return Err(Error::Manifest {
+                path: self.path.clone(),
+                message: format!("key `{key}` is a {}, not a proving key", entry.kind),
+            });
+        }
+        let codec = entry.codec.codec()?;
+        let params = self.open_params(cache)?;
+        let options = StartOptions {
+            key: self.key_options(key)?,
+            params: ParamsOptions::default(),
+            ..*options
+        };
+        let load = || {
+            crate::start::load_or_generate_pk(
+                codec,
+                location(&entry.source, cache)?,
+                &params,
+                circuit,
+                &options,
+            )
+        };
+        let (pk, origin): (_, Origin) = load().map_err(|err| artifact(key, err))?;
+        Ok(ColdStart { params, pk, origin })
+    }
+
+    /// The verifying key named `key` (a verifying key's container, or a proving key's), as the
+    /// manifest pins it, for the circuit at the manifest's `k` (`params`, opened with
+    /// [`Manifest::open_params`]); generated only when missing or provably not this key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Manifest`] for a key it does not name; [`Error::Artifact`] naming it.
+    pub fn load_vk<C: Circuit<Fr>>(
+        &self,
+        key: &str,
+        params: &Params,
+        circuit: &C,
+        cache: &Path,
+        options: &StartOptions,
+    ) -> Result<(VerifyingKey<G1Affine>, Origin)> {
+        let entry = self.key(key)?;
+        let options = StartOptions {
+            key: self.key_options(key)?,
+            ..*options
+        };
+        let load = || {
+            crate::start::load_or_generate_vk(
+                entry.codec.codec()?,
+                location(&entry.source, cache)?,
+                params,
+                circuit,
+                &options,
+            )
+        };
+        load().map_err(|err| artifact(key, err))
+    }
+
+    /// Checks every artifact without fetching anything: files named by path where they are
+    /// (parameters opened with their pin and every point checked; keys' containers, their
+    /// backend and recorded digest), artifacts at URLs in `cache` (as a start would find
+    /// them). One result per artifact, `params` first, then the keys by name.
+    pub fn verify(&self, cache: &Path) -> Vec<(String, Result<ArtifactState>)> {
+        let mut results = vec![("params".to_owned(), self.verify_params(cache))];
+        for key in self.keys.values() {
+            let state = verify_key(key, cache).map_err(|err| artifact(&key.name, err));
+            results.push((key.name.clone(), state));
+        }
+        results
+    }
+
+    fn verify_params(&self, cache: &Path) -> Result<ArtifactState> {
+        let check = || match &self.params.source {
+            Source::Path(path) => crate::start::open_params(path, &self.params_options())
+                .map(|_| ArtifactState::Present(path.clone())),
+            #[cfg(feature = "remote")]
+            Source::Url(url) => {
+                let Location::Object(object) = Location::url(url, cache)? else {
+                    return Err(Error::Internal("a URL that is no object".into()));
+                };
+                match crate::cache::cached_params(&object, &self.params_options())? {
+                    Some(fetched) => Ok(ArtifactState::Cached(match fetched.outcome {
+                        codec_core::remote::CacheOutcome::Hit(path)
+                        | codec_core::remote::CacheOutcome::Miss(path) => path,
+                    })),
+                    None => Err(not_cached(cache)),
+                }
+            }
+            #[cfg(not(feature = "remote"))]
+            Source::Url(_) => {
+                let _ = cache;
+                Err(no_remote())
+            }
+        };
+        check().map_err(|err| artifact("params", err))
+    }
+
+    /// Fetches every artifact named by URL into `cache`, verified, at once (each on its own
+    /// thread), and checks those named by path; `progress` is told each artifact's bytes as
+    /// they arrive. A warm cache makes no request. One result per artifact, as
+    /// [`Manifest::verify`].
+    #[cfg(feature = "remote")]
+    pub fn fetch(
+        &self,
+        cache: &Path,
+        progress: &(dyn Fn(&str, u64) + Sync),
+    ) -> Vec<(String, Result<ArtifactState>)> {
+        let params = || -> Result<ArtifactState> {
+            match &self.params.source {
+                Source::Path(_) => self.verify_params(cache),
+                Source::Url(url) => {
+                    let fetch = || {
+                        let Location::Object(object) = Location::url(url, cache)? else {
+                            return Err(Error::Internal("a URL that is no object".into()));
+                        };
+                        let fetched =
+                            crate::cache::fetch_params(&object, &self.params_options(), &|n| {
+                                progress("params", n)
+                            })?;
+                        Ok(state_of(fetched.outcome))
+                    };
+                    fetch().map_err(|err| artifact("params", err))
+                }
+            }
+        };
+        let key = |key: &KeyEntry| -> Result<ArtifactState> {
+            let fetch = || match (&key.source, key.digest) {
+                (Source::Url(url), Some(digest)) => {
+                    let Location::Object(object) = Location::url(url, cache)? else {
+                        return Err(Error::Internal("a URL that is no object".into()));
+                    };
+                    crate::cache::fetch_key(&object, key.codec, key.kind, digest, &|n| {
+                        progress(&key.name, n);
+                    })
+                    .map(state_of)
+                }
+                _ => verify_key(key, cache),
+            };
+            fetch().map_err(|err| artifact(&key.name, err))
+        };
+        std::thread::scope(|scope| {
+            let keys: Vec<_> = self
+                .keys
+                .values()
+                .map(|entry| (entry.name.clone(), scope.spawn(move || key(entry))))
+                .collect();
+            let mut results = vec![("params".to_owned(), params())];
+            for (name, thread) in keys {
+                let result = thread
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Internal("a fetch thread panicked".into())));
+                results.push((name, result));
+            }
+            results
+        })
+    }
+}
+
+#[cfg(feature = "remote")]
+fn state_of(outcome: codec_core::remote::CacheOutcome) -> ArtifactState {
+    match outcome {
+        codec_core::remote::CacheOutcome::Hit(path) => ArtifactState::Cached(path),
+        codec_core::remote::CacheOutcome::Miss(path) => ArtifactState::Downloaded(path),
+    }
+}
+
+/// The location of `source`, through `cache` for a URL.
+fn location(source: &Source, cache: &Path) -> Result<Location> {
+    match source {
+        Source::Path(path) => Ok(Location::File(path.clone())),
+        #[cfg(feature = "remote")]
+        Source::Url(url) => Location::url(url, cache),
+        #[cfg(not(feature = "remote"))]
+        Source::Url(_) => {
+            let _ = cache;
+            Err(no_remote())
+        }
+    }
+}
+
+/// A key's container, checked where a start would find it (its file, or its cached copy).
+fn verify_key(key: &KeyEntry, cache: &Path) -> Result<ArtifactState> {
+    let (path, state): (PathBuf, fn(PathBuf) -> ArtifactState) = match (&key.source, key.digest) {
+        (Source::Path(path), _) => (path.clone(), ArtifactState::Present),
+        #[cfg(feature = "remote")]
+        (Source::Url(_), Some(digest)) => (
+            cache.join(codec_core::remote::pinned_name(digest, key.codec.name())),
+            ArtifactState::Cached,
+        ),
+        #[cfg(not(feature = "remote"))]
+        (Source::Url(_), Some(_)) => {
+            let _ = cache;
+            return Err(no_remote());
+        }
+        (Source::Url(_), None) => return Err(Error::Internal("an unpinned key at a URL".into())),
+    };
+    let check = || {
+        let file = std::fs::File::open(&path).map_err(|err| Error::io("open", err))?;
+        let header = codec_core::header::verify_file(&file)?;
+        if header.codec != key.codec.id() {
+            return Err(Error::CodecMismatch {
+                expected: key.codec.id(),
+                expected_name: key.codec.name(),
+                found: header.codec,
+            });
+        }
+        if header.kind != key.kind
+            && !(key.kind == KeyKind::Verifying && header.kind == KeyKind::Proving)
+        {
+            return Err(Error::KindMismatch {
+                expected: key.kind,
+                found: header.kind,
+            });
+        }
+        if let (Some(expected), Some(found), true) =
+            (key.digest, header.digest, header.kind == key.kind)
+        {
+            if expected != found {
+                return Err(Error::DigestMismatch {
+                    kind: key.kind,
+                    path: None,
+                    expected,
+                    found,
+                });
+            }
+        }
+        Ok(state(path.clone()))
+    };
+    check().map_err(|err| err.at_path(&path))
+}
+
+fn artifact(name: &str, err: Error) -> Error {
+    match err {
+        err @ (Error::Artifact { .. } | Error::Manifest { .. }) => err,
+        other => Error::Artifact {
+            name: name.to_owned(),
+            source: Box::new(other),
+        },
+    }
+}
+
+/// An artifact at a URL that the cache does not hold (yet).
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+fn not_cached(cache: &Path) -> Error {
+    Error::io(
+        "find the artifact in the cache",
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not fetched yet (keycodec fetch --manifest)",
+        ),
+    )
+    .at_path(cache)
+}
+
+#[cfg(not(feature = "remote"))]
+fn no_remote() -> Error {
+    Error::NotCompiled {
+        what: "artifacts at URLs".into(),
+        feature: "remote",
+    }
+}
