@@ -501,3 +501,101 @@ fn pull_refuses_a_backend_not_allowed() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(pulled.exists());
 }
+
+/// `fetch --manifest` fills the cache with every artifact a manifest declares at a URL,
+/// checked, and reports each (JSON for scripts); `verify --manifest` checks what is there
+/// without fetching: before the fetch it fails (1) naming what is missing, after it passes.
+#[test]
+fn fetch_and_verify_a_manifest() {
+    use codec_core::halo2_proofs::SerdeFormat;
+    use sha2::{Digest, Sha256};
+    let server = keycodec_tests::s3::server();
+    let bucket = server.bucket("cli-manifest");
+    let mut srs = Vec::new();
+    lookup()
+        .params
+        .write_custom(&mut srs, SerdeFormat::RawBytes)
+        .unwrap();
+    server.put_public(&bucket, "kzg.srs", &srs);
+    let dir = tempfile::tempdir().unwrap();
+    let (path, digest) = saved(dir.path());
+    server.put_public(&bucket, "key.pk", &std::fs::read(&path).unwrap());
+    let origin = format!("http://{}", server.addr);
+    let manifest = serde_json::json!({
+        "manifest": 1,
+        "params": {
+            "url": format!("{origin}/{bucket}/kzg.srs"),
+            "sha256": codec_core::hex::encode(&Sha256::digest(&srs)),
+            "k": 6,
+        },
+        "keys": {
+            "prover": {
+                "kind": "proving",
+                "url": format!("{origin}/{bucket}/key.pk"),
+                "codec": "rkyv",
+                "digest": digest.to_string(),
+            },
+        },
+    });
+    let manifest_path = dir.path().join("prover.json");
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let cache = dir.path().join("cache");
+    let (manifest_arg, cache_arg) = (
+        manifest_path.display().to_string(),
+        cache.display().to_string(),
+    );
+    let run = |command: &str| {
+        keycodec(&[
+            command,
+            "--manifest",
+            &manifest_arg,
+            "--cache",
+            &cache_arg,
+            "--json",
+        ])
+    };
+    let out = run("verify");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["artifacts"][0]["name"], "params");
+    assert_eq!(json["artifacts"][0]["ok"], false);
+
+    let out = run("fetch");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ok"], true);
+    let states: Vec<_> = json["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|artifact| artifact["state"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(states, ["downloaded", "downloaded"]);
+
+    let out = run("fetch");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["artifacts"][1]["state"], "cached");
+    let out = run("verify");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = keycodec(&["verify", "--manifest", &manifest_arg, "--cache", &cache_arg]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("prover: cached"),
+        "{}",
+        text(&out.stdout)
+    );
+    // A damaged cached key: verify fails (1) naming it.
+    let cached_key = cache.join(format!("{digest}-rkyv.kc"));
+    let mut bytes = std::fs::read(&cached_key).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&cached_key, &bytes).unwrap();
+    let out = keycodec(&["verify", "--manifest", &manifest_arg, "--cache", &cache_arg]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("prover: FAILED"),
+        "{}",
+        text(&out.stdout)
+    );
+}
