@@ -3,11 +3,11 @@
 
 /// Lowercase hex of `bytes`, two digits a byte.
 pub fn encode(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+        for nibble in [byte >> 4, byte & 0xf] {
+            text.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
     }
     text
 }

@@ -251,7 +251,8 @@ fn manifests_are_parsed_strictly() {
         edit(&mut json);
         Manifest::from_json(&json.to_string(), at)
     };
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Edit)> = vec![
         ("version", Box::new(|j| j["manifest"] = 2.into())),
         (
             "unknown field",

@@ -64,7 +64,8 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
         key,
         ..StartOptions::default()
     };
-    let cases: Vec<(&str, StartOptions, fn(&Error) -> bool)> = vec![
+    type Case = (&'static str, StartOptions, fn(&Error) -> bool);
+    let cases: Vec<Case> = vec![
         (
             "codecs",
             refusing(KeyOptions {
@@ -210,7 +211,7 @@ fn a_sha256_pin_checks_the_bytes_it_decodes() {
             let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
                 let next = dir.path().join(format!("next-{i}"));
-                std::fs::write(&next, if i % 2 == 0 { &other } else { &good }).unwrap();
+                std::fs::write(&next, if i.is_multiple_of(2) { &other } else { &good }).unwrap();
                 std::fs::rename(&next, &path).unwrap();
                 swaps.fetch_add(1, Ordering::Relaxed);
                 i += 1;
