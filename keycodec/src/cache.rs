@@ -35,7 +35,7 @@ use codec_core::{
 };
 
 use crate::location::Object;
-use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin};
+use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
 use crate::Backend;
 
 /// How long a process waits for another that holds the lock on the same cached file (a
@@ -447,7 +447,7 @@ fn download(
         validation: Validation::Checked,
         ..*options
     };
-    read_pinned_file(download.as_file(), download.path(), &checked).map_err(as_object)
+    read_pinned_file(download.as_file(), download.path(), &checked, Shared::No).map_err(as_object)
 }
 
 /// The cache's own codec.

@@ -27,7 +27,9 @@ pub enum ParamsPin {
     Digest(KeyDigest),
     /// The SHA-256 of their file as published (ezkl's, halo2-lib's and openvm's
     /// `kzg_bn254_{k}.srs` come with one): checked on the file before anything read from it
-    /// is used.
+    /// is used, and for a local file again after it is decoded (it may have been rewritten in
+    /// place meanwhile): twice the hashing of the file at every open, so a prover that starts
+    /// often imports the file once (`keycodec params import`) and pins its digest.
     Sha256([u8; 32]),
 }
 
@@ -105,18 +107,31 @@ pub fn open_params(location: impl Into<Location>, options: &ParamsOptions) -> Re
 pub(crate) fn read_pinned(path: &Path, options: &ParamsOptions) -> Result<Params> {
     let read = || {
         let file = File::open(path).map_err(|err| Error::io("open", err))?;
-        read_pinned_file(&file, path, options)
+        read_pinned_file(&file, path, options, Shared::Yes)
     };
     read().map_err(|err: Error| err.at_path(path))
 }
 
+/// Whether others may write a file while it is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shared {
+    /// A file anyone may rewrite in place (a deploy's `cp`): a SHA-256 pin is checked again
+    /// after the decode, so bytes changed between the hash and the decode are caught even
+    /// where the file's times are too coarse to show it.
+    Yes,
+    /// A private file (a download in the cache, locked): hashed once.
+    No,
+}
+
 /// The parameters in the open `file` (named `path` in errors), pinned by `options.pin`: the
 /// SHA-256 is of the bytes this file holds, which are the bytes decoded; a file whose length
-/// or times move while it is read is refused.
+/// or times move while it is read (or, `Shared::Yes`, whose SHA-256 is no longer the pin after
+/// the decode) is refused.
 pub(crate) fn read_pinned_file(
     file: &File,
     path: &Path,
     options: &ParamsOptions,
+    shared: Shared,
 ) -> Result<Params> {
     let before = Stamp::of(file)?;
     if let Some(ParamsPin::Sha256(expected)) = options.pin {
@@ -130,7 +145,11 @@ pub(crate) fn read_pinned_file(
         }
     }
     let params = decode(file, &options.load())?;
-    if Stamp::of(file)? != before {
+    let rehashed = match options.pin {
+        Some(ParamsPin::Sha256(expected)) if shared == Shared::Yes => sha256_of(file)? == expected,
+        _ => true,
+    };
+    if !rehashed || Stamp::of(file)? != before {
         return Err(Error::FileChanged {
             path: path.to_path_buf(),
         });
