@@ -271,23 +271,7 @@ pub(crate) fn report(found: &Inspection, json: bool) {
     let header = &found.header;
     let codec_name = found.backend.map(|b| b.name());
     if json {
-        let value = json!({
-            "ok": found.problem().is_none(),
-            "file": found.path.display().to_string(),
-            "file_bytes": found.file_bytes,
-            "container_version": found.version,
-            "codec": { "id": header.codec.byte(), "name": codec_name },
-            "mode": { "byte": header.mode, "name": found.mode },
-            "kind": header.kind.to_string(),
-            "curve": "BN254",
-            "k": header.k,
-            "circuit_fingerprint": header.fingerprint.to_string(),
-            "payload_bytes": header.payload_len,
-            "payload_checksum": format!("{:#018x}", header.payload_checksum),
-            "payload": payload_json(found.payload),
-            "key_digest": header.digest.map(|d| d.to_string()),
-        });
-        println!("{value}");
+        println!("{}", report_value(found));
         return;
     }
     println!(
@@ -318,6 +302,27 @@ pub(crate) fn report(found: &Inspection, json: bool) {
         Some(digest) => println!("  key digest    {digest} (recorded)"),
         None => println!("  key digest    not recorded (a version 1 container)"),
     }
+}
+
+/// `inspect`'s JSON document.
+pub(crate) fn report_value(found: &Inspection) -> serde_json::Value {
+    let header = &found.header;
+    json!({
+        "ok": found.problem().is_none(),
+        "file": found.path.display().to_string(),
+        "file_bytes": found.file_bytes,
+        "container_version": found.version,
+        "codec": { "id": header.codec.byte(), "name": found.backend.map(|b| b.name()) },
+        "mode": { "byte": header.mode, "name": found.mode },
+        "kind": header.kind.to_string(),
+        "curve": "BN254",
+        "k": header.k,
+        "circuit_fingerprint": header.fingerprint.to_string(),
+        "payload_bytes": header.payload_len,
+        "payload_checksum": format!("{:#018x}", header.payload_checksum),
+        "payload": payload_json(found.payload),
+        "key_digest": header.digest.map(|d| d.to_string()),
+    })
 }
 
 fn payload_json(state: PayloadState) -> serde_json::Value {

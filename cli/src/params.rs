@@ -16,8 +16,19 @@ use crate::check::{inspect, Failure};
 /// What `keycodec params` does.
 #[derive(Subcommand, Debug)]
 pub(crate) enum ParamsCommand {
+    /// Load a parameters file (a container or halo2's file) with every point checked, and
+    /// fail (exit 1) unless it is sound and not made from a known public seed (INSECURE:
+    /// halo2-base's gen_srs writes such parameters under the ceremony file's name).
+    Verify {
+        /// The parameters file.
+        file: PathBuf,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print what a parameters file holds: a keycodec container (its header and checksum) or
-    /// a halo2 file (its k and format, from its length).
+    /// a halo2 file (its k and format, from its length), and INSECURE when it was made from
+    /// a known public seed.
     Inspect {
         /// The parameters file.
         file: PathBuf,
@@ -36,6 +47,10 @@ pub(crate) enum ParamsCommand {
         /// Skip the points' checks (for a file you trust).
         #[arg(long)]
         trusted: bool,
+        /// Accept parameters made from a known public seed (halo2-base's gen_srs): for tests
+        /// only, anyone can forge proofs under them.
+        #[arg(long)]
+        allow_test_setup: bool,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -50,6 +65,10 @@ pub(crate) enum ParamsCommand {
         /// halo2's `SerdeFormat` to write.
         #[arg(long, value_enum, default_value_t = Format::Raw)]
         format: Format,
+        /// Accept parameters made from a known public seed (halo2-base's gen_srs): for tests
+        /// only, anyone can forge proofs under them.
+        #[arg(long)]
+        allow_test_setup: bool,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -71,6 +90,10 @@ pub(crate) enum ParamsCommand {
         /// ~/.cache/keycodec/params].
         #[arg(long)]
         cache: Option<PathBuf>,
+        /// Accept parameters made from a known public seed (halo2-base's gen_srs): for tests
+        /// only, anyone can forge proofs under them.
+        #[arg(long)]
+        allow_test_setup: bool,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -85,6 +108,10 @@ pub(crate) enum ParamsCommand {
         /// The smaller k.
         #[arg(long)]
         k: u32,
+        /// Accept parameters made from a known public seed (halo2-base's gen_srs): for tests
+        /// only, anyone can forge proofs under them.
+        #[arg(long)]
+        allow_test_setup: bool,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -105,6 +132,7 @@ impl ParamsCommand {
     pub(crate) fn json(&self) -> bool {
         match self {
             ParamsCommand::Inspect { json, .. }
+            | ParamsCommand::Verify { json, .. }
             | ParamsCommand::Import { json, .. }
             | ParamsCommand::Export { json, .. }
             | ParamsCommand::Fetch { json, .. }
@@ -116,10 +144,12 @@ impl ParamsCommand {
     pub(crate) fn run(&self) -> Result<(), Failure> {
         match self {
             ParamsCommand::Inspect { file, json } => inspect_params(file, *json),
+            ParamsCommand::Verify { file, json } => verify_params(file, *json),
             ParamsCommand::Import {
                 source,
                 destination,
                 trusted,
+                allow_test_setup,
                 json,
             } => {
                 let options = ParamsOptions {
@@ -128,6 +158,7 @@ impl ParamsCommand {
                     } else {
                         Validation::Checked
                     },
+                    allow_test_setup: *allow_test_setup,
                     ..ParamsOptions::default()
                 };
                 let params = phase("reading and checking", source, || {
@@ -139,11 +170,14 @@ impl ParamsCommand {
                 source,
                 destination,
                 format,
+                allow_test_setup,
                 json,
             } => {
-                let params = phase("reading", source, || {
-                    open_params(source, &ParamsOptions::default())
-                })?;
+                let options = ParamsOptions {
+                    allow_test_setup: *allow_test_setup,
+                    ..ParamsOptions::default()
+                };
+                let params = phase("reading", source, || open_params(source, &options))?;
                 let format = match format {
                     Format::Raw => SerdeFormat::RawBytes,
                     Format::Processed => SerdeFormat::Processed,
@@ -167,12 +201,21 @@ impl ParamsCommand {
                 sha256,
                 k,
                 cache,
+                allow_test_setup,
                 json,
-            } => crate::remote::fetch(url, sha256.as_deref(), *k, cache.as_deref(), *json),
+            } => crate::remote::fetch(
+                url,
+                sha256.as_deref(),
+                *k,
+                cache.as_deref(),
+                *allow_test_setup,
+                *json,
+            ),
             ParamsCommand::Downsize {
                 source,
                 destination,
                 k,
+                allow_test_setup,
                 json,
             } => {
                 let params = phase("reading and downsizing", source, || {
@@ -180,6 +223,7 @@ impl ParamsCommand {
                         source,
                         &ParamsOptions {
                             k: Some(*k),
+                            allow_test_setup: *allow_test_setup,
                             ..ParamsOptions::default()
                         },
                     )
@@ -227,11 +271,83 @@ pub(crate) fn report_written(
     }
 }
 
+/// `params verify`: every point checked, and no known test setup.
+fn verify_params(file: &Path, json: bool) -> Result<(), Failure> {
+    let options = ParamsOptions {
+        allow_test_setup: true,
+        ..ParamsOptions::default()
+    };
+    let params = phase("reading and checking", file, || open_params(file, &options))?;
+    let insecure = keycodec::test_setup::known_setup_of(&params).map(|known| known.origin);
+    let digest = keycodec::KeyDigest::of_params(&params).map_err(failure)?;
+    if json {
+        println!(
+            "{}",
+            json!({
+                "ok": insecure.is_none(),
+                "file": file.display().to_string(),
+                "k": params.k(),
+                "digest": digest.to_string(),
+                "insecure_test_setup": insecure,
+            })
+        );
+    } else if let Some(origin) = insecure {
+        println!(
+            "{}: INSECURE: parameters for k = {} made from a public seed ({origin}): anyone can forge proofs under them",
+            file.display(),
+            params.k()
+        );
+    } else {
+        println!(
+            "{}: parameters for k = {}, every point checked, digest {digest}",
+            file.display(),
+            params.k()
+        );
+    }
+    match insecure {
+        Some(origin) => Err(Failure::Reported(
+            1,
+            format!("{}: INSECURE test setup ({origin})", file.display()),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The known test setup a parameters file's last bytes (`s_g2`) show, if any.
+fn insecure_tail(file: &Path) -> Option<&'static str> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut handle = std::fs::File::open(file).ok()?;
+    let len = handle.metadata().ok()?.len();
+    handle.seek(SeekFrom::Start(len.saturating_sub(128))).ok()?;
+    let mut tail = Vec::new();
+    handle.take(128).read_to_end(&mut tail).ok()?;
+    keycodec::test_setup::known_setup_in_tail(&tail).map(|known| known.origin)
+}
+
+/// Says INSECURE, for people, when the file was made from a known public seed.
+fn warn_insecure(file: &Path, json: bool) {
+    if let (Some(origin), false) = (insecure_tail(file), json) {
+        println!(
+            "  INSECURE      made from a public seed ({origin}): anyone can forge proofs under these parameters"
+        );
+    }
+}
+
 /// `params inspect`: a container's header, or a halo2 file's k and format.
 fn inspect_params(file: &Path, json: bool) -> Result<(), Failure> {
     match inspect(file) {
         Ok(found) => {
-            crate::report(&found, json);
+            if json {
+                // One document: the container's report and the finding.
+                let mut value = crate::report_value(&found);
+                if let Some(fields) = value.as_object_mut() {
+                    fields.insert("insecure_test_setup".into(), json!(insecure_tail(file)));
+                }
+                println!("{value}");
+            } else {
+                crate::report(&found, json);
+                warn_insecure(file, json);
+            }
             Ok(())
         }
         Err(Failure::Check(_)) => {
@@ -256,13 +372,14 @@ fn inspect_params(file: &Path, json: bool) -> Result<(), Failure> {
             if json {
                 println!(
                     "{}",
-                    json!({ "file": file.display().to_string(), "kind": "halo2 parameters", "k": k, "format": format, "file_bytes": len })
+                    json!({ "file": file.display().to_string(), "kind": "halo2 parameters", "k": k, "format": format, "file_bytes": len, "insecure_test_setup": insecure_tail(file) })
                 );
             } else {
                 println!(
                     "{}: halo2 parameters file (no container), k = {k}, {format}, {len} bytes",
                     file.display()
                 );
+                warn_insecure(file, json);
                 println!("  `keycodec params import` checks it and saves it as a container");
             }
             Ok(())

@@ -207,6 +207,7 @@ pub(crate) fn fetch(
     sha256: Option<&str>,
     k: Option<u32>,
     cache: Option<&Path>,
+    allow_test_setup: bool,
     json: bool,
 ) -> Result<(), Failure> {
     use keycodec::remote::{fetch_params, CacheOutcome};
@@ -234,6 +235,7 @@ pub(crate) fn fetch(
     let options = ParamsOptions {
         pin,
         k,
+        allow_test_setup,
         ..ParamsOptions::default()
     };
     let fetched = fetch_params(&object, &options, &|n| bar.inc(n));

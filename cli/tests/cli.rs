@@ -599,3 +599,69 @@ fn fetch_and_verify_a_manifest() {
         text(&out.stdout)
     );
 }
+
+/// Parameters made from halo2-base's `gen_srs` seed: `params inspect` says INSECURE (and its
+/// JSON names the seed), `params verify` exits 1, and `params import` refuses them (1) unless
+/// `--allow-test-setup`; the project's own fixtures (other seeds) verify.
+#[test]
+fn a_test_setup_is_called_insecure() {
+    use codec_core::halo2_proofs::SerdeFormat;
+    use rand_chacha::rand_core::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let srs = dir.path().join("kzg_bn254_4.srs");
+    let params =
+        keycodec::Params::setup(4, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
+    let mut bytes = Vec::new();
+    params
+        .write_custom(&mut bytes, SerdeFormat::RawBytes)
+        .unwrap();
+    std::fs::write(&srs, &bytes).unwrap();
+    let name = srs.display().to_string();
+
+    let out = keycodec(&["params", "inspect", &name]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("INSECURE"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = keycodec(&["params", "inspect", "--json", &name]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["insecure_test_setup"]
+        .as_str()
+        .unwrap()
+        .contains("gen_srs"));
+
+    let out = keycodec(&["params", "verify", &name]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("INSECURE"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let container = dir.path().join("params.kc").display().to_string();
+    let out = keycodec(&["params", "import", &name, &container]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("public seed"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = keycodec(&["params", "import", &name, &container, "--allow-test-setup"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = keycodec(&["params", "inspect", &container]);
+    assert!(
+        text(&out.stdout).contains("INSECURE"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let own = dir.path().join("own.kc");
+    keycodec::RawBytesCodec::default()
+        .save_params(&own, &lookup().params, &SaveOptions::default())
+        .unwrap();
+    let out = keycodec(&["params", "verify", own.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(!text(&out.stdout).contains("INSECURE"));
+}

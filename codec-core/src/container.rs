@@ -253,7 +253,10 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     let decoded = match kind {
         KeyKind::Params => codec
             .decode_params(&mut payload, &context)
-            .map(Item::Params),
+            .and_then(|params| {
+                crate::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+                Ok(Item::Params(params))
+            }),
         KeyKind::Proving | KeyKind::Verifying => {
             codec.decode(&mut payload, &context).map(Item::Key)
         }

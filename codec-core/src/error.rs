@@ -354,6 +354,14 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// The KZG parameters were made from a public seed: their secret is known, so anyone can
+    /// forge proofs under them ([`crate::test_setup`]).
+    #[error("these KZG parameters were made from a public seed ({origin}): their secret is known, so anyone can forge proofs under them. Use a ceremony's parameters; a test that means to use them sets allow_test_setup (LoadOptions, ParamsOptions) or passes --allow-test-setup")]
+    TestSetup {
+        /// Which seed.
+        origin: &'static str,
+    },
+
     /// A manifest (a prover's artifacts declared once) is malformed, or does not name what
     /// was asked of it.
     #[error("{}: {message}", path.display())]

@@ -50,6 +50,7 @@ pub mod header;
 pub mod hex;
 #[cfg(feature = "remote")]
 pub mod remote;
+pub mod test_setup;
 #[cfg(feature = "testing")]
 pub mod testing;
 

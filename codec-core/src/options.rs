@@ -265,6 +265,10 @@ pub struct LoadOptions {
     /// refused with [`crate::Error::CodecNotAllowed`] before anything is decoded. Restrict it
     /// when the file, not the caller, chooses the backend (`load_any`).
     pub codecs: CodecSet,
+    /// Whether KZG parameters made from a known public seed load (for tests only: see
+    /// [`crate::test_setup`]). Default `false`: they are refused with
+    /// [`crate::Error::TestSetup`].
+    pub allow_test_setup: bool,
 }
 
 /// Options for saving a key.

@@ -165,7 +165,9 @@ impl RawBytesCodec {
     pub fn import_params(&self, reader: &mut impl Read, options: &LoadOptions) -> Result<Params> {
         let context = self.params_context(options);
         let mut payload = PayloadReader::new(reader, options.limits.max_payload_bytes, false);
-        self.decode_params(&mut payload, &context)
+        let params = self.decode_params(&mut payload, &context)?;
+        codec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+        Ok(params)
     }
 
     /// Reads a headerless halo2 parameters file; unlike [`RawBytesCodec::import_params`], the
@@ -204,10 +206,11 @@ impl RawBytesCodec {
             let mut payload =
                 PayloadReader::from_file(file, len, options.buffers.file_read_capacity());
             let params = self.decode_params(&mut payload, &context)?;
-            match payload.remaining() {
-                0 => Ok(params),
-                count => Err(Error::TrailingBytes { count }),
+            if let count @ 1.. = payload.remaining() {
+                return Err(Error::TrailingBytes { count });
             }
+            codec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+            Ok(params)
         };
         import()
     }

@@ -94,6 +94,7 @@ pub fn fetch_params(
         base,
         cache,
         k: options.k,
+        allow_test_setup: options.allow_test_setup,
     };
     let k_of = |params: &Params| params.k();
     let too_small = |params: &Params, k: u32| {
@@ -166,6 +167,7 @@ pub(crate) fn cached_params(object: &Object, options: &ParamsOptions) -> Result<
         base,
         cache: &object.cache,
         k: options.k,
+        allow_test_setup: options.allow_test_setup,
     };
     match entries.ready(false)? {
         Some(fetched) => entries.within_limits(fetched, options).map(Some),
@@ -287,6 +289,8 @@ struct Entries<'a> {
     full: PathBuf,
     /// The `k` asked for.
     k: Option<u32>,
+    /// Whether the caller accepts a known test setup.
+    allow_test_setup: bool,
 }
 
 impl Entries<'_> {
@@ -335,6 +339,7 @@ impl Entries<'_> {
     fn load(&self, path: &Path, locked: bool) -> Result<Option<Params>> {
         let options = LoadOptions {
             validation: Validation::Trusted,
+            allow_test_setup: self.allow_test_setup,
             ..LoadOptions::default()
         };
         match rawbytes()?.load_params(path, &options) {

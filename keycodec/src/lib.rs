@@ -25,6 +25,9 @@ pub use codec_core::{
 /// The container header, for tools that look at files without decoding them.
 pub use codec_core::header;
 
+/// KZG parameters made from a public seed (halo2-base's `gen_srs`), recognised.
+pub use codec_core::test_setup;
+
 /// For backend authors: the payload reader, the decode context, the key's parts and the
 /// field encodings a backend is written with (see the module's docs).
 pub use codec_core::backend_api;

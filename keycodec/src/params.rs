@@ -59,6 +59,10 @@ pub struct ParamsOptions {
     /// The largest `k` and file accepted ([`Limits::max_k`], [`Limits::max_payload_bytes`]),
     /// and the memory budget.
     pub limits: Limits,
+    /// Whether parameters made from a known public seed (halo2-base's `gen_srs`: see
+    /// `codec_core::test_setup`) are accepted: for tests only. Default `false`: they are
+    /// refused with [`Error::TestSetup`].
+    pub allow_test_setup: bool,
 }
 
 impl ParamsOptions {
@@ -67,6 +71,7 @@ impl ParamsOptions {
         LoadOptions {
             validation: self.validation,
             limits: self.limits,
+            allow_test_setup: self.allow_test_setup,
             ..LoadOptions::default()
         }
     }

@@ -1,0 +1,121 @@
+//! KZG parameters made from a public seed: their toxic waste `s` is known, so anyone can
+//! forge proofs for every circuit set up with them, and a verifier (or contract) generated
+//! from them accepts the forgeries. They are recognised by `s_g2 = s * G2`, which does not
+//! depend on `k`: one G2 multiplication per known seed, computed once per process.
+//!
+//! The seeds known (from halo2-lib's, snark-verifier's and the zkEVM circuits' test
+//! utilities; `docs/testing.md` lists where each is used):
+//!
+//! - `ParamsKZG::setup(k, ChaCha20Rng::from_seed(Default::default()))`: halo2-base's
+//!   `gen_srs` (and so snark-verifier-sdk's examples and tests), which writes them under the
+//!   ceremony file's name `kzg_bn254_{k}.srs` when the file is missing;
+//! - `s = 1` (`s_g2` is the generator): a degenerate setup.
+
+use std::sync::OnceLock;
+
+use halo2_proofs::halo2curves::ff::Field;
+use halo2_proofs::halo2curves::group::Curve;
+use halo2curves::bn256::{Fr, G2Affine};
+use rand_chacha::rand_core::SeedableRng;
+
+use crate::error::{Error, Result};
+use crate::params::Params;
+
+/// A setup whose secret is public.
+#[derive(Clone, Debug)]
+pub struct KnownSetup {
+    /// Where it comes from, as an error or a report names it.
+    pub origin: &'static str,
+    /// Its `s * G2`.
+    pub s_g2: G2Affine,
+}
+
+/// Every setup this build recognises.
+pub fn known_setups() -> &'static [KnownSetup] {
+    static KNOWN: OnceLock<Vec<KnownSetup>> = OnceLock::new();
+    KNOWN.get_or_init(|| {
+        let from_s = |origin, s: Fr| KnownSetup {
+            origin,
+            s_g2: (G2Affine::generator() * s).to_affine(),
+        };
+        vec![
+            from_s(
+                "halo2-base's gen_srs: ParamsKZG::setup(k, ChaCha20Rng::from_seed([0; 32]))",
+                // The same draw as `ParamsKZG::setup`: `Fr::random` of the generator.
+                Fr::random(rand_chacha::ChaCha20Rng::from_seed([0; 32])),
+            ),
+            from_s("a degenerate setup with s = 1", Fr::ONE),
+        ]
+    })
+}
+
+/// The known setup `params` were made from, if any.
+pub fn known_setup_of(params: &Params) -> Option<&'static KnownSetup> {
+    let s_g2 = params.s_g2();
+    known_setups().iter().find(|known| known.s_g2 == s_g2)
+}
+
+/// The known setup whose `s_g2` ends `tail`, the last bytes of a parameters file (halo2's
+/// layout ends with `s_g2`, raw or compressed; a container's payload is that layout): for
+/// tools that look at a file without decoding it.
+pub fn known_setup_in_tail(tail: &[u8]) -> Option<&'static KnownSetup> {
+    use halo2_proofs::{SerdeCurveAffine, SerdeFormat};
+    known_setups().iter().find(|known| {
+        [SerdeFormat::RawBytes, SerdeFormat::Processed]
+            .into_iter()
+            .any(|format| {
+                let mut encoded = Vec::new();
+                known.s_g2.write(&mut encoded, format).is_ok() && tail.ends_with(&encoded)
+            })
+    })
+}
+
+/// Refuses parameters made from a known public seed, unless `allow` (tests).
+///
+/// # Errors
+///
+/// [`Error::TestSetup`] naming the seed's origin.
+pub fn refuse_test_setup(params: &Params, allow: bool) -> Result<()> {
+    match known_setup_of(params) {
+        Some(known) if !allow => Err(Error::TestSetup {
+            origin: known.origin,
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gen_srs_parameters_are_recognised_at_every_k_and_others_are_not() {
+        for k in [2, 5] {
+            let gen_srs = Params::setup(k, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
+            let known = known_setup_of(&gen_srs).map(|known| known.origin);
+            assert!(
+                known.is_some_and(|origin| origin.contains("gen_srs")),
+                "{k}"
+            );
+            assert!(matches!(
+                refuse_test_setup(&gen_srs, false),
+                Err(Error::TestSetup { .. })
+            ));
+            assert!(refuse_test_setup(&gen_srs, true).is_ok());
+        }
+        let other = Params::setup(5, rand_chacha::ChaCha20Rng::from_seed([7; 32]));
+        assert!(known_setup_of(&other).is_none());
+        // From a file's last bytes, in both of halo2's layouts.
+        let gen_srs = Params::setup(3, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
+        for format in [
+            halo2_proofs::SerdeFormat::RawBytes,
+            halo2_proofs::SerdeFormat::Processed,
+        ] {
+            let (mut file, mut other_file) = (Vec::new(), Vec::new());
+            assert!(gen_srs.write_custom(&mut file, format).is_ok());
+            assert!(other.write_custom(&mut other_file, format).is_ok());
+            assert!(known_setup_in_tail(&file).is_some(), "{format:?}");
+            assert!(known_setup_in_tail(&other_file).is_none(), "{format:?}");
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! No test setup in production: parameters written by halo2-base's own `gen_srs` (from its
+//! public seed, under the ceremony file's name `kzg_bn254_{k}.srs`) are refused by every load
+//! (a halo2 file, a container, a cold start) unless the option for tests allows them; the
+//! command says INSECURE. The project's own fixtures use other seeds and load.
+#![cfg(feature = "rawbytes")]
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use codec_core::halo2_proofs::poly::commitment::Params as _;
+use codec_core::testing::standard_plonk;
+use keycodec::start::{cold_start, open_params, ParamsOptions, StartOptions};
+use keycodec::{Error, KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions};
+
+#[test]
+fn parameters_from_gen_srs_are_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    // The one test in this binary that sets the environment: gen_srs reads PARAMS_DIR.
+    std::env::set_var("PARAMS_DIR", dir.path());
+    let k = 4;
+    let generated = halo2_base::utils::fs::gen_srs(k);
+    let file = dir.path().join(format!("kzg_bn254_{k}.srs"));
+    assert!(file.exists(), "gen_srs wrote the ceremony file's name");
+
+    let refused = open_params(&file, &ParamsOptions::default());
+    let message = refused
+        .as_ref()
+        .err()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        matches!(&refused, Err(Error::TestSetup { origin }) if origin.contains("gen_srs"))
+            && message.contains("allow_test_setup"),
+        "{message}"
+    );
+    let allowed = ParamsOptions {
+        allow_test_setup: true,
+        ..ParamsOptions::default()
+    };
+    let params = open_params(&file, &allowed).unwrap();
+    assert_eq!(params.k(), generated.k());
+
+    // As a container too, and straight through the codec.
+    let container = dir.path().join("params.kc");
+    RawBytesCodec::default()
+        .save_params(&container, &params, &SaveOptions::default())
+        .unwrap();
+    assert!(matches!(
+        RawBytesCodec::default().load_params(&container, &LoadOptions::default()),
+        Err(Error::TestSetup { .. })
+    ));
+    assert!(RawBytesCodec::default()
+        .load_params(
+            &container,
+            &LoadOptions {
+                allow_test_setup: true,
+                ..LoadOptions::default()
+            }
+        )
+        .is_ok());
+
+    // A cold start on them fails, and generates nothing.
+    let fixture = standard_plonk();
+    let pk_path = dir.path().join("prover.pk");
+    let start = cold_start(
+        &RawBytesCodec::default(),
+        &file,
+        &pk_path,
+        k,
+        &fixture.circuit,
+        &StartOptions::default(),
+    );
+    assert!(
+        matches!(start, Err(Error::TestSetup { .. })),
+        "{:?}",
+        start.err()
+    );
+    assert!(!pk_path.exists());
+
+    // The project's own fixtures (other seeds) load as ever.
+    let own = dir.path().join("own.kc");
+    RawBytesCodec::default()
+        .save_params(&own, &fixture.params, &SaveOptions::default())
+        .unwrap();
+    assert!(open_params(&own, &ParamsOptions::default()).is_ok());
+}
