@@ -24,9 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codec_core::halo2_proofs::plonk::Circuit;
 use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2curves::bn256::Fr;
 use codec_core::header::HEADER_LEN;
 use codec_core::remote::{CacheOutcome, ObjectInfo};
 use codec_core::{
@@ -468,19 +466,6 @@ fn save_params(path: &Path, params: &Params) -> Result<()> {
     rawbytes()?
         .save_params(path, params, &SaveOptions::default())
         .map(drop)
-}
-
-/// The key at `object`, through its cache (see `Remote::load_cached`).
-pub(crate) fn cached_key<C: Circuit<Fr>, K: crate::start::StartKey>(
-    codec: &dyn KeyCodec,
-    object: &Object,
-    circuit: &C,
-    load: &LoadOptions,
-) -> Result<K> {
-    object
-        .remote
-        .load_cached::<C, K>(codec, &object.path, &object.cache, circuit.params(), load)
-        .map(|(key, _)| key)
 }
 
 /// Where a generated key is cached when its load is pinned (where a pinned load looks first:

@@ -16,7 +16,6 @@ use codec_core::{
     Validation,
 };
 
-use crate::location::Location;
 use crate::Backend;
 
 /// A pin on KZG parameters: parameters that are not these are refused.
@@ -77,37 +76,6 @@ impl ParamsOptions {
     }
 }
 
-/// Opens KZG parameters at `location`: a keycodec container (any backend that stores them,
-/// from its header) or halo2's headerless file in any `SerdeFormat` (the format follows from
-/// the file's length), every point checked unless `options.validation` trusts them; an object
-/// (feature `remote`) goes through its cache (see [`fetch_params`](crate::remote::fetch_params):
-/// downloaded and checked once, then a local load). `options.pin` refuses other parameters;
-/// `options.k` fits them to a circuit: larger ones are downsized to `2^k` points (halo2's
-/// `downsize`: `g` truncated, `g_lagrange` recomputed, `2^(k-1) * k` scalar multiplications of
-/// G1 points on every core, slow at large `k`: see `docs/performance.md`; an object's
-/// downsized parameters are cached, and a prover that starts often from a file should downsize
-/// once with `keycodec params downsize`), smaller ones refused.
-///
-/// # Errors
-///
-/// I/O and decode errors naming the file; [`Error::FileHashMismatch`] or
-/// [`Error::DigestMismatch`] for parameters that are not the pinned ones; [`Error::KMismatch`]
-/// when the file's `k` is smaller than `options.k`; [`Error::FileChanged`] for a file rewritten
-/// while it was read; [`Error::NotCompiled`] for a halo2 file without the rawbytes backend, or
-/// an object without the remote feature.
-pub fn open_params(location: impl Into<Location>, options: &ParamsOptions) -> Result<Params> {
-    match location.into() {
-        Location::File(path) => {
-            let params = read_pinned(&path, options)?;
-            fit(params, options.k, &path)
-        }
-        #[cfg(feature = "remote")]
-        Location::Object(object) => {
-            crate::cache::fetch_params(&object, options, &|_| {}).map(|fetched| fetched.params)
-        }
-    }
-}
-
 /// The parameters in the file at `path`, pinned by `options.pin` (its `k` not applied).
 pub(crate) fn read_pinned(path: &Path, options: &ParamsOptions) -> Result<Params> {
     let read = || {
@@ -125,6 +93,7 @@ pub(crate) enum Shared {
     /// where the file's times are too coarse to show it.
     Yes,
     /// A private file (a download in the cache, locked): hashed once.
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     No,
 }
 

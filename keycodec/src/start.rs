@@ -28,7 +28,38 @@ use codec_core::{
 pub use crate::location::Location;
 #[cfg(feature = "remote")]
 pub use crate::location::Object;
-pub use crate::params::{halo2_params_format, open_params, ParamsOptions, ParamsPin};
+pub use crate::params::{halo2_params_format, ParamsOptions, ParamsPin};
+
+/// Opens KZG parameters at `location`: a keycodec container (any backend that stores them,
+/// from its header) or halo2's headerless file in any `SerdeFormat` (the format follows from
+/// the file's length), every point checked unless `options.validation` trusts them; an object
+/// (feature `remote`) goes through its cache (see [`fetch_params`](crate::remote::fetch_params):
+/// downloaded and checked once, then a local load). `options.pin` refuses other parameters;
+/// `options.k` fits them to a circuit: larger ones are downsized to `2^k` points (halo2's
+/// `downsize`: `g` truncated, `g_lagrange` recomputed, `2^(k-1) * k` scalar multiplications of
+/// G1 points on every core, slow at large `k`: see `docs/performance.md`; an object's
+/// downsized parameters are cached, and a prover that starts often from a file should downsize
+/// once with `keycodec params downsize`), smaller ones refused.
+///
+/// # Errors
+///
+/// I/O and decode errors naming the file; [`Error::FileHashMismatch`] or
+/// [`Error::DigestMismatch`] for parameters that are not the pinned ones; [`Error::KMismatch`]
+/// when the file's `k` is smaller than `options.k`; [`Error::FileChanged`] for a file rewritten
+/// while it was read; [`Error::NotCompiled`] for a halo2 file without the rawbytes backend, or
+/// an object without the remote feature.
+pub fn open_params(location: impl Into<Location>, options: &ParamsOptions) -> Result<Params> {
+    match location.into() {
+        Location::File(path) => {
+            let params = crate::params::read_pinned(&path, options)?;
+            crate::params::fit(params, options.k, &path)
+        }
+        #[cfg(feature = "remote")]
+        Location::Object(object) => {
+            crate::cache::fetch_params(&object, options, &|_| {}).map(|fetched| fetched.params)
+        }
+    }
+}
 
 /// Where a key came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,7 +229,7 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
         }
         #[cfg(feature = "remote")]
         Location::Object(object) => {
-            let attempt = || crate::cache::cached_key::<C, K>(codec, object, circuit, &load);
+            let attempt = || cached_key::<C, K>(codec, object, circuit, &load);
             if let Some(key) = usable(attempt())? {
                 return Ok((key, Origin::Loaded));
             }
@@ -268,6 +299,20 @@ impl StartKey for VerifyingKey<G1Affine> {
     }
 }
 
+/// The key at `object`, through its cache (see `Remote::load_cached`).
+#[cfg(feature = "remote")]
+fn cached_key<C: Circuit<Fr>, K: StartKey>(
+    codec: &dyn KeyCodec,
+    object: &Object,
+    circuit: &C,
+    load: &LoadOptions,
+) -> Result<K> {
+    object
+        .remote
+        .load_cached::<C, K>(codec, &object.path, &object.cache, circuit.params(), load)
+        .map(|(key, _)| key)
+}
+
 /// `key`, unless the load pins another digest ([`Error::DigestMismatch`] naming `at`).
 fn pinned<K: StartKey>(key: K, load: &LoadOptions, at: &Path) -> Result<K> {
     if let Some(expected) = load.expected_digest {
@@ -332,7 +377,7 @@ pub fn cold_start<C: Circuit<Fr>>(
         }
         #[cfg(feature = "remote")]
         Location::Object(object) => {
-            crate::cache::cached_key::<C, ProvingKey<G1Affine>>(codec, object, circuit, &load)
+            cached_key::<C, ProvingKey<G1Affine>>(codec, object, circuit, &load)
         }
     };
     let (params, key) = std::thread::scope(|scope| {
