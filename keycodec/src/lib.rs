@@ -9,6 +9,8 @@
 mod backend;
 #[cfg(feature = "remote")]
 mod cache;
+#[cfg(feature = "rawbytes")]
+pub mod compat;
 mod location;
 pub mod manifest;
 mod params;
