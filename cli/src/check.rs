@@ -131,10 +131,10 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
     .ok_or_else(|| not_a_container("shorter than its container header".into()))?;
     let header =
         Header::from_bytes(&header_bytes).map_err(|err| not_a_container(err.to_string()))?;
-    let version = if header_len == keycodec::header::HEADER_LEN {
-        2
-    } else {
-        1
+    let version = match header_len {
+        keycodec::header::HEADER_LEN => 3,
+        keycodec::header::HEADER_LEN_V2 => 2,
+        _ => 1,
     };
     let backend = Backend::of_id(header.codec);
     let mode = backend

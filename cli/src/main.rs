@@ -302,6 +302,17 @@ pub(crate) fn report(found: &Inspection, json: bool) {
         Some(digest) => println!("  key digest    {digest} (recorded)"),
         None => println!("  key digest    not recorded (a version 1 container)"),
     }
+    match header.written_by {
+        Some(writer) => println!(
+            "  written by    {} with keycodec {}",
+            writer.halo2(),
+            writer.keycodec()
+        ),
+        None => println!(
+            "  written by    not recorded (a version {} container)",
+            found.version
+        ),
+    }
 }
 
 /// `inspect`'s JSON document.
@@ -322,6 +333,10 @@ pub(crate) fn report_value(found: &Inspection) -> serde_json::Value {
         "payload_checksum": format!("{:#018x}", header.payload_checksum),
         "payload": payload_json(found.payload),
         "key_digest": header.digest.map(|d| d.to_string()),
+        "written_by": header.written_by.map(|writer| json!({
+            "halo2": writer.halo2(),
+            "keycodec": writer.keycodec(),
+        })),
     })
 }
 

@@ -131,6 +131,7 @@ fn encode_beside_digest<K: KeyCodec + ?Sized>(
         payload_checksum: hashing.hasher.digest(),
         fingerprint,
         digest: Some(digest),
+        written_by: Some(crate::header::WrittenBy::this_build()),
     };
     Ok((header, digest))
 }
@@ -471,9 +472,21 @@ fn check_header<K: KeyCodec + ?Sized>(
     }
     check_k(header.k, &options.limits)?;
     if header.fingerprint != expected {
-        return Err(Error::CircuitMismatch {
-            expected,
-            found: header.fingerprint,
+        let this_build = crate::header::WrittenBy::this_build();
+        return Err(match header.written_by {
+            // Not proven another circuit: the fingerprint hashes halo2's Debug output.
+            Some(writer) if writer.halo2() != this_build.halo2() => {
+                Error::CircuitMismatchAcrossHalo2 {
+                    expected,
+                    found: header.fingerprint,
+                    written_with: writer.halo2().to_owned(),
+                    read_with: crate::header::HALO2_CRATE,
+                }
+            }
+            _ => Error::CircuitMismatch {
+                expected,
+                found: header.fingerprint,
+            },
         });
     }
     if header.payload_len > options.limits.max_payload_bytes {

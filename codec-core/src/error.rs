@@ -163,6 +163,23 @@ pub enum Error {
         found: Fingerprint,
     },
 
+    /// The file's circuit fingerprint is not this circuit's, and the file was written against
+    /// another halo2 than this build's: the fingerprint hashes halo2's `Debug` form of the
+    /// constraint system, which a halo2 upgrade may change for the same circuit, so the key may
+    /// well be this circuit's. Not proof of another circuit: a cold start does not regenerate
+    /// over it.
+    #[error("file's circuit fingerprint {found} is not this circuit's {expected}, but it was written with {written_with} and is read with {read_with}: the fingerprint hashes halo2's Debug output of the constraint system, which may differ between halo2 versions. If the circuit is unchanged, load the key with the build that wrote it and save it again with this one, or regenerate it")]
+    CircuitMismatchAcrossHalo2 {
+        /// Fingerprint of the circuit type the caller is loading with.
+        expected: Fingerprint,
+        /// Fingerprint recorded in the file.
+        found: Fingerprint,
+        /// The halo2 the file was written with.
+        written_with: String,
+        /// The halo2 this build reads with.
+        read_with: &'static str,
+    },
+
     /// The header's declared payload length does not match the bytes actually present.
     #[error("header declares a {declared}-byte payload but {available} bytes follow the header")]
     LengthMismatch {

@@ -1,11 +1,11 @@
 //! The self-describing container header every backend writes before its payload.
 //!
-//! Layout of version 2 (96 bytes, little-endian), which this build writes:
+//! Layout of version 3 (128 bytes, little-endian), which this build writes:
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `\x89KEYCDC\x1a` |
-//! | 8 | 2 | container version (2) |
+//! | 8 | 2 | container version (3) |
 //! | 10 | 1 | codec id ([`CodecId`]) |
 //! | 11 | 1 | codec wire mode ([`WireMode`](crate::WireMode), codec-specific) |
 //! | 12 | 1 | key kind ([`KeyKind`]) |
@@ -17,10 +17,13 @@
 //! | 32 | 8 | XXH3-64 of the payload |
 //! | 40 | 16 | circuit [`Fingerprint`] |
 //! | 56 | 32 | the [`KeyDigest`] (zero when not recorded) |
-//! | 88 | 8 | XXH3-64 of bytes 0..88 |
+//! | 88 | 24 | who wrote it: the halo2 crate and version, ASCII, zero-padded ([`WrittenBy`]) |
+//! | 112 | 8 | who wrote it: the keycodec version, ASCII, zero-padded |
+//! | 120 | 8 | XXH3-64 of bytes 0..120 |
 //!
-//! Version 1 (64 bytes, still read) has no key digest: bytes 14..16 are reserved and zero,
-//! and its checksum (of bytes 0..56) is at 56. The magic and the version never move, so any
+//! Version 2 (96 bytes, still read) has no writer: its checksum (of bytes 0..88) is at 88.
+//! Version 1 (64 bytes, still read) has no key digest either: bytes 14..16 are reserved and
+//! zero, and its checksum (of bytes 0..56) is at 56. The magic and the version never move, so any
 //! version can be recognised from the first 10 bytes ([`Header::len_of`]).
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -28,8 +31,11 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::error::{Error, Result};
 use crate::ids::{CodecId, Fingerprint, KeyDigest, KeyKind};
 
-/// Size in bytes of the container header this build writes (version 2).
-pub const HEADER_LEN: usize = 96;
+/// Size in bytes of the container header this build writes (version 3), the longest there is.
+pub const HEADER_LEN: usize = 128;
+
+/// Size in bytes of a version 2 header.
+pub const HEADER_LEN_V2: usize = 96;
 
 /// Size in bytes of a version 1 header.
 pub const HEADER_LEN_V1: usize = 64;
@@ -44,8 +50,70 @@ const FLAG_DIGEST: u16 = 1;
 /// catch text-mode transfers, as PNG's signature does.
 pub const MAGIC: [u8; 8] = *b"\x89KEYCDC\x1a";
 
-/// The container version this build writes (it reads 1 too).
-pub const CONTAINER_VERSION: u16 = 2;
+/// The container version this build writes (it reads 1 and 2 too).
+pub const CONTAINER_VERSION: u16 = 3;
+
+/// The halo2 crate this build is compiled against, as headers record it (the workspace pins
+/// it exactly; a test checks the lock file agrees).
+pub const HALO2_CRATE: &str = "halo2-axiom 0.5.3";
+
+/// Who wrote a container (version 3): the halo2 crate and the keycodec version, as short ASCII
+/// strings. The circuit fingerprint hashes halo2's `Debug` form of the constraint system, so a
+/// key written against another halo2 may fingerprint differently for the same circuit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct WrittenBy {
+    halo2: [u8; 24],
+    keycodec: [u8; 8],
+}
+
+impl WrittenBy {
+    /// This build.
+    pub fn this_build() -> WrittenBy {
+        WrittenBy {
+            halo2: padded(HALO2_CRATE),
+            keycodec: padded(env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// The halo2 crate and version (`halo2-axiom 0.5.3`).
+    pub fn halo2(&self) -> &str {
+        unpadded(&self.halo2)
+    }
+
+    /// The keycodec version (`0.1.0`).
+    pub fn keycodec(&self) -> &str {
+        unpadded(&self.keycodec)
+    }
+}
+
+impl std::fmt::Debug for WrittenBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} with keycodec {}", self.halo2(), self.keycodec())
+    }
+}
+
+/// `text` in `N` bytes, zero-padded (cut at `N` bytes, on a character boundary).
+fn padded<const N: usize>(text: &str) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut end = text.len().min(N);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if let (Some(dst), Some(src)) = (out.get_mut(..end), text.as_bytes().get(..end)) {
+        dst.copy_from_slice(src);
+    }
+    out
+}
+
+/// The text before the padding; empty if it is not ASCII.
+fn unpadded(bytes: &[u8]) -> &str {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    bytes
+        .get(..end)
+        .and_then(|text| std::str::from_utf8(text).ok())
+        .filter(|text| text.is_ascii())
+        .unwrap_or("")
+}
 
 /// The curve id of BN254, the only curve this build supports.
 pub const CURVE_BN254: u8 = 1;
@@ -71,10 +139,13 @@ pub struct Header {
     /// The key's digest, as the writer recorded it (`None` in version 1 files). A claim until
     /// a load recomputes it from the key's content.
     pub digest: Option<KeyDigest>,
+    /// Who wrote it (`None` before version 3). [`Header::to_bytes`] writes this build.
+    pub written_by: Option<WrittenBy>,
 }
 
 impl Header {
-    /// Encodes the header in version 2, header checksum included.
+    /// Encodes the header in version 3, header checksum included, recording this build as its
+    /// writer (whatever `written_by` says).
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
         let mut writer = FieldWriter {
@@ -96,6 +167,9 @@ impl Header {
         writer.put(&self.payload_checksum.to_le_bytes());
         writer.put(&self.fingerprint.0);
         writer.put(&self.digest.map_or([0u8; 32], |digest| digest.0));
+        let written_by = WrittenBy::this_build();
+        writer.put(&written_by.halo2);
+        writer.put(&written_by.keycodec);
         let (body, _) = out.split_at(HEADER_LEN - 8);
         let checksum = xxh3_64(body);
         let mut writer = FieldWriter {
@@ -119,7 +193,8 @@ impl Header {
         }
         match u16::from_le_bytes(fields.take()?) {
             1 => Ok(HEADER_LEN_V1),
-            2 => Ok(HEADER_LEN),
+            2 => Ok(HEADER_LEN_V2),
+            3 => Ok(HEADER_LEN),
             found => Err(Error::UnsupportedVersion {
                 found,
                 supported: CONTAINER_VERSION,
@@ -150,7 +225,7 @@ impl Header {
         };
         let [codec, mode, kind, curve] = fields.take()?;
         let flags = u16::from_le_bytes(fields.take()?);
-        let version_2 = len == HEADER_LEN;
+        let version_2 = len >= HEADER_LEN_V2;
         if flags & !FLAG_DIGEST != 0 || (flags != 0 && !version_2) {
             return Err(Error::ReservedField { field: "flags" });
         }
@@ -171,6 +246,13 @@ impl Header {
         } else {
             None
         };
+        let written_by = if len == HEADER_LEN {
+            let halo2: [u8; 24] = fields.take()?;
+            let keycodec: [u8; 8] = fields.take()?;
+            Some(WrittenBy { halo2, keycodec })
+        } else {
+            None
+        };
         if curve != CURVE_BN254 {
             return Err(Error::CurveMismatch { found: curve });
         }
@@ -183,6 +265,7 @@ impl Header {
             payload_checksum,
             fingerprint,
             digest,
+            written_by,
         })
     }
 }
@@ -284,6 +367,7 @@ mod tests {
             payload_checksum: 0xdead_beef,
             fingerprint: Fingerprint([7; 16]),
             digest: Some(KeyDigest([9; 32])),
+            written_by: Some(WrittenBy::this_build()),
         }
     }
 
@@ -297,7 +381,9 @@ mod tests {
     fn header_layout_is_stable() {
         let bytes = sample().to_bytes();
         assert_eq!(bytes.get(..8), Some(&MAGIC[..]));
-        assert_eq!(bytes.get(8..10), Some(&[2u8, 0][..]));
+        assert_eq!(bytes.get(8..10), Some(&[3u8, 0][..]));
+        assert_eq!(bytes.get(88..105), Some(&b"halo2-axiom 0.5.3"[..]));
+        assert_eq!(bytes.get(105..112), Some(&[0u8; 7][..]));
         assert_eq!(bytes.get(56..88), Some(&[9u8; 32][..]));
         assert_eq!(bytes.get(16..20), Some(&12u32.to_le_bytes()[..]));
         assert_eq!(bytes.get(24..32), Some(&123_456u64.to_le_bytes()[..]));
@@ -326,12 +412,57 @@ mod tests {
     fn wrong_curve_is_named() {
         let mut bytes = sample().to_bytes();
         bytes[13] = 2;
-        let checksum = xxh3_64(&bytes[..88]);
-        bytes[88..].copy_from_slice(&checksum.to_le_bytes());
+        let checksum = xxh3_64(&bytes[..120]);
+        bytes[120..].copy_from_slice(&checksum.to_le_bytes());
         assert!(matches!(
             Header::from_bytes(&bytes),
             Err(Error::CurveMismatch { found: 2 })
         ));
+    }
+
+    /// The writer's versions read back; the halo2 crate named is the one the lock file pins.
+    #[test]
+    fn headers_say_who_wrote_them() {
+        let header = Header::from_bytes(&sample().to_bytes()).ok();
+        let written_by = header.and_then(|header| header.written_by);
+        assert_eq!(
+            written_by.map(|w| w.halo2().to_owned()).as_deref(),
+            Some(HALO2_CRATE)
+        );
+        assert_eq!(
+            written_by.map(|w| w.keycodec().to_owned()).as_deref(),
+            Some(env!("CARGO_PKG_VERSION"))
+        );
+        let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"))
+            .unwrap_or_default();
+        let pinned = lock
+            .split("[[package]]")
+            .find(|entry| entry.contains("name = \"halo2-axiom\""))
+            .and_then(|entry| entry.split("version = \"").nth(1))
+            .and_then(|rest| rest.split('"').next())
+            .map(|version| format!("halo2-axiom {version}"));
+        assert_eq!(
+            pinned.as_deref(),
+            Some(HALO2_CRATE),
+            "HALO2_CRATE names the pinned halo2"
+        );
+    }
+
+    /// A version 2 header (96 bytes, no writer) still decodes.
+    #[test]
+    fn version_2_headers_are_read() {
+        let mut v2 = [0u8; HEADER_LEN_V2];
+        let v3 = sample().to_bytes();
+        v2[..88].copy_from_slice(&v3[..88]);
+        v2[8..10].copy_from_slice(&2u16.to_le_bytes());
+        let checksum = xxh3_64(&v2[..88]);
+        v2[88..].copy_from_slice(&checksum.to_le_bytes());
+        let header = Header::from_bytes(&v2).ok();
+        assert_eq!(Header::len_of(&v2).ok(), Some(HEADER_LEN_V2));
+        assert_eq!(
+            header.map(|h| (h.digest, h.written_by)),
+            Some((sample().digest, None))
+        );
     }
 
     /// A version 1 header (64 bytes, no digest) still decodes.
@@ -353,6 +484,7 @@ mod tests {
             header,
             Header {
                 digest: None,
+                written_by: None,
                 ..sample()
             }
         );
@@ -374,7 +506,7 @@ mod tests {
             Header::from_bytes(&bytes),
             Err(Error::UnsupportedVersion {
                 found: 9,
-                supported: 2
+                supported: 3
             })
         ));
     }

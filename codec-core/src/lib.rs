@@ -8,7 +8,7 @@
 //!
 //! # The container
 //!
-//! Every file is a 64-byte header followed by the backend's payload. The header names the
+//! Every file is a 128-byte header followed by the backend's payload. The header names the
 //! codec and its wire mode, the key kind, the curve, `k`, the payload's length and XXH3-64
 //! checksum, and a [`Fingerprint`] of the circuit (`docs/format.md` has the byte layout).
 //! Loading checks, in order: magic, version, header checksum, codec, wire mode, key kind,

@@ -12,7 +12,7 @@
 //!
 //! Each section is framed as `[archive length: u64 LE][8 zero bytes][archive][zero padding
 //! to 16 bytes]`, so every archive starts 16-byte aligned relative to the file (the container
-//! header is 64 bytes). Sectioning keeps saves from copying the whole key: one polynomial is
+//! header is 128 bytes, 96 or 64 in older versions: all multiples of 16). Sectioning keeps saves from copying the whole key: one polynomial is
 //! archived at a time. rkyv's relative pointers are 64-bit (feature `pointer_width_64`), so a
 //! single polynomial may exceed 2 GiB (k >= 26).
 //!

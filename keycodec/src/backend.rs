@@ -152,10 +152,12 @@ impl Backend {
     /// [`Error::UnknownCodec`] for a codec id this crate does not know.
     pub fn of_file(path: &Path) -> Result<Backend> {
         let read = || {
-            let mut bytes = [0u8; HEADER_LEN];
-            std::fs::File::open(path)
-                .map_err(|err| Error::io("open", err))?
-                .read_exact(&mut bytes)
+            // As many bytes as the longest header, or the file: the header's own first bytes
+            // say how long it is (a short file of another kind is `BadMagic`, not truncated).
+            let mut bytes = Vec::with_capacity(HEADER_LEN);
+            let file = std::fs::File::open(path).map_err(|err| Error::io("open", err))?;
+            file.take(HEADER_LEN as u64)
+                .read_to_end(&mut bytes)
                 .map_err(|err| Error::from_read(err, "container header"))?;
             let header = Header::from_bytes(&bytes)?;
             Backend::of_id(header.codec).ok_or(Error::UnknownCodec {

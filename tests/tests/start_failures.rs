@@ -117,9 +117,9 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
         );
     }
 
-    // A file a newer keycodec wrote (container version 3): refused, kept.
+    // A file a newer keycodec wrote (container version 4): refused, kept.
     let mut newer = good.clone();
-    newer[8..10].copy_from_slice(&3u16.to_le_bytes());
+    newer[8..10].copy_from_slice(&4u16.to_le_bytes());
     std::fs::write(&pk_path, &newer).unwrap();
     let start = cold_start(
         &codec,
@@ -132,7 +132,7 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     assert!(
         matches!(
             start.as_ref().map_err(Error::cause),
-            Err(Error::UnsupportedVersion { found: 3, .. })
+            Err(Error::UnsupportedVersion { found: 4, .. })
         ),
         "{:?}",
         start.err()
@@ -444,7 +444,11 @@ mod remote {
                 assert_eq!(files(cache.path()), Vec::<String>::new());
                 assert!(bytes_in(cache.path()) < 4096);
             }
-            assert!(server.bytes_asked() <= 2 * 96, "{}", server.bytes_asked());
+            assert!(
+                server.bytes_asked() <= 2 * keycodec::header::HEADER_LEN as u64,
+                "{}",
+                server.bytes_asked()
+            );
         }
         // halo2's file for k = 27, as a server claims it: over the caller's max_k.
         let mut huge = 27u32.to_le_bytes().to_vec();
@@ -557,7 +561,11 @@ mod remote {
             ) && message.contains(&url),
             "{message}"
         );
-        assert!(server.bytes_asked() <= 96, "{}", server.bytes_asked());
+        assert!(
+            server.bytes_asked() <= keycodec::header::HEADER_LEN as u64,
+            "{}",
+            server.bytes_asked()
+        );
         assert_eq!(files(cache.path()), Vec::<String>::new());
         // Cached, then asked for a larger k: refused from the cache, with no request.
         params_at(&url, cache.path(), None, pin).unwrap();
@@ -959,4 +967,62 @@ mod remote {
         assert!(matches!(fetched.outcome, CacheOutcome::Miss(_)));
         assert_eq!(received.load(Ordering::Relaxed), bytes.len());
     }
+}
+
+/// A key whose header says it was written against another halo2, and whose fingerprint is not
+/// this circuit's: refused with an error that says the versions differ and what to do, and a
+/// start does not regenerate over it (the fingerprint hashes halo2's `Debug` output, which a
+/// halo2 upgrade may change for the same circuit). Today's header names no writer.
+#[test]
+fn a_fingerprint_across_halo2_versions_is_not_proof_of_another_circuit() {
+    use xxhash_rust::xxh3::xxh3_64;
+    let fixture = standard_plonk();
+    let dir = tempfile::tempdir().unwrap();
+    let pk_path = dir.path().join("prover.pk");
+    RawBytesCodec::default()
+        .save::<StandardPlonk, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
+        .unwrap();
+    let mut bytes = std::fs::read(&pk_path).unwrap();
+    assert_eq!(
+        &bytes[88..105],
+        b"halo2-axiom 0.5.3",
+        "this build records its halo2"
+    );
+    // As if written by an older halo2 that printed the constraint system otherwise: another
+    // fingerprint, another writer (the header checksum recomputed).
+    bytes[40..56].copy_from_slice(&[0x5a; 16]);
+    let mut older = [0u8; 24];
+    older[..17].copy_from_slice(b"halo2-axiom 0.4.0");
+    bytes[88..112].copy_from_slice(&older);
+    let checksum = xxh3_64(&bytes[..120]);
+    bytes[120..128].copy_from_slice(&checksum.to_le_bytes());
+    std::fs::write(&pk_path, &bytes).unwrap();
+    let params_path = dir.path().join("params.kc");
+    RawBytesCodec::default()
+        .save_params(&params_path, &fixture.params, &SaveOptions::default())
+        .unwrap();
+    let start = cold_start(
+        &RawBytesCodec::default(),
+        &params_path,
+        &pk_path,
+        fixture.params.k(),
+        &fixture.circuit,
+        &StartOptions::default(),
+    );
+    let message = match &start {
+        Ok(start) => format!("started: {:?}", start.origin),
+        Err(err) => err.to_string(),
+    };
+    assert!(
+        matches!(
+            start.as_ref().map_err(Error::cause),
+            Err(Error::CircuitMismatchAcrossHalo2 { written_with, .. }) if written_with == "halo2-axiom 0.4.0"
+        ) && message.contains("halo2-axiom 0.5.3")
+            && message.contains("save it again"),
+        "{message}"
+    );
+    assert!(
+        std::fs::read(&pk_path).unwrap() == bytes,
+        "not regenerated over"
+    );
 }
