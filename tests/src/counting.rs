@@ -58,9 +58,14 @@ unsafe impl GlobalAlloc for Counting {
 }
 
 /// Runs `f` and returns its result with the peak number of bytes allocated above the level
-/// at the start (meaningful only where [`Counting`] is the global allocator, and while no
-/// other thread allocates much).
+/// at the start (meaningful only where [`Counting`] is the global allocator). One measurement
+/// at a time in a process: tests of one binary that measure in parallel would reset each
+/// other's peak and under-report it; another thread's allocations meanwhile can only raise it.
 pub fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _measuring = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let out = f();

@@ -42,10 +42,20 @@ fn check<C: Circuit<Fr, Params = ()>>(
 #[test]
 fn every_corpus_container_loads_as_the_key_it_was_written_from() {
     let mut checked = 0;
+    // (backend, header length) of every container checked: each backend's files of every
+    // older version must be there and parse, or the test fails.
+    let mut versions = std::collections::BTreeSet::new();
     for (name, bytes) in corpus() {
-        let Ok(header) = Header::from_bytes(bytes[..HEADER_LEN].try_into().unwrap()) else {
-            continue; // a headerless halo2 file: see the next test
-        };
+        if !bytes.starts_with(&codec_core::header::MAGIC) {
+            assert!(
+                name.starts_with("halo2-headerless"),
+                "{name}: not a container"
+            );
+            continue; // the headerless halo2 file: see the next test
+        }
+        let head = &bytes[..HEADER_LEN.min(bytes.len())];
+        let header = Header::from_bytes(head).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let header_len = Header::len_of(head).unwrap();
         let backend = Backend::of_id(header.codec).unwrap_or_else(|| panic!("{name}: codec"));
         let Ok(codec) = backend.codec() else {
             continue; // compiled out of this build
@@ -54,6 +64,12 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
             name.starts_with(backend.name()),
             "{name} is a {backend} file"
         );
+        assert_eq!(
+            name.contains("-v1-"),
+            header_len == codec_core::header::HEADER_LEN_V1,
+            "{name}: its name and its header's version agree"
+        );
+        versions.insert((backend.name(), header_len));
         if name.contains("standard-plonk") {
             check(&name, codec, &bytes, standard_plonk());
         } else if name.contains("lookup-uncompressed") {
@@ -63,8 +79,19 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
         }
         checked += 1;
     }
+    for backend in Backend::compiled() {
+        for len in [
+            codec_core::header::HEADER_LEN_V1,
+            codec_core::header::HEADER_LEN_V2,
+        ] {
+            assert!(
+                versions.contains(&(backend.name(), len)),
+                "{backend}: no {len}-byte-header file in the corpus was checked"
+            );
+        }
+    }
     assert!(
-        checked >= Backend::compiled().count() * 2,
+        checked >= Backend::compiled().count() * 6,
         "{checked} files"
     );
 }
