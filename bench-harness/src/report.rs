@@ -16,7 +16,7 @@ fastest of its floor's samples (same kind and state; BELOW: the row's fastest be
 floor, a measurement error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
-this save over halo2's pk.write + sync_all, run by run";
+this save over halo2's pk.write + sync_all, run by run; no speedup is given for a BELOW row, and * marks an interval wider than --interval asked (a range, not a result)";
 
 /// The report as plain-text tables: per size, a table per kind of load and one of saves,
 /// with the machine's limits and the key underneath; then, for several sizes, the sweep.
@@ -115,7 +115,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 row.read_min_s,
                 row.read_spread * 100.0,
                 floor,
-                row.speedup.map_or("-".to_owned(), interval),
+                speedup_cell(row, report.stopping.interval),
                 row.file_bytes,
                 row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
                 if row.verified { "yes" } else { "NO" },
@@ -160,7 +160,10 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 save.save_spread * 100.0,
                 match (save.backend, save.durable) {
                     (HALO2_NATIVE, true) => "(reference)".to_owned(),
-                    _ => save.vs_reference.map_or("-".to_owned(), interval),
+                    _ => save.vs_reference.map_or("-".to_owned(), |ratio| marked(
+                        ratio,
+                        report.stopping.interval
+                    )),
                 },
                 save.file_bytes,
             );
@@ -267,8 +270,9 @@ fn sweep(out: &mut String, report: &Report) {
                         row.state
                     ) == *label
                 })
-                .and_then(|row| row.speedup)
-                .map_or("-".to_owned(), interval);
+                .map_or("-".to_owned(), |row| {
+                    speedup_cell(row, report.stopping.interval)
+                });
             let _ = write!(line, " {cell:>19}");
         }
         let _ = writeln!(out, "{line}");
@@ -294,7 +298,9 @@ fn sweep(out: &mut String, report: &Report) {
                 .iter()
                 .find(|save| save_label(save) == *label)
                 .and_then(|save| save.vs_reference)
-                .map_or("-".to_owned(), interval);
+                .map_or("-".to_owned(), |ratio| {
+                    marked(ratio, report.stopping.interval)
+                });
             let _ = write!(line, " {cell:>19}");
         }
         let _ = writeln!(out, "{line}");
@@ -320,6 +326,25 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::ColdStart => "start",
         Kind::Remote => "remote",
         Kind::RemoteStart => "remote start",
+    }
+}
+
+/// A load row's speed-up: none for a row below its floor (a measurement error, not a
+/// ratio), and marked when its interval missed the target.
+fn speedup_cell(row: &Row, target: f64) -> String {
+    match (row.below_floor, row.speedup) {
+        (true, _) => "- (BELOW)".to_owned(),
+        (false, Some(ratio)) => marked(ratio, target),
+        (false, None) => "-".to_owned(),
+    }
+}
+
+/// The interval, with `*` when it is wider than `target` (+-, relative).
+fn marked(ratio: Ratio, target: f64) -> String {
+    if ratio.half_width() > target {
+        format!("{}*", interval(ratio))
+    } else {
+        interval(ratio)
     }
 }
 
@@ -464,5 +489,22 @@ fn human_bytes(bytes: f64) -> String {
         b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
         b if b >= 1e6 => format!("{:.0} MB", b / 1e6),
         b => format!("{:.0} kB", b / 1e3),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_wider_than_the_target_are_marked() {
+        let ratio = |low, high| Ratio {
+            estimate: 2.0,
+            low,
+            high,
+            runs: 5,
+        };
+        assert_eq!(marked(ratio(1.9, 2.1), 0.1), "2.00 [1.90, 2.10]");
+        assert_eq!(marked(ratio(1.0, 3.0), 0.1), "2.00 [1.00, 3.00]*");
     }
 }
