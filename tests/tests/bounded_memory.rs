@@ -1,8 +1,8 @@
 //! Tiny files that declare huge sizes must not make a decoder allocate them: every case here
 //! runs under a counting global allocator and asserts the peak stays small.
 //!
-//! This file is its own test binary, and runs its cases in one test, one after the other,
-//! so that no other test's allocations are counted.
+//! This file is its own test binary, and its measurements run one at a time (`peak_during`
+//! serialises them), so that no test resets another's peak.
 
 // Test code: failing loudly is its job.
 #![allow(
@@ -368,4 +368,31 @@ fn backend_read(backend: Backend, bytes: &[u8], options: &LoadOptions) -> codec_
     backend
         .codec()?
         .read::<StandardPlonk, Pk>(&mut &bytes[..], (), options)
+}
+
+/// halo2's headerless parameters file claiming a large `k`, as a stream (no length to check
+/// against): refused, `k` past the limit before anything is read, and a `k` within it without
+/// allocating what it declares (2^26 points of each kind: 8 GiB), measured.
+#[cfg(feature = "rawbytes")]
+#[test]
+fn a_headerless_parameters_file_claiming_a_large_k_allocates_little() {
+    use codec_core::halo2_proofs::SerdeFormat;
+    let mut halo2 = Vec::new();
+    standard_plonk()
+        .params
+        .write_custom(&mut halo2, SerdeFormat::RawBytes)
+        .unwrap();
+    let codec = keycodec::RawBytesCodec::default();
+    for k in [26u32, 28, 29, 32, u32::MAX] {
+        halo2[..4].copy_from_slice(&k.to_le_bytes());
+        let (result, peak) =
+            peak_during(|| codec.import_params(&mut halo2.as_slice(), &LoadOptions::default()));
+        let expected = if k <= keycodec::MAX_K {
+            matches!(result, Err(keycodec::Error::Truncated { .. }))
+        } else {
+            matches!(result, Err(keycodec::Error::KOutOfRange { .. }))
+        };
+        assert!(expected, "k {k}: {:?}", result.err());
+        assert!(peak < BOUND, "k {k}: peak allocation {peak} bytes");
+    }
 }
