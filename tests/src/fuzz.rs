@@ -264,19 +264,19 @@ impl Scratch {
 
 /// Feeds `mutant` to every decoding entry point of `backends`, for every test circuit.
 /// `original` says whether the bytes are a corpus file unchanged. Returns the number of
-/// decodes and the findings.
+/// decodes, how many of them loaded, and the findings.
 pub fn fuzz_one(
     mutant: &Mutant,
     original: bool,
     backends: &[Backend],
     meter: &dyn Meter,
     scratch: &Scratch,
-) -> (usize, Vec<Finding>) {
+) -> (usize, usize, Vec<Finding>) {
     let started = Instant::now();
     let mut findings = Vec::new();
     let written = std::fs::write(&scratch.path, &mutant.data).is_ok();
     let damaged = !original && !mutant.resealed;
-    let mut runs = 0;
+    let (mut runs, mut loads) = (0, 0);
     for validation in [Validation::Checked, Validation::Trusted] {
         let mut options = LoadOptions {
             validation,
@@ -296,6 +296,9 @@ pub fn fuzz_one(
                         Ok(ok) => loaded = ok,
                         Err(_) => panicked = true,
                     });
+                if loaded {
+                    loads += 1;
+                }
                 if panicked {
                     findings.push(Finding::Panic(name.clone()));
                 }
@@ -358,7 +361,7 @@ pub fn fuzz_one(
     if elapsed > TIME_CAP {
         findings.push(Finding::Time(elapsed.as_millis()));
     }
-    (runs, findings)
+    (runs, loads, findings)
 }
 
 /// Runs one decode: `(name, exact, decode)`; `decode` says whether the key loaded.
@@ -461,7 +464,7 @@ pub fn run(plan: &Plan<'_>, meter: &dyn Meter) -> std::io::Result<Outcome> {
         // A mutant that became a valid file of the corpus (a splice can copy all of
         // another) is not damaged, whatever it was made from.
         let original = plan.corpus.iter().any(|(_, file)| file == &mutant.data);
-        let (runs, findings) = fuzz_one(&mutant, original, plan.backends, meter, &scratch);
+        let (runs, _, findings) = fuzz_one(&mutant, original, plan.backends, meter, &scratch);
         outcome.decodes += runs;
         outcome.inputs += 1;
         if !findings.is_empty() {
