@@ -3,7 +3,10 @@
 //!
 //! The proving key is cached as a keycodec container (rawbytes), so a stale or corrupt cache
 //! (another circuit, another `k`, an older container version, a flipped bit) is refused by
-//! the container's own checks and rebuilt, never used. The parameters are cached too, behind
+//! the container's own checks and rebuilt, never used. The original every load is checked
+//! against is the key halo2's keygen produced, not a load of it: its digest is computed from
+//! keygen's key and stored beside the cache, and the cached key is loaded pinned to it (a
+//! rawbytes decode that differed from keygen's key is refused, and the key rebuilt). The parameters are cached too, behind
 //! a checksum, so that a rebuilt key does not pay for them twice.
 
 use std::fs::File;
@@ -35,6 +38,8 @@ pub struct Fixture<C: Workload> {
     pub k: u32,
     /// The proving key.
     pub pk: ProvingKey<G1Affine>,
+    /// The digest of the key keygen produced (computed from it when it was built).
+    pub keygen_digest: keycodec::KeyDigest,
     /// The circuit's configuration, which every load of the key needs.
     pub circuit_params: C::Params,
     /// What happened: loaded from cache, or built (and why).
@@ -46,6 +51,11 @@ pub struct Fixture<C: Workload> {
 /// Where the cached key of workload `C` at `k` lives.
 pub fn pk_cache_path<C: Workload>(cache_dir: &Path, k: u32) -> PathBuf {
     cache_dir.join(format!("{}-k{k}.pk", C::NAME))
+}
+
+/// Where the digest of the key keygen produced is kept (hex), beside the cached key.
+fn digest_cache_path<C: Workload>(cache_dir: &Path, k: u32) -> PathBuf {
+    cache_dir.join(format!("{}-k{k}.keygen-digest", C::NAME))
 }
 
 /// Where the cached configuration of workload `C` at `k` lives (JSON), beside its key.
@@ -70,28 +80,35 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture<C>
     let path = pk_cache_path::<C>(cache_dir, k);
     let circuit_path = circuit_cache_path::<C>(cache_dir, k);
     let loading = spinner(format!("loading cached k={k} key"));
-    let options = LoadOptions {
-        expected_k: Some(k),
-        validation: Validation::Trusted,
-        ..LoadOptions::default()
-    };
-    let cached = match std::fs::read_to_string(&circuit_path) {
-        Ok(json) if path.exists() => {
+    let digest_path = digest_cache_path::<C>(cache_dir, k);
+    let keygen_digest = std::fs::read_to_string(&digest_path)
+        .ok()
+        .and_then(|hex| hex.trim().parse::<keycodec::KeyDigest>().ok());
+    let cached = match (std::fs::read_to_string(&circuit_path), keygen_digest) {
+        (Ok(json), Some(keygen_digest)) if path.exists() => {
+            let options = LoadOptions {
+                expected_k: Some(k),
+                validation: Validation::Trusted,
+                expected_digest: Some(keygen_digest),
+                ..LoadOptions::default()
+            };
             Some(params_from_json::<C>(&json).and_then(|circuit_params| {
                 RawBytesCodec::default()
                     .load::<C, ProvingKey<G1Affine>>(&path, circuit_params.clone(), &options)
-                    .map(|pk| (pk, circuit_params))
+                    .map(|pk| (pk, circuit_params, keygen_digest))
                     .map_err(|e| e.to_string())
             }))
         }
+        (Ok(_), None) if path.exists() => Some(Err("no keygen digest beside it".to_owned())),
         _ => None,
     };
     loading.finish_and_clear();
     let reason = match cached {
-        Some(Ok((pk, circuit_params))) => {
+        Some(Ok((pk, circuit_params, keygen_digest))) => {
             return Ok(Fixture {
                 k,
                 pk,
+                keygen_digest,
                 circuit_params,
                 origin: format!("cached ({})", path.display()),
                 seconds: started.elapsed().as_secs_f64(),
@@ -110,16 +127,20 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture<C>
     let vk = keygen_vk(&params, &circuit).map_err(|e| format!("keygen_vk: {e:?}"))?;
     let pk = keygen_pk(&params, vk, &circuit).map_err(|e| format!("keygen_pk: {e:?}"))?;
     drop((params, circuit));
+    let keygen_digest = keycodec::KeyDigest::of_pk(&pk).map_err(|e| e.to_string())?;
     keygen.set_message(format!("caching the key at {}", path.display()));
     RawBytesCodec::default()
         .save::<C, _>(&path, &pk, circuit_params.clone(), &SaveOptions::default())
         .map_err(|e| format!("caching the key: {e}"))?;
     std::fs::write(&circuit_path, params_to_json::<C>(&circuit_params)?)
         .map_err(|e| format!("caching the circuit's configuration: {e}"))?;
+    std::fs::write(&digest_path, format!("{keygen_digest}\n"))
+        .map_err(|e| format!("caching the keygen digest: {e}"))?;
     keygen.finish_and_clear();
     Ok(Fixture {
         k,
         pk,
+        keygen_digest,
         circuit_params,
         origin: reason,
         seconds: started.elapsed().as_secs_f64(),

@@ -239,6 +239,12 @@ pub struct Args {
     /// The binary fresh loads run in [default: this one]
     #[arg(long, hide = true)]
     pub child_exe: Option<PathBuf>,
+
+    /// The key digest every load must reproduce, instead of the one halo2's keygen produced
+    /// (stored with the cached key): to see the check fail (a wrong digest makes every load
+    /// row `NO` and the run exit non-zero)
+    #[arg(long, value_name = "HEX")]
+    pub original_digest: Option<KeyDigest>,
 }
 
 /// The sizes `--ks` takes.
@@ -649,8 +655,17 @@ fn run_size<C: Workload>(
     let scratch = cache_dir.join("scratch");
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
-    let pin = KeyDigest::of_pk(pk).map_err(|e| e.to_string())?;
+    let loaded_digest = KeyDigest::of_pk(pk).map_err(|e| e.to_string())?;
     let digest_s = started.elapsed().as_secs_f64();
+    // The original is the key keygen produced: its digest was computed from keygen's key and
+    // stored with the cache, and the cached key was loaded pinned to it.
+    if loaded_digest != fixture.keygen_digest {
+        return Err(format!(
+            "the fixture's key has digest {loaded_digest}, keygen's had {}",
+            fixture.keygen_digest
+        ));
+    }
+    let pin = args.original_digest.unwrap_or(fixture.keygen_digest);
     let params_digest = KeyDigest::of_params(&params).map_err(|e| e.to_string())?;
     let downsized = match (args.downsize, params.k()) {
         (true, params_k) if params_k > 1 => {

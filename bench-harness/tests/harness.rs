@@ -473,6 +473,12 @@ fn stale_or_corrupt_cached_keys_are_rebuilt() {
         circuit_cache_path::<StandardPlonk>(dir.path(), 7),
     )
     .unwrap();
+    // (With its keygen digest: the whole of another k's cache.)
+    std::fs::copy(
+        dir.path().join("standard-plonk-k6.keygen-digest"),
+        dir.path().join("standard-plonk-k7.keygen-digest"),
+    )
+    .unwrap();
     let other = load_or_build::<StandardPlonk>(dir.path(), 7).unwrap();
     assert!(other.origin.contains("k = 6"), "{}", other.origin);
     assert_eq!(other.pk.get_vk().get_domain().k(), 7);
@@ -613,4 +619,69 @@ fn remote_rows_compare_with_the_download_and_the_local_load() {
     let table = bench_harness::report::table(&report);
     assert!(table.contains("object storage"));
     assert!(table.contains("cold start from storage"));
+}
+
+/// The load check can fail: told that the original has another digest than the key keygen
+/// produced, every load is `NO` and the harness exits non-zero. And the original is keygen's
+/// key: its digest is stored with the cached key, and a cached key that is not it is rebuilt.
+#[test]
+fn a_wrong_original_makes_the_harness_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().display().to_string();
+    let harness = |extra: &[&str]| {
+        let mut args = vec![
+            "--circuit",
+            "standard-plonk",
+            "--k",
+            "8",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--backends",
+            "rawbytes",
+            "--states",
+            "warm",
+            "--cache-dir",
+            &cache,
+        ];
+        args.extend_from_slice(extra);
+        std::process::Command::new(env!("CARGO_BIN_EXE_bench-harness"))
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let right = harness(&[]);
+    assert!(
+        right.status.success(),
+        "{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
+    let digest_file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|entry| entry.ok())
+        .find(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".keygen-digest")
+        })
+        .expect("the keygen digest is stored with the cached key")
+        .path();
+    let wrong = "00".repeat(32);
+    let out = harness(&["--original-digest", &wrong]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("differed from the original"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" NO"));
+    // A cached key that is not keygen's (its stored digest says another): rebuilt, and the
+    // run passes against keygen's key again.
+    std::fs::write(&digest_file, format!("{wrong}\n")).unwrap();
+    let rebuilt = harness(&[]);
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+    assert_ne!(std::fs::read_to_string(&digest_file).unwrap().trim(), wrong);
 }
