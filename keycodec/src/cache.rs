@@ -250,10 +250,8 @@ pub(crate) fn fetch_key(
     }
     let remote = &object.remote;
     let info = remote.head(&object.path)?;
-    let mut first = [0u8; HEADER_LEN];
-    let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
-    let first = first.get_mut(..len).unwrap_or_default();
-    remote.read_range(&object.path, &info, first, 0)?;
+    let first = first_bytes(object, &info)?;
+    let first = first.as_slice();
     let check = || {
         let header = codec_core::header::Header::from_bytes(first)?;
         expect(&header)?;
@@ -398,12 +396,9 @@ fn download(
     let name = object.name();
     let remote = &object.remote;
     // The first bytes say what the object must be before its size is believed.
-    let mut first = [0u8; HEADER_LEN];
-    let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
-    let first = first.get_mut(..len).unwrap_or_default();
-    remote.read_range(&object.path, info, first, 0)?;
+    let first = first_bytes(object, info)?;
     let (file_k, lengths) =
-        expected_length(first, &options.limits).map_err(|err| err.in_object(&name))?;
+        expected_length(&first, &options.limits).map_err(|err| err.in_object(&name))?;
     if let Some(k) = options.k.filter(|&k| k > file_k) {
         return Err(Error::KMismatch {
             expected: k,
@@ -451,6 +446,17 @@ fn download(
         ..*options
     };
     read_pinned_file(download.as_file(), download.path(), &checked, Shared::No).map_err(as_object)
+}
+
+/// The object's first bytes (as many as the longest container header, or the whole object):
+/// what it must be is read from them before its size is believed.
+fn first_bytes(object: &Object, info: &ObjectInfo) -> Result<Vec<u8>> {
+    let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    let mut first = vec![0u8; len];
+    object
+        .remote
+        .read_range(&object.path, info, &mut first, 0)?;
+    Ok(first)
 }
 
 /// The cache's own codec.
