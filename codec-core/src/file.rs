@@ -41,19 +41,7 @@ pub(crate) fn save_atomic<T>(
     write: impl FnOnce(&mut BufWriter<Writeback<'_>>) -> Result<T>,
 ) -> Result<T> {
     let target = resolve_links(path)?;
-    let dir = match target.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let name = target.file_name().ok_or_else(|| {
-        Error::io(
-            "save to",
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "the path has no file name",
-            ),
-        )
-    })?;
+    let (dir, name) = folder_and_name(&target, "save to")?;
     let replaced = std::fs::metadata(&target)
         .ok()
         .filter(|meta| meta.is_file());
@@ -103,22 +91,29 @@ pub fn replace_atomically<T>(path: &Path, fill: impl FnOnce(&File) -> Result<T>)
 ///
 /// [`Error::Io`] naming the folder.
 pub fn temp_beside(path: &Path) -> Result<NamedTempFile> {
+    let (dir, name) =
+        folder_and_name(path, "create a temporary file for").map_err(|err| err.at_path(path))?;
+    remove_stale_temps(dir, name);
+    create_locked_temp(dir, name).map_err(|err| err.at_path(dir))
+}
+
+/// The folder `path` is in (`.` for a bare name) and its file name; `operation` names what
+/// fails for a path without a file name.
+fn folder_and_name<'p>(path: &'p Path, operation: &'static str) -> Result<(&'p Path, &'p OsStr)> {
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     let name = path.file_name().ok_or_else(|| {
         Error::io(
-            "create a temporary file for",
+            operation,
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 "the path has no file name",
             ),
         )
-        .at_path(path)
     })?;
-    remove_stale_temps(dir, name);
-    create_locked_temp(dir, name).map_err(|err| err.at_path(dir))
+    Ok((dir, name))
 }
 
 /// A file being written from its start, that asks the kernel to start writing each

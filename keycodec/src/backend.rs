@@ -168,6 +168,48 @@ impl Backend {
     }
 }
 
+/// Checks a container's header against a key declared by its backend, kind and (optionally)
+/// digest, without decoding it: the codec is `backend`'s; the kind is `kind` (a verifying key
+/// may come in a proving key's container); the recorded digest, when the container is of that
+/// kind, is `digest`. What a manifest's fetch and check look at before a start loads the key
+/// (which recomputes the digest from the key itself).
+///
+/// # Errors
+///
+/// [`Error::CodecMismatch`], [`Error::KindMismatch`] or [`Error::DigestMismatch`].
+pub(crate) fn expect_key(
+    header: &Header,
+    backend: Backend,
+    kind: codec_core::KeyKind,
+    digest: Option<codec_core::KeyDigest>,
+) -> Result<()> {
+    use codec_core::KeyKind;
+    if header.codec != backend.id() {
+        return Err(Error::CodecMismatch {
+            expected: backend.id(),
+            expected_name: backend.name(),
+            found: header.codec,
+        });
+    }
+    if header.kind != kind && !(kind == KeyKind::Verifying && header.kind == KeyKind::Proving) {
+        return Err(Error::KindMismatch {
+            expected: kind,
+            found: header.kind,
+        });
+    }
+    match (digest, header.digest) {
+        (Some(expected), Some(found)) if header.kind == kind && found != expected => {
+            Err(Error::DigestMismatch {
+                kind,
+                path: None,
+                expected,
+                found,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Loads a key with whichever backend wrote it (read from the file's header).
 ///
 /// # Errors

@@ -198,31 +198,7 @@ pub(crate) fn fetch_key(
         .cache
         .join(codec_core::remote::pinned_name(digest, backend.name()));
     let expect = |header: &codec_core::header::Header| {
-        if header.codec != backend.id() {
-            return Err(Error::CodecMismatch {
-                expected: backend.id(),
-                expected_name: backend.name(),
-                found: header.codec,
-            });
-        }
-        let kind_ok = header.kind == kind
-            || (kind == codec_core::KeyKind::Verifying
-                && header.kind == codec_core::KeyKind::Proving);
-        if !kind_ok {
-            return Err(Error::KindMismatch {
-                expected: kind,
-                found: header.kind,
-            });
-        }
-        match header.digest {
-            Some(found) if header.kind == kind && found != digest => Err(Error::DigestMismatch {
-                kind,
-                path: None,
-                expected: digest,
-                found,
-            }),
-            _ => Ok(()),
-        }
+        crate::backend::expect_key(header, backend, kind, Some(digest))
     };
     let cached = |locked: bool| -> Result<bool> {
         let checked = std::fs::File::open(&path)

@@ -29,7 +29,6 @@ use codec_core::halo2_proofs::plonk::{keygen_pk, keygen_vk, Circuit, ProvingKey}
 use codec_core::halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::{Bn256, Fr, G1Affine};
-use codec_core::header::MAGIC;
 use codec_core::{Error, LoadOptions};
 use codec_rawbytes::RawBytesCodec;
 
@@ -50,7 +49,8 @@ pub fn read_pk<C: Circuit<Fr>>(path: &Path, params: C::Params) -> io::Result<Pro
 
 fn load_pk<C: Circuit<Fr>>(path: &Path, params: C::Params) -> Result<ProvingKey<G1Affine>, Error> {
     let options = LoadOptions::default();
-    if is_container(path)? {
+    let file = std::fs::File::open(path).map_err(|err| Error::io("open", err).at_path(path))?;
+    if crate::params::is_container(&file).map_err(|err| err.at_path(path))? {
         crate::load_any::<C, _>(path, params, &options)
     } else {
         RawBytesCodec::new(SerdeFormat::RawBytes).import_file::<C, _>(path, params, &options)
@@ -147,18 +147,6 @@ pub fn read_params(k: u32) -> io::Result<ParamsKZG<Bn256>> {
         ..ParamsOptions::default()
     };
     crate::start::open_params(params_path(k), &options).map_err(into_io)
-}
-
-/// Whether `path` starts with a container's magic bytes.
-fn is_container(path: &Path) -> Result<bool, Error> {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    let mut file = std::fs::File::open(path).map_err(|err| Error::io("open", err).at_path(path))?;
-    match file.read_exact(&mut magic) {
-        Ok(()) => Ok(magic == MAGIC),
-        Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
-        Err(err) => Err(Error::io("read", err).at_path(path)),
-    }
 }
 
 /// keycodec's error as the `io::Error` the drop-in's signatures return.

@@ -505,36 +505,10 @@ fn verify_key(key: &KeyEntry, cache: &Path) -> Result<ArtifactState> {
     let check = || {
         let file = std::fs::File::open(&path).map_err(|err| Error::io("open", err))?;
         let header = codec_core::header::verify_file(&file)?;
-        if header.codec != key.codec.id() {
-            return Err(Error::CodecMismatch {
-                expected: key.codec.id(),
-                expected_name: key.codec.name(),
-                found: header.codec,
-            });
-        }
-        if header.kind != key.kind
-            && !(key.kind == KeyKind::Verifying && header.kind == KeyKind::Proving)
-        {
-            return Err(Error::KindMismatch {
-                expected: key.kind,
-                found: header.kind,
-            });
-        }
-        if let (Some(expected), Some(found), true) =
-            (key.digest, header.digest, header.kind == key.kind)
-        {
-            if expected != found {
-                return Err(Error::DigestMismatch {
-                    kind: key.kind,
-                    path: None,
-                    expected,
-                    found,
-                });
-            }
-        }
+        crate::backend::expect_key(&header, key.codec, key.kind, key.digest)?;
         Ok(state(path.clone()))
     };
-    check().map_err(|err| err.at_path(&path))
+    check().map_err(|err: Error| err.at_path(&path))
 }
 
 fn artifact(name: &str, err: Error) -> Error {

@@ -154,6 +154,12 @@ pub(crate) fn fit(params: Params, k: Option<u32>, at: &Path) -> Result<Params> {
     }
 }
 
+/// Whether `file` starts with a container's magic bytes (a headerless halo2 file does not).
+pub(crate) fn is_container(file: &File) -> Result<bool> {
+    let mut magic = [0u8; MAGIC.len()];
+    Ok(read_prefix(file, &mut magic)? == magic.len() && magic == MAGIC)
+}
+
 /// Decodes the parameters of a container or a headerless halo2 file.
 fn decode(file: &File, options: &LoadOptions) -> Result<Params> {
     let mut first = [0u8; HEADER_LEN];
