@@ -10,9 +10,9 @@
 //! with every backend (checked, trusted; pinned with `--full`), the parameters, a prover's
 //! cold start (parameters + key), halo2's own readers of each (`ProvingKey::read` with
 //! `RawBytes` and `RawBytesUnchecked` through a 1 MiB `BufReader`), and the **floor** of each
-//! kind (the file read into memory allocated as a key's, over every core, with the key's
-//! evaluation domain built meanwhile: what any loader must at least do), sampled four times
-//! a run. Every load runs in two states: **warm**, in the harness's own process after other
+//! file (that file read into memory allocated as a key's, over every core, with the key's
+//! evaluation domain built meanwhile: what any loader of it must at least do), sampled four
+//! times a run; each row is compared with the floor of the file it reads. Every load runs in two states: **warm**, in the harness's own process after other
 //! loads (the allocator hands back the memory the last key freed: a server reloading), and
 //! **fresh**, in a new process of its own (a prover's start); each is compared with halo2's
 //! reader in the same state. Every loaded artifact is checked against the original (by

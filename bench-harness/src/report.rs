@@ -12,8 +12,8 @@ use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
 load s: median; min: fastest; spread: (max - min) / median; x floor: the median over the \
-fastest of its floor's samples (same kind and state; BELOW: the row's fastest beat the \
-floor, a measurement error); speedup: the reference's load over this one (halo2's reader of \
+fastest of its own file's floor in its state (a floor row's mode names the file; BELOW: \
+the row's fastest beat the floor, a measurement error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
 this save over halo2's pk.write + sync_all, run by run; no speedup is given for a BELOW row, and * marks an interval wider than --interval asked (a range, not a result)";
@@ -83,7 +83,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         let _ = writeln!(out, "\n{title}");
         let _ = writeln!(
             out,
-            "{:<13} {:<16} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>7} {:>20} {:>12} {:>9} {:>3}",
+            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>7} {:>20} {:>12} {:>9} {:>3}",
             "backend",
             "mode",
             "values",
@@ -105,7 +105,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             };
             let _ = writeln!(
                 out,
-                "{:<13} {:<16} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>20} {:>12} {:>9} {:>3}",
+                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>20} {:>12} {:>9} {:>3}",
                 row.backend,
                 row.mode,
                 row.validation,

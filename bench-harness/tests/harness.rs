@@ -215,7 +215,9 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
             (Kind::Pk, "rawbytes", "Processed", "checked"),
             (Kind::Pk, HALO2_NATIVE, "RawBytes", "trusted"),
             (Kind::Pk, HALO2_NATIVE, "Processed", "checked"),
-            (Kind::Pk, FLOOR, "read + domain", "-"),
+            (Kind::Pk, FLOOR, "rawbytes RawBytes", "-"),
+            (Kind::Pk, FLOOR, "rkyv sections", "-"),
+            (Kind::Pk, FLOOR, "halo2-native RawBytes", "-"),
             (Kind::Params, "rawbytes", "RawBytes", "checked"),
             (Kind::Params, "rawbytes", "RawBytes", "trusted"),
             (Kind::Params, "rawbytes", "Processed", "checked"),
@@ -223,7 +225,8 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
             (Kind::Params, "rawbytes", "downsize k-1", "checked"),
             (Kind::Params, HALO2_NATIVE, "RawBytes", "trusted"),
             (Kind::Params, HALO2_NATIVE, "Processed", "checked"),
-            (Kind::Params, FLOOR, "read", "-"),
+            (Kind::Params, FLOOR, "rawbytes RawBytes", "-"),
+            (Kind::Params, FLOOR, "halo2-native Processed", "-"),
             (Kind::ColdStart, "rawbytes", "RawBytes", "checked"),
             (Kind::ColdStart, "rkyv", "sections", "checked"),
             (Kind::ColdStart, HALO2_NATIVE, "RawBytes", "checked"),
@@ -296,6 +299,27 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
             assert!(row.floor_s.is_some(), "{what}");
             assert_eq!(row.below_floor, row.read_vs_floor.is_none(), "{what}");
         }
+    }
+    // Each key row is compared with the floor of the file it reads, in its state: the floor
+    // row named after its file, whose fastest sample is the row's floor.
+    let key_rows = size
+        .rows
+        .iter()
+        .filter(|row| row.kind == Kind::Pk && row.backend != FLOOR);
+    for row in key_rows {
+        let file = format!("{} {}", row.backend, row.mode);
+        let floor = size
+            .rows
+            .iter()
+            .find(|f| {
+                f.kind == Kind::Pk
+                    && f.backend == FLOOR
+                    && f.mode == file
+                    && f.state == row.state
+                    && f.buffer_bytes == row.buffer_bytes
+            })
+            .unwrap_or_else(|| panic!("no floor of {file} {}", row.state));
+        assert_eq!(row.floor_s, Some(floor.read_min_s), "{file} {}", row.state);
     }
     // Every file is saved in every run, keycodec's compared with halo2's durable write of
     // its kind; halo2's plain write is shown beside its durable one.

@@ -1,6 +1,7 @@
 //! Crash safety: a process saving keys in a loop is killed with SIGKILL at many points; the
 //! destination must always be absent or a complete key (the previous or the new one), and the
-//! next save must leave no temporary file behind.
+//! next save must leave no temporary file behind. The child marks when each save begins and
+//! ends, and the test requires a good share of the kills to land during a save.
 //!
 //! The test binary re-runs itself as the saving child (`crash_child_helper`, which does
 //! nothing in a normal test run).
@@ -44,14 +45,37 @@ fn crash_child_helper() {
     };
     let dir = PathBuf::from(dir);
     let keys = keys();
+    // The phase marker: odd while a save runs, even between saves (one positioned write
+    // each, which outlives a SIGKILL in the page cache).
+    let phase = std::fs::File::create(dir.join(PHASE)).unwrap();
+    let mark = |value: u64| {
+        std::os::unix::fs::FileExt::write_all_at(&phase, &value.to_le_bytes(), 0).unwrap();
+    };
     std::fs::write(dir.join("ready"), b"").unwrap();
+    let mut saves = 0u64;
     loop {
         for pk in &keys {
+            mark(2 * saves + 1);
             backend()
                 .save::<StandardPlonk, _>(&dir.join("key.pk"), pk, (), &SaveOptions::default())
                 .unwrap();
+            saves += 1;
+            mark(2 * saves);
         }
     }
+}
+
+/// The child's phase marker file (see `crash_child_helper`).
+const PHASE: &str = "phase";
+
+/// The child's phase when it was killed: `(saves completed, whether a save was running)`.
+fn phase(dir: &Path) -> (u64, bool) {
+    let bytes = std::fs::read(dir.join(PHASE)).unwrap_or_default();
+    let value = bytes
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map_or(0, u64::from_le_bytes);
+    (value / 2, value % 2 == 1)
 }
 
 /// Crash safety is the core's (every backend saves through it): test it with whichever
@@ -83,8 +107,12 @@ fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
     let exe = std::env::current_exe().unwrap();
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let (mut absent, mut whole, mut temps_left) = (0, 0, 0);
+    // Kills that landed while a save ran, and those of them after an earlier save completed
+    // (the old file there to be kept whole while the new one was being written).
+    let (mut mid_save, mut mid_save_over_a_file) = (0, 0);
     for _ in 0..KILLS {
         let _ = std::fs::remove_file(dir.path().join("ready"));
+        let _ = std::fs::remove_file(dir.path().join(PHASE));
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
@@ -105,6 +133,13 @@ fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
         std::thread::sleep(Duration::from_micros(state % 40_000));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
+        let (saved, saving) = phase(dir.path());
+        if saving {
+            mid_save += 1;
+            if saved > 0 || path.exists() {
+                mid_save_over_a_file += 1;
+            }
+        }
 
         match std::fs::read(&path) {
             Err(_) => absent += 1,
@@ -123,8 +158,20 @@ fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
         }
         temps_left += leftover_temp_files(dir.path());
     }
-    println!("{KILLS} kills: {absent} before the first save, {whole} complete files, {temps_left} temp files left by killed saves");
+    println!(
+        "{KILLS} kills: {mid_save} during a save ({mid_save_over_a_file} over an earlier file), \
+         {absent} before the first save, {whole} complete files, \
+         {temps_left} temp files left by killed saves"
+    );
     assert!(whole > 0, "no kill landed after a save completed");
+    assert!(
+        mid_save * 4 >= KILLS,
+        "only {mid_save} of {KILLS} kills landed during a save: the test proves little"
+    );
+    assert!(
+        mid_save_over_a_file > 0,
+        "no kill landed during a save over a complete file"
+    );
     // The next save cleans up after the dead processes.
     codec
         .save::<StandardPlonk, _>(&path, &keys()[0], (), &SaveOptions::default())

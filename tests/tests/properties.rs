@@ -1,6 +1,7 @@
 //! Property tests: random polynomials and random keys (StandardPlonk's and a halo2-lib
-//! circuit's) round-trip exactly through every backend and both field encodings; random bytes
-//! never panic a decoder.
+//! circuit's) round-trip exactly through every backend and both field encodings; random bytes,
+//! from nothing, behind a valid header or edited into one, never panic a decoder or load
+//! another key.
 
 // Test code: failing loudly is its job.
 #![allow(
@@ -14,7 +15,8 @@ use codec_core::backend_api::field::{read_fr_vec, write_fr_slice, FieldEncoding}
 use codec_core::backend_api::{PayloadReader, Validation};
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::testing::conformance::refresh_checksums;
+use codec_core::header::{Header, HEADER_LEN, MAGIC};
+use codec_core::testing::conformance::{refresh_checksums, rewrite_header};
 use codec_core::testing::halo2_lib::Halo2LibCircuit;
 use codec_core::testing::{halo2_lib, pk_bytes, standard_plonk, StandardPlonk};
 use keycodec::{Backend, KeyCodecExt, LoadOptions, SaveOptions};
@@ -55,11 +57,11 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// A key with random polynomial values round-trips exactly through every backend.
     #[test]
-    fn random_keys_round_trip(values in proptest::collection::vec(fr(), 1..64)) {
+    fn random_keys_round_trip(values in proptest::collection::vec(fr(), 1..1024)) {
         let pk = with_values(&standard_plonk().pk, &values);
         for backend in Backend::compiled() {
             if backend.name() == "compact" {
@@ -82,13 +84,13 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(6))]
+    #![proptest_config(ProptestConfig::with_cases(32))]
 
     /// A halo2-lib key (many polynomials, each loaded in pieces by every core) with random
     /// values round-trips exactly through every backend that stores any key, from memory, a
     /// stream and a file, checked and trusted.
     #[test]
-    fn random_halo2_lib_keys_round_trip(values in proptest::collection::vec(fr(), 1..64)) {
+    fn random_halo2_lib_keys_round_trip(values in proptest::collection::vec(fr(), 1..1024)) {
         let fixture = halo2_lib();
         let pk = with_values(&fixture.pk, &values);
         let config = || fixture.config.clone();
@@ -139,6 +141,51 @@ proptest! {
         for backend in Backend::compiled() {
             let result = backend.codec().unwrap().read_slice::<StandardPlonk, ProvingKey<G1Affine>>(&bytes, (), &LoadOptions::default());
             prop_assert!(result.is_err());
+        }
+    }
+
+    /// Arbitrary bytes behind a valid header of each backend (its codec, mode, kind, k and
+    /// fingerprint; the payload's length and checksum made to match them): the decoder itself
+    /// meets them, past every check the container makes, and refuses them without panicking,
+    /// checked or trusted.
+    #[test]
+    fn arbitrary_payloads_behind_valid_headers_are_refused(payload in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        for backend in Backend::compiled() {
+            let valid = backend.codec().unwrap().to_vec::<StandardPlonk, _>(&standard_plonk().pk, ()).unwrap();
+            let mut file = valid[..HEADER_LEN].to_vec();
+            file.extend_from_slice(&payload);
+            rewrite_header(&mut file, |header| header.payload_len = payload.len() as u64);
+            refresh_checksums(&mut file);
+            prop_assert!(Header::from_bytes(&file).is_ok(), "{}: the header must pass for the payload to be reached", backend);
+            for validation in [Validation::Checked, Validation::Trusted] {
+                let options = LoadOptions { validation, ..LoadOptions::default() };
+                let result = backend.codec().unwrap().read_slice::<StandardPlonk, ProvingKey<G1Affine>>(&file, (), &options);
+                prop_assert!(result.is_err(), "{} {:?}", backend, validation);
+            }
+        }
+    }
+
+    /// Edits to a header's fields past its magic, behind a valid header checksum, never panic
+    /// and never load another key: the load is refused or is the original key.
+    #[test]
+    fn edited_headers_are_refused_or_the_original(edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6)) {
+        let original = pk_bytes(&standard_plonk().pk);
+        for backend in Backend::compiled() {
+            let mut file = backend.codec().unwrap().to_vec::<StandardPlonk, _>(&standard_plonk().pk, ()).unwrap();
+            // The fields between the magic and the header's own checksum.
+            let fields = MAGIC.len()..HEADER_LEN - 8;
+            for (index, byte) in &edits {
+                file[fields.start + index.index(fields.len())] = *byte;
+            }
+            let len = Header::len_of(&file).unwrap_or(HEADER_LEN).min(file.len());
+            let checksum = xxhash_rust::xxh3::xxh3_64(&file[..len - 8]);
+            file[len - 8..len].copy_from_slice(&checksum.to_le_bytes());
+            for validation in [Validation::Checked, Validation::Trusted] {
+                let options = LoadOptions { validation, ..LoadOptions::default() };
+                if let Ok(pk) = backend.codec().unwrap().read_slice::<StandardPlonk, ProvingKey<G1Affine>>(&file, (), &options) {
+                    prop_assert_eq!(pk_bytes(&pk), original.clone(), "{} {:?}", backend, validation);
+                }
+            }
         }
     }
 }

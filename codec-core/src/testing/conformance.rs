@@ -578,7 +578,8 @@ impl ChangingFile {
 
 #[cfg(unix)]
 /// Changes the file at `path` in place (the same inode a reader has open).
-fn apply(path: &Path, change: Change) {
+/// Truncates or rewrites the file; returns the moment the file began to change.
+fn apply(path: &Path, change: Change) -> std::time::Instant {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -586,15 +587,21 @@ fn apply(path: &Path, change: Change) {
         .expect("open to change");
     let len = file.metadata().expect("metadata").len();
     match change {
-        Change::Truncate => file.set_len(len / 2).expect("truncate"),
+        Change::Truncate => {
+            let at = std::time::Instant::now();
+            file.set_len(len / 2).expect("truncate");
+            at
+        }
         Change::Rewrite => {
             use std::os::unix::fs::FileExt;
             let mut payload = vec![0u8; (len - HEADER_LEN as u64) as usize];
             file.read_exact_at(&mut payload, HEADER_LEN as u64)
                 .expect("read to rewrite");
             payload.iter_mut().for_each(|byte| *byte ^= 0x5a);
+            let at = std::time::Instant::now();
             file.write_all_at(&payload, HEADER_LEN as u64)
                 .expect("rewrite");
+            at
         }
     }
 }
@@ -723,8 +730,11 @@ pub fn a_file_changed_while_it_loads_is_refused_or_loads_as_it_was<K: KeyCodec +
 #[cfg(unix)]
 /// The same with real threads through [`KeyCodecExt::load`] and [`KeyCodecExt::read`]: the
 /// file is truncated or rewritten at spread-out moments during loads of a larger key; every
-/// load returns the original key or an error.
+/// load returns the original key or an error. Each round records when the file began to
+/// change and when the load began and ended: at least a quarter of the rounds of each way of
+/// loading must have changed the file while the load ran, or the test proves nothing.
 pub fn a_file_changed_by_another_thread_never_loads_other_bytes<K: KeyCodec + ?Sized>(codec: &K) {
+    const STEPS: u32 = 12;
     let fixture = super::standard_plonk_k10();
     let original = codec
         .to_vec::<StandardPlonk, _>(&fixture.pk, ())
@@ -742,31 +752,70 @@ pub fn a_file_changed_by_another_thread_never_loads_other_bytes<K: KeyCodec + ?S
             }
         }
     };
+    // The rewritten payload, made before any load so that a change is one system call.
+    let mut rewritten = original.get(HEADER_LEN..).expect("a payload").to_vec();
+    rewritten.iter_mut().for_each(|byte| *byte ^= 0x5a);
+    let change_now = |change: Change| {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open to change");
+        let at = std::time::Instant::now();
+        match change {
+            Change::Truncate => file.set_len(original.len() as u64 / 2).expect("truncate"),
+            Change::Rewrite => file
+                .write_all_at(&rewritten, HEADER_LEN as u64)
+                .expect("rewrite"),
+        }
+        at
+    };
     for mode in [Mode::Positioned, Mode::Stream] {
-        std::fs::write(&path, &original).expect("write");
-        let started = std::time::Instant::now();
-        assert_eq!(pk_bytes(&load(mode).expect("unchanged")), expected);
-        let full = started.elapsed();
+        // How long a load takes here: the fastest of three unchanged loads.
+        let mut full = std::time::Duration::MAX;
+        for _ in 0..3 {
+            std::fs::write(&path, &original).expect("write");
+            let started = std::time::Instant::now();
+            assert_eq!(pk_bytes(&load(mode).expect("unchanged")), expected);
+            full = full.min(started.elapsed());
+        }
+        let (mut rounds, mut during, mut refused) = (0u32, 0u32, 0u32);
         for change in [Change::Truncate, Change::Rewrite] {
-            for step in 0..8u32 {
+            for step in 0..STEPS {
                 std::fs::write(&path, &original).expect("write");
-                let delay = full * step / 8;
-                let result = std::thread::scope(|scope| {
-                    scope.spawn(|| {
+                let delay = full * step / STEPS;
+                let (result, began, ended, changed) = std::thread::scope(|scope| {
+                    let changer = scope.spawn(|| {
                         std::thread::sleep(delay);
-                        apply(&path, change);
+                        change_now(change)
                     });
-                    load(mode)
+                    let began = std::time::Instant::now();
+                    let result = load(mode);
+                    let ended = std::time::Instant::now();
+                    (result, began, ended, changer.join().expect("the changer"))
                 });
-                if let Ok(pk) = result {
-                    assert_eq!(
-                        pk_bytes(&pk),
-                        expected,
-                        "{mode:?} {change:?} after {delay:?}: another key loaded"
-                    );
+                rounds += 1;
+                let case = format!("{mode:?} {change:?} after {delay:?}");
+                if began < changed && changed < ended {
+                    during += 1;
+                }
+                match result {
+                    Ok(pk) => assert_eq!(pk_bytes(&pk), expected, "{case}: another key loaded"),
+                    Err(err) => {
+                        assert!(!matches!(err, Error::Internal(_)), "{case}: {err}");
+                        refused += 1;
+                    }
                 }
             }
         }
+        println!(
+            "{mode:?}: the file changed during {during} of {rounds} loads ({refused} refused)"
+        );
+        assert!(
+            during * 4 >= rounds,
+            "{mode:?}: the file changed during only {during} of {rounds} loads \
+             ({refused} refused); the test must change it while loads run"
+        );
     }
 }
 
