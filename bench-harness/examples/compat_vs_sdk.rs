@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use bench_harness::fixture::load_or_build;
-use codec_core::testing::halo2_lib::Halo2LibCircuit;
+use codec_testkit::halo2_lib::Halo2LibCircuit;
 use halo2_base::gates::circuit::BaseCircuitParams;
 use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use codec_core::testing::{lookup, LookupCircuit};
+use codec_testkit::{lookup, LookupCircuit};
 use keycodec::{KeyCodecExt, RkyvCodec, SaveOptions};
 
 fn keycodec(args: &[&str]) -> Output {
@@ -134,7 +134,7 @@ fn damage_is_exit_code_1_a_missing_file_3_and_a_bad_command_line_2() {
 fn parameters_import_inspect_downsize_and_export() {
     use codec_core::halo2_proofs::poly::commitment::Params as _;
     use codec_core::halo2_proofs::SerdeFormat;
-    let params = &codec_core::testing::standard_plonk().params;
+    let params = &codec_testkit::standard_plonk().params;
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name).display().to_string();
     let mut halo2 = Vec::new();

@@ -48,11 +48,15 @@ use codec_core::backend_api::{
 use reader::ChunkReader;
 
 /// This backend's id in the container header.
-pub const ID: CodecId = CodecId::new(2);
+pub const ID: CodecId = CodecId::BINCODE;
 
 /// The only wire mode: bincode 1.3.3, fixed-width little-endian integers, polynomials as
 /// 1 MiB byte strings of canonical scalars.
-pub const MODE_FIXINT_LE: WireMode = WireMode::new(0, "serde");
+pub const MODE_SERDE: WireMode = WireMode::new(0, "serde");
+
+/// The old name of [`MODE_SERDE`].
+#[deprecated(note = "named as it displays now: use MODE_SERDE")]
+pub const MODE_FIXINT_LE: WireMode = MODE_SERDE;
 
 /// Buffer between bincode's small reads and writes (lengths, the verifying key) and the
 /// payload stream: a local buffer of a concrete type keeps each of those a memcpy instead of
@@ -79,11 +83,11 @@ impl KeyCodec for BincodeCodec {
     }
 
     fn wire_modes(&self) -> &'static [WireMode] {
-        &[MODE_FIXINT_LE]
+        &[MODE_SERDE]
     }
 
     fn wire_mode(&self) -> WireMode {
-        MODE_FIXINT_LE
+        MODE_SERDE
     }
 
     /// Always checked: halo2curves' `Deserialize` checks every value.

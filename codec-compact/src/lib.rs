@@ -45,10 +45,14 @@ use codec_core::backend_api::{
 };
 
 /// This backend's id in the container header.
-pub const ID: CodecId = CodecId::new(4);
+pub const ID: CodecId = CodecId::COMPACT;
 
 /// The only wire mode.
-pub const MODE_RUNS_AND_MAPPING: WireMode = WireMode::new(0, "recompute");
+pub const MODE_RECOMPUTE: WireMode = WireMode::new(0, "recompute");
+
+/// The old name of [`MODE_RECOMPUTE`].
+#[deprecated(note = "named as it displays now: use MODE_RECOMPUTE")]
+pub const MODE_RUNS_AND_MAPPING: WireMode = MODE_RECOMPUTE;
 
 /// The compact codec.
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,11 +68,11 @@ impl KeyCodec for CompactCodec {
     }
 
     fn wire_modes(&self) -> &'static [WireMode] {
-        &[MODE_RUNS_AND_MAPPING]
+        &[MODE_RECOMPUTE]
     }
 
     fn wire_mode(&self) -> WireMode {
-        MODE_RUNS_AND_MAPPING
+        MODE_RECOMPUTE
     }
 
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {

@@ -5,13 +5,13 @@
 
 use codec_compact::CompactCodec;
 
-codec_core::conformance_tests!(CompactCodec);
+codec_testkit::conformance_tests!(CompactCodec);
 
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
-use codec_core::testing::StandardPlonk;
 use codec_core::{Error, KeyCodecExt, LoadOptions};
+use codec_testkit::conformance::{refresh_checksums, small_pk_file};
+use codec_testkit::StandardPlonk;
 
 /// StandardPlonk's copy cycle through a[2], b[3] and c[4] leaves one exception in the last
 /// permutation column (row 4 maps to column 1, row 3): the payload ends with its varints

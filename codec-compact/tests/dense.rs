@@ -8,11 +8,11 @@ use codec_compact::CompactCodec;
 use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey};
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::testing::{
+use codec_core::{KeyCodecExt, LoadOptions};
+use codec_testkit::{
     dense, generate, pk_bytes, prove_and_verify, standard_plonk, DenseCircuit, Fixture,
     StandardPlonk,
 };
-use codec_core::{KeyCodecExt, LoadOptions};
 
 fn round_trip<C: Circuit<Fr, Params = ()>>(name: &str, fixture: &Fixture<C>) -> f64 {
     let file = CompactCodec.to_vec::<C, _>(&fixture.pk, ()).unwrap();
@@ -63,7 +63,7 @@ fn dense_circuit_round_trips_and_stays_under_35_percent() {
         })
         .sum();
     assert!(
-        moved >= 2 * codec_core::testing::circuits::DENSE_ROWS - 2,
+        moved >= 2 * codec_testkit::circuits::DENSE_ROWS - 2,
         "only {moved} cells move"
     );
     let ratio = round_trip("dense k=8", fixture);

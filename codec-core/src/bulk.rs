@@ -22,8 +22,8 @@ use halo2curves::bn256::Fr;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::{Error, Result};
-use crate::field::FR_BYTES;
 use crate::poly_hash::PolyHasher;
+use crate::raw_view::FR_BYTES;
 use crate::source::{Dst, ReadAt};
 
 /// One span of a bulk read ([`PayloadReader::read_spans`](crate::backend_api::PayloadReader::read_spans)),
@@ -323,10 +323,14 @@ pub(crate) fn read_spans(
     for (values, &(count, _)) in grouped.iter_mut().flatten().zip(&sizes) {
         {
             // SAFETY: `run` returned `Ok` only after every request was read by
-            // `read_exact_vectored_at` (a failed request fails the run), which returns only
-            // once it has written every byte of every destination, and the `Dst::Uninit`
+            // `read_exact_vectored_at` (a failed request fails the run) and handed back, as
+            // initialised `&mut [u8]`, exactly the memory of each destination (`read_request`
+            // compares pointers and lengths, and fails the run otherwise: a `ReadAt` is a
+            // public, safe trait, so only what it returns is trusted, and safe code cannot
+            // make an initialised slice of uninitialised memory). The `Dst::Uninit`
             // destinations of this vector tile its first `count` elements' bytes
-            // (`chunks_mut` of exactly that range). Any 32 bytes are a valid `Fr`
+            // (`chunks_mut` of exactly that range). Test:
+            // `a_source_that_hands_back_other_memory_is_refused`. Any 32 bytes are a valid `Fr`
             // (`uninit_bytes_mut` returned a view only because `Fr`'s memory is its raw
             // encoding, see `raw_view`).
             unsafe { crate::raw_view::set_len_after_fill(values, count) };
@@ -476,10 +480,28 @@ fn read_request<'s>(
             crate::source::populate(buf);
         }
     }
+    // Where each destination is: a source must hand back exactly these (see `run`'s use).
+    let given: Vec<(*const u8, usize)> = request
+        .dsts
+        .iter()
+        .map(|dst| match dst {
+            Dst::Init(buf) => (buf.as_ptr(), buf.len()),
+            Dst::Uninit(buf) => (buf.as_ptr().cast::<u8>(), buf.len()),
+        })
+        .collect();
     let filled = match source.read_exact_vectored_at(request.dsts, request.offset) {
         Ok(filled) => filled,
         Err(err) => return shared.fail(Error::from_read(err, context), request.offset),
     };
+    let same = filled.len() == given.len()
+        && filled
+            .iter()
+            .zip(&given)
+            .all(|(read, &(at, len))| std::ptr::eq(read.as_ptr(), at) && read.len() == len);
+    if !same {
+        let err = Error::Internal("a source handed back other memory than it was given".into());
+        return shared.fail(err, request.offset);
+    }
     for (index, read) in (request.first..).zip(filled) {
         let read: &'s [u8] = read;
         let Some(&(role, offset)) = roles.get(index) else {
@@ -699,6 +721,52 @@ mod tests {
         fn costly_requests(&self) -> bool {
             true
         }
+    }
+
+    /// A source (safe code, as any `ReadAt` may be) that hands back memory of its own instead
+    /// of the destinations it was given.
+    struct Elsewhere<'a>(&'a [u8]);
+
+    impl ReadAt for Elsewhere<'_> {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            crate::source::Memory(self.0).read_exact_at(buf, offset)
+        }
+
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            crate::source::Memory(self.0).read_at(buf, offset)
+        }
+
+        fn read_exact_vectored_at<'b>(
+            &self,
+            dsts: Vec<Dst<'b>>,
+            _offset: u64,
+        ) -> std::io::Result<Vec<&'b mut [u8]>> {
+            Ok(dsts
+                .iter()
+                .map(|dst| &mut Vec::leak(vec![0u8; dst.len()])[..])
+                .collect())
+        }
+    }
+
+    /// The polynomials' memory is taken as initialised only when the source handed back
+    /// exactly the destinations: one that hands back other memory fails the read, and no
+    /// vector is given a length over memory nobody wrote (the `SAFETY` argument of
+    /// `read_spans`).
+    #[test]
+    fn a_source_that_hands_back_other_memory_is_refused() {
+        let polys = polys();
+        let (bytes, spans) = payload(&polys);
+        let source = Elsewhere(&bytes);
+        let len = bytes.len() as u64;
+        let mut reader = PayloadReader::at(&source, 0, len, 1 << 10)
+            .narrow(len, true, true)
+            .unwrap();
+        let result = reader.read_spans(&spans, &[1, 3], Validation::Trusted, |_, _| Ok(()), "test");
+        assert!(
+            matches!(result, Err(Error::Internal(ref why)) if why.contains("other memory")),
+            "{:?}",
+            result.map(|data| data.bytes.len())
+        );
     }
 
     /// From a file, memory and a stream, a run of spans gives the same polynomials (grouped

@@ -25,7 +25,7 @@ pub(crate) fn fingerprint_of(cs: &ConstraintSystem<Fr>) -> Fingerprint {
 }
 
 /// The fingerprint of circuit type `C` configured with `circuit_params`.
-pub(crate) fn fingerprint<C: Circuit<Fr>>(circuit_params: C::Params) -> Fingerprint {
+pub fn fingerprint<C: Circuit<Fr>>(circuit_params: C::Params) -> Fingerprint {
     fingerprint_of(&configure::<C>(circuit_params))
 }
 

@@ -25,7 +25,7 @@ use crate::vk_parts::VkParts;
 /// object-safe: `&dyn KeyCodec` is how codecs are chosen at run time.
 ///
 /// A backend's tests run the conformance kit in one line
-/// (`codec_core::conformance_tests!(MyCodec::default());`, feature `testing`).
+/// (`codec_testkit::conformance_tests!(MyCodec::default());`, in the `codec-testkit` crate).
 pub trait KeyCodec: Send + Sync {
     /// The codec's name, as users type it (`rawbytes`).
     fn name(&self) -> &'static str;
@@ -158,7 +158,7 @@ impl Key {
 
 /// What a container holds, borrowed for saving.
 #[derive(Clone, Copy)]
-pub(crate) enum ItemRef<'a> {
+pub enum ItemRef<'a> {
     /// A proving or verifying key.
     Key(KeyRef<'a>),
     /// KZG parameters.
@@ -184,7 +184,7 @@ impl ItemRef<'_> {
 /// What a container holds, decoded.
 // Moved once, from decoder to caller, as `Key` is.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Item {
+pub enum Item {
     /// A proving or verifying key.
     Key(Key),
     /// KZG parameters.

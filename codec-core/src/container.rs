@@ -13,12 +13,12 @@ use crate::digest;
 use crate::error::{Error, IoContext, Result};
 use crate::header::{Header, HEADER_LEN, PREFIX_LEN};
 use crate::ids::{Fingerprint, KeyDigest, KeyKind, WireMode};
-use crate::options::{Integrity, LoadOptions};
+use crate::options::{Checksum, LoadOptions};
 use crate::payload::PayloadReader;
 use crate::source::ReadAt;
 
 /// Where a container is read from.
-pub(crate) enum Input<'a> {
+pub enum Input<'a> {
     /// Bytes in memory, exactly one container.
     Memory(&'a [u8]),
     /// A stream, read in order from its current position; its length is unknown, so
@@ -28,8 +28,11 @@ pub(crate) enum Input<'a> {
     /// reads through a buffer of `buffer` bytes, bulk reads straight into the key's memory
     /// from several threads.
     At {
+        /// The bytes.
         source: &'a dyn ReadAt,
+        /// How many there are.
         len: u64,
+        /// Bytes of the buffer small reads go through.
         buffer: usize,
     },
 }
@@ -61,8 +64,7 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
 /// `writer` behind that header. Nothing is held in memory but the codec's own buffers. The
 /// second encoding must hash as the first did, or this fails before the writer has all the
 /// bytes (a codec whose output is not deterministic).
-#[cfg(feature = "remote")]
-pub(crate) fn write_in_order<K: KeyCodec + ?Sized>(
+pub fn write_in_order<K: KeyCodec + ?Sized>(
     codec: &K,
     item: ItemRef<'_>,
     fingerprint: Fingerprint,
@@ -138,19 +140,19 @@ fn encode_beside_digest<K: KeyCodec + ?Sized>(
 
 /// What a load asks for.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Request {
+pub struct Request {
     /// The kind wanted.
-    pub(crate) kind: KeyKind,
+    pub kind: KeyKind,
     /// A verifying key may be read from a proving key's container (its prefix: the
     /// polynomials are not decoded).
-    pub(crate) from_proving_key: bool,
+    pub from_proving_key: bool,
     /// Compute the digest (it is computed anyway when the options pin one).
-    pub(crate) digest: bool,
+    pub digest: bool,
 }
 
 impl Request {
     /// `kind`, from a container of that kind.
-    pub(crate) fn of(kind: KeyKind) -> Self {
+    pub fn of(kind: KeyKind) -> Self {
         Request {
             kind,
             from_proving_key: false,
@@ -160,9 +162,11 @@ impl Request {
 }
 
 /// What a container held and, when the load computed it, its digest.
-pub(crate) struct Decoded {
-    pub(crate) item: Item,
-    pub(crate) digest: Option<KeyDigest>,
+pub struct Decoded {
+    /// The key or parameters.
+    pub item: Item,
+    /// Their digest, when the load computed it.
+    pub digest: Option<KeyDigest>,
 }
 
 /// Reads one container: checks the header (before anything is decoded: codec, wire mode,
@@ -177,7 +181,7 @@ pub(crate) struct Decoded {
 ///
 /// `cs` is the circuit's constraint system for keys (its fingerprint must be the header's),
 /// `None` for parameters (the header's fingerprint must be [`Fingerprint::NONE`]).
-pub(crate) fn read<K: KeyCodec + ?Sized>(
+pub fn read<K: KeyCodec + ?Sized>(
     codec: &K,
     request: Request,
     cs: Option<ConstraintSystem<Fr>>,
@@ -229,7 +233,7 @@ pub(crate) fn read<K: KeyCodec + ?Sized>(
     if let Some(total) = total {
         check_length(&header, total - header_len as u64)?;
     }
-    let verify = options.integrity == Integrity::Verify;
+    let verify = options.checksum == Checksum::Verify;
     if let (true, Some(bytes)) = (verify, memory) {
         verify_checksum(
             &header,

@@ -351,6 +351,8 @@ pub enum Error {
         operation: &'static str,
         /// The store's error.
         source: Box<dyn std::error::Error + Send + Sync>,
+        /// The store said the object is not there (a cold start generates it).
+        missing: bool,
     },
 
     /// The object was replaced while it was read (its ETag changed between requests): what
@@ -442,10 +444,7 @@ impl Error {
     pub fn is_missing(&self) -> bool {
         match self.cause() {
             Error::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
-            #[cfg(feature = "remote")]
-            Error::ObjectStore { source, .. } => source
-                .downcast_ref::<object_store::Error>()
-                .is_some_and(|err| matches!(err, object_store::Error::NotFound { .. })),
+            Error::ObjectStore { missing, .. } => *missing,
             _ => false,
         }
     }

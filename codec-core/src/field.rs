@@ -8,9 +8,10 @@
 //!   points compressed to 32 bytes.
 //!
 //! Single elements are converted through halo2curves' own `SerdeObject` and `PrimeField`
-//! APIs. The bulk functions [`read_fr_vec`] and [`write_fr_slice`] move raw-encoded
-//! polynomials without conversion where [`raw_view`](crate::backend_api::raw_view) has proven that `Fr`'s memory is
-//! its raw encoding, and fall back to the conversions otherwise.
+//! APIs. The bulk [`write_fr_slice`] (and the payload reader's reads of polynomials) move
+//! raw-encoded polynomials without conversion where [`raw_view`](crate::backend_api::raw_view)
+//! has proven that `Fr`'s memory is its raw encoding, and fall back to the conversions
+//! otherwise.
 
 use std::io::{self, Write};
 
@@ -25,7 +26,6 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::options::Validation;
-use crate::payload::PayloadReader;
 
 /// Bytes of one encoded scalar field element (either encoding).
 pub use crate::raw_view::FR_BYTES;
@@ -37,7 +37,7 @@ pub(crate) const G1_COMPRESSED_BYTES: usize = 32;
 /// Elements converted per bulk step: 2 MiB of encoded data, small enough to stay in cache
 /// between the read and the conversion, large enough that spreading it over threads costs
 /// little.
-const CHUNK_ELEMENTS: usize = 1 << 16;
+pub(crate) const CHUNK_ELEMENTS: usize = 1 << 16;
 
 /// How field elements and points are laid out in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -139,25 +139,6 @@ pub fn decode_g1(
     decoded.ok_or(Error::InvalidPoint { context })
 }
 
-/// Reads one point from the payload.
-///
-/// # Errors
-///
-/// [`Error::Truncated`] or [`Error::InvalidPoint`].
-pub(crate) fn read_g1(
-    reader: &mut PayloadReader<'_>,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-) -> Result<G1Affine> {
-    let mut buf = [0u8; G1_RAW_BYTES];
-    let bytes = buf
-        .get_mut(..encoding.point_bytes())
-        .ok_or(Error::InvalidPoint { context })?;
-    reader.read_exact(bytes, context)?;
-    decode_g1(bytes, encoding, validation, context)
-}
-
 /// Decodes a whole chunk of encoded scalars, appending them to `out`, in parallel (rayon).
 ///
 /// The elements are written straight into `out`'s spare capacity (no zero-fill, no staging
@@ -212,24 +193,6 @@ pub fn encode_fr_chunk(values: &[Fr], encoding: FieldEncoding, out: &mut Vec<[u8
     out.par_extend(values.par_iter().map(|value| encode_fr(value, encoding)));
 }
 
-/// Reads `count` points, after checking the payload can hold them.
-///
-/// # Errors
-///
-/// [`Error::LimitExceeded`], [`Error::Truncated`] or [`Error::InvalidPoint`].
-pub(crate) fn read_g1_vec(
-    reader: &mut PayloadReader<'_>,
-    count: usize,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-) -> Result<Vec<G1Affine>> {
-    reader.ensure_available(count as u128 * encoding.point_bytes() as u128, context)?;
-    (0..count)
-        .map(|_| read_g1(reader, encoding, validation, context))
-        .collect()
-}
-
 /// `count` zeros to compute into, their memory written on every core before it is
 /// returned.
 ///
@@ -258,109 +221,6 @@ pub fn zeros(count: usize) -> Result<Vec<Fr>> {
             bytes: (count as u64).saturating_mul(FR_BYTES as u64),
         })?;
     values.resize(count, Fr::ZERO);
-    Ok(values)
-}
-
-/// Reads `count` field elements, after checking the payload can hold them.
-///
-/// Raw elements (on targets where `Fr`'s memory is its raw encoding, see
-/// [`raw_view`](crate::backend_api::raw_view)) are read straight into the vector's memory with
-/// [`PayloadReader::read_checked`], each piece checked below the modulus while in cache
-/// (unless trusted): no staging buffer, no per-element conversion, and from a file several
-/// threads at once. Otherwise data is read in 2 MiB steps and converted in parallel by
-/// [`decode_fr_chunk`].
-///
-/// # Errors
-///
-/// [`Error::LimitExceeded`] if the payload cannot hold `count` elements, [`Error::Truncated`],
-/// or [`Error::InvalidFieldElement`].
-pub fn read_fr_vec(
-    reader: &mut PayloadReader<'_>,
-    count: usize,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-) -> Result<Vec<Fr>> {
-    read_elements(reader, count, encoding, validation, context, false)
-}
-
-/// Reads one polynomial of the key, `count` elements, as [`read_fr_vec`] does, and, when the
-/// key's digest is being computed, hashes it while reading
-/// ([`PayloadReader::read_polynomial`]). Read the key's polynomials with it, in halo2's order,
-/// and nothing else.
-///
-/// # Errors
-///
-/// As [`read_fr_vec`].
-pub fn read_polynomial(
-    reader: &mut PayloadReader<'_>,
-    count: usize,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-) -> Result<Vec<Fr>> {
-    read_elements(reader, count, encoding, validation, context, true)
-}
-
-fn read_elements(
-    reader: &mut PayloadReader<'_>,
-    count: usize,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-    polynomial: bool,
-) -> Result<Vec<Fr>> {
-    reader.ensure_available(count as u128 * FR_BYTES as u128, context)?;
-    if encoding == FieldEncoding::Raw && reader.prealloc(count) == count {
-        if let Some(mut values) = crate::raw_view::zeroed(count)? {
-            let bytes = crate::raw_view::as_raw_bytes_mut(&mut values)
-                .ok_or(Error::InvalidFieldElement { context })?;
-            let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
-            if polynomial {
-                reader.read_polynomial(bytes, check, context)?;
-            } else {
-                reader.read_checked(bytes, check, context)?;
-            }
-            return Ok(values);
-        }
-    }
-    // Converted in steps; a polynomial's steps are hashed as they are converted.
-    let hasher = polynomial
-        .then(|| reader.polynomial_hasher(count * FR_BYTES))
-        .flatten();
-    let mut values = Vec::new();
-    values
-        .try_reserve_exact(reader.prealloc(count))
-        .map_err(|_| Error::OutOfMemory {
-            what: context,
-            bytes: (reader.prealloc(count) as u64).saturating_mul(FR_BYTES as u64),
-        })?;
-    let mut staging = vec![0u8; count.min(CHUNK_ELEMENTS) * FR_BYTES];
-    let mut encoded = Vec::new();
-    let mut left = count;
-    while left > 0 {
-        let step = left.min(CHUNK_ELEMENTS);
-        let bytes = staging
-            .get_mut(..step * FR_BYTES)
-            .ok_or(Error::Truncated { context })?;
-        reader.read_exact(bytes, context)?;
-        let start = values.len();
-        decode_fr_chunk(bytes, encoding, validation, context, &mut values)?;
-        if let Some(hasher) = &hasher {
-            let new = values.get(start..).unwrap_or_default();
-            match crate::raw_view::as_raw_bytes(new) {
-                Some(raw) => hasher.add(start * FR_BYTES, raw),
-                None => {
-                    encode_fr_chunk(new, FieldEncoding::Raw, &mut encoded);
-                    hasher.add(start * FR_BYTES, encoded.as_flattened());
-                }
-            }
-        }
-        left -= step;
-    }
-    if polynomial {
-        reader.record_polynomial(hasher)?;
-    }
     Ok(values)
 }
 
@@ -543,26 +403,6 @@ mod tests {
                 let back = decode_g1(&bytes, encoding, Validation::Checked, "test");
                 assert_eq!(back.ok(), Some(point));
             }
-        }
-    }
-
-    #[test]
-    fn element_count_times_size_cannot_overflow() {
-        let bytes = [0u8; 64];
-        for count in [usize::MAX, usize::MAX / FR_BYTES + 1, 1 << 60] {
-            let mut source = &bytes[..];
-            let mut reader = PayloadReader::new(&mut source, bytes.len() as u64, true);
-            let result = read_fr_vec(
-                &mut reader,
-                count,
-                FieldEncoding::Raw,
-                Validation::Checked,
-                "test",
-            );
-            assert!(
-                matches!(result, Err(Error::LimitExceeded { .. })),
-                "{count}: {result:?}"
-            );
         }
     }
 

@@ -35,7 +35,7 @@ use crate::options::Size;
 /// I/O errors from creating, writing, syncing or renaming (those about the destination name
 /// no path: the caller knows it; those about the folder or a link name them), and whatever
 /// `write` returns.
-pub(crate) fn save_atomic<T>(
+pub fn save_atomic<T>(
     path: &Path,
     capacity: Size,
     write: impl FnOnce(&mut BufWriter<Writeback<'_>>) -> Result<T>,
@@ -122,7 +122,7 @@ fn folder_and_name<'p>(path: &'p Path, operation: &'static str) -> Result<(&'p P
 /// of the whole file: the disk works while the rest is encoded. The pages stay in the page
 /// cache (a load right after the save reads none from the disk). A hint: the bytes, and what
 /// `sync_all` guarantees, are the same without it.
-pub(crate) struct Writeback<'f> {
+pub struct Writeback<'f> {
     file: &'f File,
     /// Where the next byte is written.
     position: u64,
@@ -143,7 +143,7 @@ impl<'f> Writeback<'f> {
     }
 
     /// The file.
-    pub(crate) fn file(&self) -> &'f File {
+    pub fn file(&self) -> &'f File {
         self.file
     }
 
@@ -448,7 +448,7 @@ fn wait_for_lock(file: &File, timeout: std::time::Duration) -> Result<()> {
 
 /// Writes all of `buf` at `offset` of `file`, leaving its cursor alone where the platform
 /// allows (positioned writes from several threads at once).
-pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         std::os::unix::fs::FileExt::write_all_at(file, buf, offset)

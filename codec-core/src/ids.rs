@@ -6,8 +6,9 @@ use std::str::FromStr;
 
 /// Identifies the backend that wrote a payload: the byte recorded in the container header.
 ///
-/// Each backend crate defines its own (`codec_rawbytes::ID` is 1, bincode 2, rkyv 3, compact
-/// 4); the facade's backend list names them and checks that no two share a byte.
+/// The container format's registry ([`CodecId::REGISTRY`], `docs/format.md`) is the one list
+/// of ids and names: each backend crate's `ID` is its constant here (`CodecId::RAWBYTES`...),
+/// and the facade's backend list takes its ids from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CodecId(u8);
 
@@ -22,17 +23,36 @@ impl CodecId {
         self.0
     }
 
-    /// The backend the container format registers for this id (`docs/format.md`): what an
-    /// error names, so that a user reads "rkyv" rather than a number. `None` for an id no
-    /// backend has registered.
+    /// halo2's own layouts (`codec-rawbytes`).
+    pub const RAWBYTES: CodecId = CodecId(1);
+    /// serde + bincode 1.3.3 (`codec-bincode`).
+    pub const BINCODE: CodecId = CodecId(2);
+    /// rkyv archives (`codec-rkyv`).
+    pub const RKYV: CodecId = CodecId(3);
+    /// Only what cannot be recomputed (`codec-compact`).
+    pub const COMPACT: CodecId = CodecId(4);
+
+    /// Every registered id and the backend name it stands for: the one list.
+    pub const REGISTRY: [(CodecId, &'static str); 4] = [
+        (CodecId::RAWBYTES, "rawbytes"),
+        (CodecId::BINCODE, "bincode"),
+        (CodecId::RKYV, "rkyv"),
+        (CodecId::COMPACT, "compact"),
+    ];
+
+    /// The backend the container format registers for this id ([`CodecId::REGISTRY`]):
+    /// what an error names, so that a user reads "rkyv" rather than a number. `None` for an
+    /// id no backend has registered.
     pub const fn registered_name(self) -> Option<&'static str> {
-        match self.0 {
-            1 => Some("rawbytes"),
-            2 => Some("bincode"),
-            3 => Some("rkyv"),
-            4 => Some("compact"),
-            _ => None,
+        let mut index = 0;
+        while index < CodecId::REGISTRY.len() {
+            let (id, name) = CodecId::REGISTRY[index];
+            if id.0 == self.0 {
+                return Some(name);
+            }
+            index += 1;
         }
+        None
     }
 }
 

@@ -1,10 +1,12 @@
 //! The core of keycodec: the [`KeyCodec`] trait every backend implements, the operations
 //! users call on any codec ([`KeyCodecExt`]), the container every backend's payload travels
-//! in, typed options, the one [`enum@Error`] type, and (behind the `testing` feature) the
-//! conformance kit every backend's tests run.
+//! in, typed options, the one [`enum@Error`] type, and the file I/O every load and save goes
+//! through.
 //!
 //! Users normally depend on the `keycodec` facade, which re-exports what is here. Backend
-//! authors find everything they need in [`backend_api`].
+//! authors find everything they need in [`backend_api`]; transports (the `codec-remote`
+//! crate's object storage) in [`transport`]. The conformance kit every backend's tests run is
+//! the `codec-testkit` crate.
 //!
 //! # The container
 //!
@@ -48,11 +50,7 @@ mod vk_parts;
 
 pub mod header;
 pub mod hex;
-#[cfg(feature = "remote")]
-pub mod remote;
 pub mod test_setup;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use codec::{HaloKey, KeyCodec};
 pub use error::{Error, Result};
@@ -62,15 +60,32 @@ pub use file::{
 pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
 pub use options::{
-    BufferConfig, CodecSet, Integrity, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
+    BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
     Validation, MAX_K,
 };
+#[allow(deprecated)]
+pub use options::Integrity;
 pub use params::{downsize, Params};
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users
 /// name exactly the same types.
 pub use halo2_proofs;
 pub use halo2curves;
+
+pub mod transport {
+    //! The seam a transport is built on (object storage, a test kit's changing file): a
+    //! positioned source of bytes ([`ReadAt`]) and the container's one reader over it
+    //! ([`read`]), with its in-order writer for a sink that cannot seek ([`write_in_order`]).
+    //! A transport supplies bytes; the core checks and decodes them exactly as it does a
+    //! file's, so every guarantee of a file load holds for it.
+
+    pub use crate::circuit::fingerprint;
+    pub use crate::codec::{Item, ItemRef};
+    pub use crate::container::{read, write_in_order, Decoded, Input, Request};
+    pub use crate::file::{save_atomic, write_all_at, Writeback};
+    pub use crate::ops::{into_key, into_params, read_file};
+    pub use crate::source::{Dst, ReadAt, BULK_STEP};
+}
 
 pub mod backend_api {
     //! Everything a backend author needs, and nothing a user does.
@@ -92,8 +107,8 @@ pub mod backend_api {
     //!
     //! An encoder writes the key's parts ([`VkParts::of`], [`parts::groups`]) to the writer it
     //! is given, mapping I/O errors with [`IoContext::during`]. The conformance kit
-    //! (`codec_core::conformance_tests!(MyCodec::default());`, feature `testing`) checks all of
-    //! it; the facade's backend list is the one place a backend is registered.
+    //! (`codec_testkit::conformance_tests!(MyCodec::default());`, crate `codec-testkit`)
+    //! checks all of it; the facade's backend list is the one place a backend is registered.
 
     pub use crate::assembly::{assemble_pk, VkPlan};
     pub use crate::bulk::{Span, SpanData};
@@ -118,8 +133,9 @@ pub mod backend_api {
     pub mod field {
         pub use crate::field::{
             check_raw_elements, decode_fr_chunk, decode_g1, encode_fr, encode_fr_chunk, encode_g1,
-            read_fr_vec, read_polynomial, write_fr_slice, zeros, FieldEncoding, FR_BYTES,
+            write_fr_slice, zeros, FieldEncoding, FR_BYTES,
         };
+        pub use crate::payload::{read_fr_vec, read_polynomial};
     }
 
     /// A proving key's polynomials in halo2's order (the [`PolyGroup`]s).

@@ -184,7 +184,7 @@ pub trait KeyCodecExt: KeyCodec {
     /// nothing else), and its polynomials are not read when a pin
     /// ([`LoadOptions::expected_transcript`], or [`LoadOptions::expected_digest`] with the
     /// verifying key's digest) authenticates the verifying key, or when
-    /// [`LoadOptions::integrity`] skips the checksum; otherwise they are read and hashed, not
+    /// [`LoadOptions::checksum`] skips the checksum; otherwise they are read and hashed, not
     /// decoded, so that the whole payload's checksum is verified as always.
     ///
     /// # Errors
@@ -287,7 +287,7 @@ pub trait KeyCodecExt: KeyCodec {
 impl<T: KeyCodec + ?Sized> KeyCodecExt for T {}
 
 /// The key a load of a key decoded.
-pub(crate) fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
+pub fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
     match decoded.item {
         Item::Key(key) => K::from_key(key),
         Item::Params(_) => Err(Error::Internal("parameters decoded for a key".into())),
@@ -295,7 +295,7 @@ pub(crate) fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
 }
 
 /// The parameters a load of parameters decoded.
-pub(crate) fn into_params(decoded: Decoded) -> Result<Params> {
+pub fn into_params(decoded: Decoded) -> Result<Params> {
     match decoded.item {
         Item::Params(params) => Ok(params),
         Item::Key(_) => Err(Error::Internal("a key decoded for parameters".into())),
@@ -337,7 +337,7 @@ fn load_file<C: Circuit<Fr>, K: HaloKey>(
 
 /// Reads the container at `path` as `request` asks, for the circuit `cs` (none for
 /// parameters); errors name the path.
-pub(crate) fn read_file(
+pub fn read_file(
     codec: &(impl KeyCodec + ?Sized),
     path: &Path,
     request: Request,

@@ -129,9 +129,13 @@ pub enum Validation {
     Trusted,
 }
 
-/// Whether the payload checksum is verified on load.
+/// The old name of [`Checksum`].
+#[deprecated(note = "renamed Checksum (the option is LoadOptions::checksum)")]
+pub type Integrity = Checksum;
+
+/// Whether the payload checksum (XXH3-64) is verified on load ([`LoadOptions::checksum`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Integrity {
+pub enum Checksum {
     /// Verify the payload's XXH3-64 (the default): bit rot and truncation are reported as
     /// corruption, never loaded.
     #[default]
@@ -252,7 +256,7 @@ pub struct LoadOptions {
     /// If set, a key for any other `k` is refused with [`crate::Error::KMismatch`].
     pub expected_k: Option<u32>,
     /// Verify the payload checksum, or skip it.
-    pub integrity: Integrity,
+    pub checksum: Checksum,
     /// If set, the key's digest is computed while it loads, and a key with any other digest
     /// is refused with [`crate::Error::DigestMismatch`]: the pin against substitution.
     pub expected_digest: Option<KeyDigest>,

@@ -18,10 +18,10 @@ use crate::error::{Error, Result};
 
 /// Bytes a bulk read reads and checks as one piece: few system calls, and small enough that
 /// the check finds the bytes still in cache.
-pub(crate) const BULK_STEP: usize = 4 << 20;
+pub const BULK_STEP: usize = 4 << 20;
 
 /// A source of bytes at explicit offsets. Reads may come from several threads at once.
-pub(crate) trait ReadAt: Sync {
+pub trait ReadAt: Sync {
     /// Fills `buf` with the source's bytes from `offset`.
     ///
     /// # Errors
@@ -115,7 +115,7 @@ pub(crate) trait ReadAt: Sync {
 
 /// One destination of [`ReadAt::read_exact_vectored_at`]: memory already initialised, or
 /// not yet (a polynomial's spare capacity).
-pub(crate) enum Dst<'b> {
+pub enum Dst<'b> {
     /// Initialised bytes, overwritten.
     Init(&'b mut [u8]),
     /// Memory not yet initialised, returned initialised.
@@ -124,11 +124,16 @@ pub(crate) enum Dst<'b> {
 
 impl Dst<'_> {
     /// Bytes it holds.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         match self {
             Dst::Init(buf) => buf.len(),
             Dst::Uninit(buf) => buf.len(),
         }
+    }
+
+    /// Whether it holds no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

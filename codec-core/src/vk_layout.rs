@@ -10,7 +10,8 @@ use std::io::Write;
 use crate::circuit::{permutation_columns, stored_selector_count};
 use crate::codec::DecodeContext;
 use crate::error::{Error, IoContext, Result};
-use crate::field::{encode_g1, read_g1_vec, FieldEncoding};
+use crate::field::{encode_g1, FieldEncoding};
+use crate::payload::read_g1_vec;
 use crate::payload::PayloadReader;
 use crate::vk_parts::{packed_selector_len, VkParts};
 

@@ -46,7 +46,7 @@ use codec_core::halo2curves::bn256::Fr;
 use codec_core::{HaloKey, KeyKind, LoadOptions};
 
 /// This backend's id in the container header.
-pub const ID: CodecId = CodecId::new(1);
+pub const ID: CodecId = CodecId::RAWBYTES;
 /// Wire mode of halo2's `RawBytes` (and `RawBytesUnchecked`) layout.
 pub const MODE_RAW_BYTES: WireMode = WireMode::new(0, "RawBytes");
 /// Wire mode of halo2's `Processed` layout.

@@ -10,17 +10,17 @@
 
 mod raw_bytes {
     use codec_rawbytes::RawBytesCodec;
-    codec_core::conformance_tests!(RawBytesCodec::default());
+    codec_testkit::conformance_tests!(RawBytesCodec::default());
 }
 
 mod raw_bytes_unchecked {
     use codec_core::halo2_proofs::SerdeFormat;
     use codec_rawbytes::RawBytesCodec;
-    codec_core::conformance_tests!(RawBytesCodec::new(SerdeFormat::RawBytesUnchecked));
+    codec_testkit::conformance_tests!(RawBytesCodec::new(SerdeFormat::RawBytesUnchecked));
 }
 
 mod processed {
     use codec_core::halo2_proofs::SerdeFormat;
     use codec_rawbytes::RawBytesCodec;
-    codec_core::conformance_tests!(RawBytesCodec::new(SerdeFormat::Processed));
+    codec_testkit::conformance_tests!(RawBytesCodec::new(SerdeFormat::Processed));
 }

@@ -13,11 +13,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::testing::{
-    lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk,
-};
 use codec_core::{Error, KeyCodecExt, LoadOptions, Validation};
 use codec_rawbytes::RawBytesCodec;
+use codec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk};
 
 const FORMATS: [SerdeFormat; 3] = [
     SerdeFormat::RawBytes,
@@ -150,7 +148,7 @@ fn non_canonical_scalars_are_refused_when_checked() {
         .to_bytes(SerdeFormat::RawBytes)
         .len();
     let offset = vk_len + 4;
-    let modulus = codec_core::testing::scalar_modulus_le();
+    let modulus = codec_testkit::scalar_modulus_le();
     let mut plus_one = modulus;
     plus_one[0] += 1;
     for value in [modulus, plus_one, [0xff; 32]] {

@@ -14,12 +14,12 @@ use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::HEADER_LEN;
-use codec_core::testing::conformance::refresh_checksums;
-use codec_core::testing::{standard_plonk, StandardPlonk};
 use codec_core::{
     downsize, Error, KeyCodecExt, KeyDigest, LoadOptions, Params, SaveOptions, Validation,
 };
 use codec_rawbytes::RawBytesCodec;
+use codec_testkit::conformance::refresh_checksums;
+use codec_testkit::{standard_plonk, StandardPlonk};
 
 const FORMATS: [SerdeFormat; 3] = [
     SerdeFormat::RawBytes,

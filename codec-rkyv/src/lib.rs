@@ -59,10 +59,14 @@ use rkyv::util::AlignedVec;
 use rkyv::vec::ArchivedVec;
 
 /// This backend's id in the container header.
-pub const ID: CodecId = CodecId::new(3);
+pub const ID: CodecId = CodecId::RKYV;
 
 /// The only wire mode: sectioned archives, 64-bit relative pointers.
-pub const MODE_SECTIONS_P64: WireMode = WireMode::new(0, "sections");
+pub const MODE_SECTIONS: WireMode = WireMode::new(0, "sections");
+
+/// The old name of [`MODE_SECTIONS`].
+#[deprecated(note = "named as it displays now: use MODE_SECTIONS")]
+pub const MODE_SECTIONS_P64: WireMode = MODE_SECTIONS;
 
 /// Alignment of every section's archive.
 const SECTION_ALIGN: usize = 16;
@@ -117,11 +121,11 @@ impl KeyCodec for RkyvCodec {
     }
 
     fn wire_modes(&self) -> &'static [WireMode] {
-        &[MODE_SECTIONS_P64]
+        &[MODE_SECTIONS]
     }
 
     fn wire_mode(&self) -> WireMode {
-        MODE_SECTIONS_P64
+        MODE_SECTIONS
     }
 
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {

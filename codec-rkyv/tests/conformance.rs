@@ -5,14 +5,14 @@
 
 use codec_rkyv::RkyvCodec;
 
-codec_core::conformance_tests!(RkyvCodec);
+codec_testkit::conformance_tests!(RkyvCodec);
 
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::HEADER_LEN;
-use codec_core::testing::conformance::{refresh_checksums, small_pk_file};
-use codec_core::testing::{pk_bytes, standard_plonk, StandardPlonk};
 use codec_core::{Error, KeyCodecExt, LoadOptions};
+use codec_testkit::conformance::{refresh_checksums, small_pk_file};
+use codec_testkit::{pk_bytes, standard_plonk, StandardPlonk};
 
 type Pk = ProvingKey<G1Affine>;
 
@@ -127,7 +127,7 @@ fn non_canonical_scalars_are_refused_when_checked() {
     let (start, _) = sections(&file)[1];
     // The first element of the first polynomial section opens its archive.
     let first = start + 16;
-    let modulus_le = codec_core::testing::scalar_modulus_le();
+    let modulus_le = codec_testkit::scalar_modulus_le();
     let mut plus_one = modulus_le;
     plus_one[0] += 1;
     for value in [modulus_le, plus_one, [0xff; 32]] {

@@ -26,10 +26,10 @@ struct Entry {
 
 /// An [`Entry`], with its codecs only when the Cargo feature named like the backend is on.
 macro_rules! backend {
-    ($name:literal, $id:literal, $summary:literal, [$($codec:expr),+ $(,)?]) => {
+    ($name:literal, $id:expr, $summary:literal, [$($codec:expr),+ $(,)?]) => {
         Entry {
             name: $name,
-            id: CodecId::new($id),
+            id: $id,
             summary: $summary,
             codecs: {
                 #[cfg(feature = $name)]
@@ -46,7 +46,7 @@ macro_rules! backend {
 const BACKENDS: &[Entry] = &[
     backend!(
         "rawbytes",
-        1,
+        CodecId::RAWBYTES,
         "halo2's own layout (byte-compatible with pk.write): the fastest loads",
         [
             codec_rawbytes::RawBytesCodec::new(SerdeFormat::RawBytes),
@@ -55,19 +55,19 @@ const BACKENDS: &[Entry] = &[
     ),
     backend!(
         "bincode",
-        2,
+        CodecId::BINCODE,
         "serde + bincode 1.3.3: for pipelines built on serde",
         [codec_bincode::BincodeCodec]
     ),
     backend!(
         "rkyv",
-        3,
+        CodecId::RKYV,
         "rkyv archives, validated in place with bytecheck",
         [codec_rkyv::RkyvCodec]
     ),
     backend!(
         "compact",
-        4,
+        CodecId::COMPACT,
         "only what cannot be recomputed: the smallest files, slower loads",
         [codec_compact::CompactCodec]
     ),
@@ -366,9 +366,11 @@ mod tests {
         );
     }
 
-    /// The list agrees with the codecs: names, ids and wire modes, no two backends alike.
+    /// The list agrees with the registry and the codecs: names, ids and wire modes, no two
+    /// backends alike, every registered id listed.
     #[test]
     fn the_list_agrees_with_its_codecs() {
+        assert_eq!(Backend::all().count(), CodecId::REGISTRY.len());
         let mut ids = std::collections::HashSet::new();
         let mut names = std::collections::HashSet::new();
         for backend in Backend::all() {
@@ -376,6 +378,7 @@ mod tests {
             assert!(names.insert(backend.name()), "{backend}: name used twice");
             assert_eq!(Backend::of_id(backend.id()), Some(backend));
             assert_eq!(backend.id().registered_name(), Some(backend.name()));
+            assert!(CodecId::REGISTRY.contains(&(backend.id(), backend.name())));
             let Ok(codecs) = backend.codecs() else {
                 continue;
             };

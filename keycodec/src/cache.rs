@@ -26,11 +26,11 @@ use std::path::{Path, PathBuf};
 
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::header::HEADER_LEN;
-use codec_core::remote::{CacheOutcome, ObjectInfo};
 use codec_core::{
     downsize, lock_beside_within, Error, KeyCodec, KeyCodecExt, LoadOptions, Params, Result,
     SaveOptions, Validation,
 };
+use codec_remote::{CacheOutcome, ObjectInfo};
 
 use crate::location::Object;
 use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
@@ -196,7 +196,7 @@ pub(crate) fn fetch_key(
         .map_err(|err| Error::io("create the cache directory", err).at_path(&object.cache))?;
     let path = object
         .cache
-        .join(codec_core::remote::pinned_name(digest, backend.name()));
+        .join(codec_remote::pinned_name(digest, backend.name()));
     let expect = |header: &codec_core::header::Header| {
         crate::backend::expect_key(header, backend, kind, Some(digest))
     };
@@ -460,7 +460,7 @@ pub(crate) fn pinned_key_path(
     load.expected_digest.map(|digest| {
         object
             .cache
-            .join(codec_core::remote::pinned_name(digest, codec.name()))
+            .join(codec_remote::pinned_name(digest, codec.name()))
     })
 }
 

@@ -19,10 +19,13 @@ pub mod start;
 pub use backend::{load_any, Backend, ParseBackendError};
 pub use codec_core::{
     downsize, halo2_proofs, halo2curves, replace_atomically, BufferConfig, CodecId, CodecSet,
-    Error, Fingerprint, HaloKey, Integrity, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits,
+    Checksum, Error, Fingerprint, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits,
     LoadOptions, Params, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation,
     WireMode, MAX_K,
 };
+
+#[allow(deprecated)]
+pub use codec_core::Integrity;
 
 /// The container header, for tools that look at files without decoding them.
 pub use codec_core::header;
@@ -38,7 +41,7 @@ pub use codec_core::backend_api;
 /// local cache.
 #[cfg(feature = "remote")]
 pub mod remote {
-    pub use codec_core::remote::*;
+    pub use codec_remote::*;
 
     pub use crate::backend::RemoteExt;
     pub use crate::cache::{fetch_params, Fetched, LOCK_TIMEOUT};

@@ -388,8 +388,8 @@ impl Manifest {
                 };
                 match crate::cache::cached_params(&object, &self.params_options())? {
                     Some(fetched) => Ok(ArtifactState::Cached(match fetched.outcome {
-                        codec_core::remote::CacheOutcome::Hit(path)
-                        | codec_core::remote::CacheOutcome::Miss(path) => path,
+                        codec_remote::CacheOutcome::Hit(path)
+                        | codec_remote::CacheOutcome::Miss(path) => path,
                     })),
                     None => Err(not_cached(cache)),
                 }
@@ -465,10 +465,10 @@ impl Manifest {
 }
 
 #[cfg(feature = "remote")]
-fn state_of(outcome: codec_core::remote::CacheOutcome) -> ArtifactState {
+fn state_of(outcome: codec_remote::CacheOutcome) -> ArtifactState {
     match outcome {
-        codec_core::remote::CacheOutcome::Hit(path) => ArtifactState::Cached(path),
-        codec_core::remote::CacheOutcome::Miss(path) => ArtifactState::Downloaded(path),
+        codec_remote::CacheOutcome::Hit(path) => ArtifactState::Cached(path),
+        codec_remote::CacheOutcome::Miss(path) => ArtifactState::Downloaded(path),
     }
 }
 
@@ -492,7 +492,7 @@ fn verify_key(key: &KeyEntry, cache: &Path) -> Result<ArtifactState> {
         (Source::Path(path), _) => (path.clone(), ArtifactState::Present),
         #[cfg(feature = "remote")]
         (Source::Url(_), Some(digest)) => (
-            cache.join(codec_core::remote::pinned_name(digest, key.codec.name())),
+            cache.join(codec_remote::pinned_name(digest, key.codec.name())),
             ArtifactState::Cached,
         ),
         #[cfg(not(feature = "remote"))]

@@ -155,6 +155,7 @@ pub(crate) fn fit(params: Params, k: Option<u32>, at: &Path) -> Result<Params> {
 }
 
 /// Whether `file` starts with a container's magic bytes (a headerless halo2 file does not).
+#[cfg_attr(not(feature = "rawbytes"), allow(dead_code))] // used by the compat drop-in
 pub(crate) fn is_container(file: &File) -> Result<bool> {
     let mut magic = [0u8; MAGIC.len()];
     Ok(read_prefix(file, &mut magic)? == magic.len() && magic == MAGIC)

@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::header::{Header, HEADER_LEN};
-use codec_core::testing::{LookupCircuit, StandardPlonk};
 use codec_core::{LoadOptions, Validation};
+use codec_testkit::{LookupCircuit, StandardPlonk};
 use keycodec::{Backend, KeyCodec, KeyCodecExt};
 
-pub use codec_core::testing::conformance::refresh_checksums;
+pub use codec_testkit::conformance::refresh_checksums;
 
 /// The most a single decode of a fuzzer input may allocate. The corpus keys are a few KiB
 /// (a decoded k = 6 key and its domain are well under it), and decodes run with a memory

@@ -16,7 +16,7 @@ use codec_core::backend_api::{
 };
 use codec_core::halo2_proofs::poly::EvaluationDomain;
 use codec_core::halo2curves::bn256::Fr;
-use codec_core::testing::{standard_plonk, vk_bytes, StandardPlonk, STANDARD_PLONK_K};
+use codec_testkit::{standard_plonk, vk_bytes, StandardPlonk, STANDARD_PLONK_K};
 
 fn plan() -> VkPlan {
     let vk = standard_plonk().vk();

@@ -10,8 +10,8 @@
 
 use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::testing::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
-use codec_core::testing::{LookupCircuit, StandardPlonk};
+use codec_testkit::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
+use codec_testkit::{LookupCircuit, StandardPlonk};
 use keycodec::{load_any, Backend, Error, KeyCodecExt, LoadOptions, SaveOptions};
 
 fn file_round_trip<C: Circuit<Fr, Params = ()>>(backend: Backend, fixture: &Fixture<C>) {

@@ -15,9 +15,9 @@
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::HEADER_LEN;
-use codec_core::testing::conformance::{refresh_checksums, rewrite_header};
-use codec_core::testing::{standard_plonk, StandardPlonk};
 use codec_core::LoadOptions;
+use codec_testkit::conformance::{refresh_checksums, rewrite_header};
+use codec_testkit::{standard_plonk, StandardPlonk};
 use keycodec::{Backend, KeyCodecExt};
 use keycodec_tests::counting::{peak_during, Counting};
 
@@ -206,7 +206,7 @@ fn forge_k(backend: Backend, file: &[u8], k: u32) -> Vec<u8> {
     let at = HEADER_LEN + payload_k_offset(backend, &forged[HEADER_LEN..]);
     assert_eq!(
         forged[at..at + 4],
-        codec_core::testing::STANDARD_PLONK_K.to_le_bytes(),
+        codec_testkit::STANDARD_PLONK_K.to_le_bytes(),
         "{backend}: the payload's k is not where this test looks"
     );
     forged[at..at + 4].copy_from_slice(&k.to_le_bytes());

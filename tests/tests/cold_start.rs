@@ -13,8 +13,8 @@
 
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::testing::conformance::leftover_temp_files;
-use codec_core::testing::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit};
+use codec_testkit::conformance::leftover_temp_files;
+use codec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit};
 use keycodec::start::{
     cold_start, load_or_generate_pk, load_or_generate_vk, open_params, KeyOptions, Origin,
     ParamsOptions, ParamsPin, StartOptions,
@@ -248,14 +248,13 @@ fn a_cold_start_loads_both_or_generates_the_key() {
 #[cfg(feature = "rawbytes")]
 #[test]
 fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
-    use codec_core::testing::circuits::DENSE_ROWS;
-    use codec_core::testing::{dense, DenseCircuit};
+    use codec_testkit::circuits::DENSE_ROWS;
+    use codec_testkit::{dense, DenseCircuit};
     let fixture = dense();
     let other_circuit = DenseCircuit {
         rows: DENSE_ROWS - 7,
     };
-    let other =
-        codec_core::testing::generate(fixture.params.k(), other_circuit.clone(), vec![], false);
+    let other = codec_testkit::generate(fixture.params.k(), other_circuit.clone(), vec![], false);
     assert_ne!(pk_bytes(&other.pk), pk_bytes(&fixture.pk), "another key");
     let codec = keycodec::RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();

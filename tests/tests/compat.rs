@@ -17,8 +17,8 @@ use std::path::Path;
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::testing::halo2_lib::{halo2_lib_keygen, Halo2LibCircuit};
-use codec_core::testing::{halo2_lib, pk_bytes, prove_and_verify, HALO2_LIB_ADVICE, HALO2_LIB_K};
+use codec_testkit::halo2_lib::{halo2_lib_keygen, Halo2LibCircuit};
+use codec_testkit::{halo2_lib, pk_bytes, prove_and_verify, HALO2_LIB_ADVICE, HALO2_LIB_K};
 use keycodec::compat::{gen_pk, read_pk};
 use keycodec::{KeyCodecExt, RkyvCodec, SaveOptions};
 
@@ -103,7 +103,7 @@ fn the_drop_in_reads_what_snark_verifier_sdk_wrote_and_regenerates_a_torn_file()
     gen_pk(&fixture.params, &keygen, Some(&missing));
     assert!(read_pk::<Halo2LibCircuit>(&missing, fixture.config.clone()).is_ok());
     assert_eq!(
-        codec_core::testing::conformance::leftover_temp_files(dir.path()),
+        codec_testkit::conformance::leftover_temp_files(dir.path()),
         0
     );
 }

@@ -20,8 +20,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codec_core::halo2curves::bn256::Fr;
-use codec_core::testing::conformance::leftover_temp_files;
-use codec_core::testing::{generate, StandardPlonk};
+use codec_testkit::conformance::leftover_temp_files;
+use codec_testkit::{generate, StandardPlonk};
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};

@@ -14,9 +14,7 @@
 use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::header::{Header, HEADER_LEN};
-use codec_core::testing::{
-    lookup, lookup_uncompressed, pk_bytes, standard_plonk, vk_bytes, Fixture,
-};
+use codec_testkit::{lookup, lookup_uncompressed, pk_bytes, standard_plonk, vk_bytes, Fixture};
 use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions};
 use keycodec_tests::fuzz::corpus;
 
@@ -107,7 +105,7 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
 #[cfg(feature = "rawbytes")]
 #[test]
 fn the_headerless_halo2_file_imports() {
-    use codec_core::testing::StandardPlonk;
+    use codec_testkit::StandardPlonk;
     let (name, bytes) = corpus()
         .into_iter()
         .find(|(name, _)| name.starts_with("halo2-headerless"))

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::testing::{pk_bytes, standard_plonk_k10, vk_bytes};
+use codec_testkit::{pk_bytes, standard_plonk_k10, vk_bytes};
 use keycodec::manifest::{ArtifactState, Manifest};
 use keycodec::start::{Origin, StartOptions};
 use keycodec::{Error, KeyCodecExt, KeyDigest, RawBytesCodec, SaveOptions};
@@ -55,13 +55,13 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
         .unwrap();
     s3.put_public(&bucket, "kzg_bn254_10.srs", &srs);
     let pk = codec
-        .to_vec::<codec_core::testing::StandardPlonk, _>(&fixture.pk, ())
+        .to_vec::<codec_testkit::StandardPlonk, _>(&fixture.pk, ())
         .unwrap();
     s3.put_public(&bucket, "prover.pk", &pk);
     let proxy = FaultyProxy::start(s3.addr);
     let dir = tempfile::tempdir().unwrap();
     let vk_digest = codec
-        .save::<codec_core::testing::StandardPlonk, _>(
+        .save::<codec_testkit::StandardPlonk, _>(
             &dir.path().join("verifier.vk"),
             fixture.vk(),
             (),

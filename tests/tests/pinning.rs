@@ -13,7 +13,7 @@
 
 use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::testing::{generate, pk_bytes, DenseCircuit, Fixture};
+use codec_testkit::{generate, pk_bytes, DenseCircuit, Fixture};
 use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, LoadOptions, SaveOptions};
 
 type Pk = ProvingKey<G1Affine>;

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use codec_core::testing::{pk_bytes, standard_plonk, standard_plonk_k10, vk_bytes, StandardPlonk};
+use codec_testkit::{pk_bytes, standard_plonk, standard_plonk_k10, vk_bytes, StandardPlonk};
 use keycodec::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::remote::object_store::path::Path as ObjectPath;

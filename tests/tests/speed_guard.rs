@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use codec_core::halo2_proofs::plonk::ProvingKey;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::testing::{generate, pk_bytes, StandardPlonk};
+use codec_testkit::{generate, pk_bytes, StandardPlonk};
 use keycodec::{KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions};
 
 /// Large enough that reading the polynomials, not building the domain, dominates.

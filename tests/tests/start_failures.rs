@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::testing::{pk_bytes, standard_plonk, StandardPlonk};
+use codec_testkit::{pk_bytes, standard_plonk, StandardPlonk};
 use keycodec::start::{
     cold_start, load_or_generate_pk, open_params, KeyOptions, Origin, ParamsOptions, ParamsPin,
     StartOptions,
@@ -303,7 +303,7 @@ fn a_lock_held_too_long_is_reported_naming_its_holder() {
 mod remote {
     use std::sync::{Arc, Mutex};
 
-    use codec_core::testing::standard_plonk_k10;
+    use codec_testkit::standard_plonk_k10;
     use keycodec::halo2_proofs::plonk::ProvingKey;
     use keycodec::halo2curves::bn256::G1Affine;
     use keycodec::remote::object_store::path::Path as ObjectPath;

@@ -12,7 +12,7 @@
 )]
 
 use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::testing::standard_plonk;
+use codec_testkit::standard_plonk;
 use keycodec::start::{cold_start, open_params, ParamsOptions, StartOptions};
 use keycodec::{Error, KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions};
 

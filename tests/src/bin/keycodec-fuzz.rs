@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use codec_core::halo2_proofs::plonk::Circuit;
 use codec_core::halo2curves::bn256::Fr;
-use codec_core::testing::{lookup, lookup_uncompressed, standard_plonk, Fixture};
+use codec_testkit::{lookup, lookup_uncompressed, standard_plonk, Fixture};
 use keycodec::{Backend, KeyCodec, KeyCodecExt};
 use keycodec_tests::counting::{Counting, CountingMeter};
 use keycodec_tests::fuzz::{corpus, corpus_dir, run, Plan};

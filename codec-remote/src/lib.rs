@@ -45,14 +45,10 @@ use tokio::runtime::{Handle, Runtime};
 
 pub use cache::{pinned_name, CacheOutcome};
 
-use crate::circuit::{configure, fingerprint};
-use crate::codec::{HaloKey, ItemRef, KeyCodec};
-use crate::container::{self, Decoded, Input, Request};
-use crate::error::{Error, Result};
-use crate::header::{Header, HEADER_LEN};
-use crate::ids::{KeyDigest, KeyKind};
-use crate::options::LoadOptions;
-use crate::params::Params;
+use codec_core::backend_api::circuit::configure;
+use codec_core::header::{Header, HEADER_LEN};
+use codec_core::transport::{self, fingerprint, Decoded, Input, ItemRef, Request};
+use codec_core::{Error, HaloKey, KeyCodec, KeyDigest, KeyKind, LoadOptions, Params, Result};
 use object::{ObjectSource, Tee};
 use upload::UploadWriter;
 
@@ -129,6 +125,7 @@ impl Drop for Remote {
 pub(crate) fn store_error(operation: &'static str, err: object_store::Error) -> Error {
     Error::ObjectStore {
         operation,
+        missing: matches!(err, object_store::Error::NotFound { .. }),
         source: Box::new(err),
     }
 }
@@ -169,6 +166,7 @@ impl Remote {
         let bad = |source: Box<dyn std::error::Error + Send + Sync>| Error::ObjectStore {
             operation: "use the URL",
             source,
+            missing: false,
         };
         let parsed = url::Url::parse(url).map_err(|err| bad(Box::new(err)))?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
@@ -331,7 +329,7 @@ impl Remote {
     ) -> Result<()> {
         let mut read = || {
             let source = self.source(location, info, None)?;
-            let read = crate::source::ReadAt::read_exact_at(&source, buf, offset);
+            let read = transport::ReadAt::read_exact_at(&source, buf, offset);
             if let Some(failure) = source.take_failure() {
                 return Err(failure);
             }
@@ -355,7 +353,7 @@ impl Remote {
     ) -> Result<KeyDigest> {
         let fingerprint = fingerprint::<C>(circuit_params);
         self.upload(location, &|_| {}, |writer| {
-            container::write_in_order(codec, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
+            transport::write_in_order(codec, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
         })
     }
 
@@ -372,10 +370,10 @@ impl Remote {
         params: &Params,
     ) -> Result<KeyDigest> {
         self.upload(location, &|_| {}, |writer| {
-            container::write_in_order(
+            transport::write_in_order(
                 codec,
                 ItemRef::Params(params),
-                crate::ids::Fingerprint::NONE,
+                codec_core::Fingerprint::NONE,
                 writer,
             )
         })
@@ -483,7 +481,7 @@ impl Remote {
             options,
             None,
         )?;
-        crate::ops::into_params(decoded)
+        transport::into_params(decoded)
     }
 
     /// Downloads the object, as [`Remote::head`] described it (`info`), into `file` (from
@@ -523,9 +521,9 @@ impl Remote {
         let range_size = self
             .options
             .range_size
-            .max(crate::source::BULK_STEP)
+            .max(transport::BULK_STEP)
             .checked_next_power_of_two()
-            .unwrap_or(crate::source::BULK_STEP);
+            .unwrap_or(transport::BULK_STEP);
         // Without threads of its own, a load still works, on rayon's pool.
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(self.options.concurrency.max(1))
@@ -573,7 +571,7 @@ impl Remote {
                     .map_err(|err| Error::io("size the cache file", err))?;
             }
             let source = self.source(location, info, tee)?;
-            let decoded = container::read(
+            let decoded = transport::read(
                 codec,
                 request,
                 cs,
@@ -624,7 +622,7 @@ fn fill(
                     bytes: len as u64,
                 })?;
             piece.resize(len, 0);
-            crate::source::ReadAt::read_exact_at(source, &mut piece, start)
+            transport::ReadAt::read_exact_at(source, &mut piece, start)
                 .map_err(|err| Error::from_read(err, "the object"))?;
             progress(len as u64);
             Ok(())
@@ -642,7 +640,7 @@ fn fill(
 
 /// The key a load decoded, its errors naming `object`.
 fn into_key<K: HaloKey>(decoded: Decoded, object: &str) -> Result<K> {
-    crate::ops::into_key(decoded).map_err(|err| err.in_object(object))
+    transport::into_key(decoded).map_err(|err| err.in_object(object))
 }
 
 /// Refuses to block inside an async task (which would stall or panic the executor).

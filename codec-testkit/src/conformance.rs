@@ -1,6 +1,6 @@
 //! The conformance kit: every backend must pass every case here.
 //!
-//! A backend's test file runs them all with one line, `codec_core::conformance_tests!(codec);`,
+//! A backend's test file runs them all with one line, `codec_testkit::conformance_tests!(codec);`,
 //! which expands to one `#[test]` per case so that a failure names its case.
 
 use std::io::Write;
@@ -12,15 +12,14 @@ use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2curves::bn256::{Bn256, Fr, G1Affine};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{halo2_lib, lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
-use super::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
-use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
-use crate::error::{Error, Result};
-use crate::header::{Header, HEADER_LEN};
-use crate::ids::{CodecId, KeyDigest, WireMode};
-use crate::ops::KeyCodecExt;
-use crate::options::{Integrity, LoadOptions, SaveOptions, Validation};
-use crate::payload::PayloadReader;
+use crate::{halo2_lib, lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
+use crate::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
+use codec_core::backend_api::{DecodeContext, Key, KeyRef, PayloadReader};
+use codec_core::header::{Header, HEADER_LEN};
+use codec_core::{
+    Checksum, CodecId, Error, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, Result, SaveOptions,
+    Validation, WireMode,
+};
 
 type Pk = ProvingKey<G1Affine>;
 type Vk = VerifyingKey<G1Affine>;
@@ -60,7 +59,7 @@ macro_rules! conformance_tests {
         $(
             #[test]
             fn $case() {
-                $crate::testing::conformance::$case(&$codec);
+                $crate::conformance::$case(&$codec);
             }
         )*
     };
@@ -272,7 +271,7 @@ fn reported_as_corruption<T>(result: &Result<T>) -> bool {
     )
 }
 
-/// With [`Integrity::Skip`] a payload whose recorded checksum is wrong still loads (the
+/// With [`Checksum::Skip`] a payload whose recorded checksum is wrong still loads (the
 /// caller vouched for it); by default the same file is refused.
 pub fn skipping_the_checksum_is_explicit<K: KeyCodec + ?Sized>(codec: &K) {
     let mut file = small_pk_file(codec);
@@ -284,7 +283,7 @@ pub fn skipping_the_checksum_is_explicit<K: KeyCodec + ?Sized>(codec: &K) {
         refused.err()
     );
     let skip = LoadOptions {
-        integrity: Integrity::Skip,
+        checksum: Checksum::Skip,
         ..LoadOptions::default()
     };
     let loaded = codec
@@ -607,7 +606,7 @@ fn apply(path: &Path, change: Change) -> std::time::Instant {
 }
 
 #[cfg(unix)]
-impl crate::source::ReadAt for ChangingFile {
+impl codec_core::transport::ReadAt for ChangingFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         self.before_read();
         std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
@@ -632,10 +631,10 @@ impl std::io::Read for ChangingFile {
 #[cfg(unix)]
 /// A proving key, its digest computed (its pieces hashed as they are read).
 #[cfg(unix)]
-fn digest_request() -> crate::container::Request {
-    crate::container::Request {
+fn digest_request() -> codec_core::transport::Request {
+    codec_core::transport::Request {
         digest: true,
-        ..crate::container::Request::of(crate::ids::KeyKind::Proving)
+        ..codec_core::transport::Request::of(codec_core::KeyKind::Proving)
     }
 }
 
@@ -658,25 +657,25 @@ fn load_while_changing<K: KeyCodec + ?Sized>(
         position: 0,
     };
     let len = file.file.metadata().expect("metadata").len();
-    let cs = crate::circuit::configure::<StandardPlonk>(());
+    let cs = codec_core::backend_api::circuit::configure::<StandardPlonk>(());
     let result = match mode {
         Mode::Positioned => {
-            let input = crate::container::Input::At {
+            let input = codec_core::transport::Input::At {
                 source: &file,
                 len,
                 buffer: options.buffers.file_read_capacity(),
             };
             // The key's digest is computed too: its pieces are hashed as they are read.
-            crate::container::read(codec, digest_request(), Some(cs.clone()), input, options)
+            codec_core::transport::read(codec, digest_request(), Some(cs.clone()), input, options)
         }
         Mode::Stream => {
-            let input = crate::container::Input::Stream(&mut file);
-            crate::container::read(codec, digest_request(), Some(cs.clone()), input, options)
+            let input = codec_core::transport::Input::Stream(&mut file);
+            codec_core::transport::read(codec, digest_request(), Some(cs.clone()), input, options)
         }
     }
     .and_then(|decoded| match decoded.item {
-        crate::codec::Item::Key(key) => <Pk as crate::codec::HaloKey>::from_key(key),
-        crate::codec::Item::Params(_) => panic!("parameters decoded for a key"),
+        codec_core::transport::Item::Key(key) => <Pk as codec_core::HaloKey>::from_key(key),
+        codec_core::transport::Item::Params(_) => panic!("parameters decoded for a key"),
     });
     let reads = file.reads.load(std::sync::atomic::Ordering::SeqCst);
     (result, reads)
@@ -697,7 +696,7 @@ pub fn a_file_changed_while_it_loads_is_refused_or_loads_as_it_was<K: KeyCodec +
     let path = dir.path().join("changing.pk");
     for validation in [Validation::Checked, Validation::Trusted] {
         let options = LoadOptions {
-            buffers: crate::options::BufferConfig::both(crate::options::Size(256)),
+            buffers: codec_core::BufferConfig::both(codec_core::Size(256)),
             validation,
             ..LoadOptions::default()
         };
@@ -735,7 +734,7 @@ pub fn a_file_changed_while_it_loads_is_refused_or_loads_as_it_was<K: KeyCodec +
 /// loading must have changed the file while the load ran, or the test proves nothing.
 pub fn a_file_changed_by_another_thread_never_loads_other_bytes<K: KeyCodec + ?Sized>(codec: &K) {
     const STEPS: u32 = 12;
-    let fixture = super::standard_plonk_k10();
+    let fixture = crate::standard_plonk_k10();
     let original = codec
         .to_vec::<StandardPlonk, _>(&fixture.pk, ())
         .expect("encode the k = 10 key");
@@ -952,7 +951,7 @@ pub fn a_verifying_key_loads_from_a_proving_keys_file<K: KeyCodec + ?Sized>(code
         .expect("a pinned verifying key needs no polynomials");
     assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
     let skipped = LoadOptions {
-        integrity: Integrity::Skip,
+        checksum: Checksum::Skip,
         ..LoadOptions::default()
     };
     codec

@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use object_store::WriteMultipart;
 use tokio::runtime::Handle;
 
-use super::store_error;
-use crate::error::{Error, Result};
+use crate::store_error;
+use codec_core::{Error, Result};
 
 /// Writes into a multipart upload. Nothing is stored under the object's name until
 /// [`UploadWriter::finish`] completes the upload; [`UploadWriter::abort`] (or an error, or

@@ -24,14 +24,10 @@ use halo2_proofs::plonk::Circuit;
 use halo2curves::bn256::Fr;
 use object_store::path::Path as ObjectPath;
 
-use super::{into_key, ObjectInfo, Remote};
-use crate::circuit::configure;
-use crate::codec::{HaloKey, KeyCodec};
-use crate::container::Request;
-use crate::error::{Error, Result};
-use crate::file::{lock_beside, save_atomic};
-use crate::ops::{self, read_file};
-use crate::options::{LoadOptions, Size};
+use crate::{into_key, ObjectInfo, Remote};
+use codec_core::backend_api::circuit::configure;
+use codec_core::transport::{read_file, save_atomic, Request};
+use codec_core::{lock_beside, Error, HaloKey, KeyCodec, LoadOptions, Result, Size};
 
 /// Where a cached load's key came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +76,7 @@ impl Remote {
                 Some(cs.clone()),
                 options,
             )
-            .and_then(ops::into_key::<K>);
+            .and_then(codec_core::transport::into_key::<K>);
             match loaded {
                 Ok(key) => Ok(Some(key)),
                 Err(err) if err.is_missing() => Ok(None),
@@ -154,7 +150,7 @@ impl Remote {
         }
         hasher.update(&info.size.to_le_bytes());
         let hash = hasher.finalize();
-        Ok(crate::hex::encode(
+        Ok(codec_core::hex::encode(
             hash.as_bytes().get(..16).unwrap_or_default(),
         ))
     }
@@ -163,7 +159,7 @@ impl Remote {
 /// The name of the cached file of the key pinned to `digest`, stored by the codec named
 /// `codec` (`{digest}-{codec}.kc`): where a pinned [`Remote::load_cached`] looks, and where a
 /// tool that fills a cache ahead of a start (`keycodec fetch --manifest`) puts it.
-pub fn pinned_name(digest: crate::ids::KeyDigest, codec: &str) -> String {
+pub fn pinned_name(digest: codec_core::KeyDigest, codec: &str) -> String {
     format!("{digest}-{codec}.kc")
 }
 

@@ -11,10 +11,10 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Handle;
 
-use crate::error::{Error, Result};
-use crate::source::{Dst, ReadAt};
+use codec_core::transport::{Dst, ReadAt};
+use codec_core::{Error, Result};
 
-use super::{store_error, ObjectInfo};
+use crate::{store_error, ObjectInfo};
 
 /// Where the bytes read are also written: a file the object is being downloaded into, at the
 /// same offsets, and which ranges have been.
@@ -142,7 +142,7 @@ impl ObjectSource<'_> {
                 ));
             }
             if let Some(tee) = &self.tee {
-                crate::file::write_all_at(tee.file, &chunk, start + received)
+                codec_core::transport::write_all_at(tee.file, &chunk, start + received)
                     .map_err(|err| Error::io("write the downloaded bytes to", err))?;
             }
             received += chunk.len() as u64;

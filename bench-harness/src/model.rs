@@ -1,0 +1,186 @@
+//! The report's model: what a run measured, row by row, as the tables print it and `--json`
+//! writes it (the schema is in the crate's docs).
+
+use serde::Serialize;
+
+use crate::flags::CircuitName;
+use crate::measure::Limits;
+use crate::plan::{Kind, State};
+use crate::stats::Ratio;
+
+/// Which row a row is compared with.
+#[derive(Clone, Debug, Serialize)]
+pub struct RowId {
+    /// Backend name.
+    pub backend: &'static str,
+    /// File layout.
+    pub mode: &'static str,
+    /// Validation (for saves: what was timed).
+    pub validation: &'static str,
+}
+
+/// One load row: one kind, backend, wire mode, validation, state and buffer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// What the row loads.
+    pub kind: Kind,
+    /// Backend name (a keycodec backend, `halo2-native` or `floor`).
+    pub backend: &'static str,
+    /// The file layout (the backend's wire mode; halo2's `SerdeFormat` for halo2-native).
+    pub mode: &'static str,
+    /// `checked`, `trusted` (halo2's `RawBytesUnchecked` is `RawBytes` trusted), `pinned`
+    /// (checked, digest pinned) or `-` (floor rows).
+    pub validation: &'static str,
+    /// `warm` or `fresh` (see [`State`]).
+    pub state: &'static str,
+    /// Buffer capacity in bytes.
+    pub buffer_bytes: u64,
+    /// Median load time, seconds.
+    pub read_s: f64,
+    /// Fastest load, seconds.
+    pub read_min_s: f64,
+    /// `(max - min) / median` of the loads.
+    pub read_spread: f64,
+    /// Every load time, in run order.
+    pub read_runs: Vec<f64>,
+    /// Bytes of every file the row reads.
+    pub file_bytes: u64,
+    /// Load throughput, GB/s.
+    pub read_gbps: f64,
+    /// The fastest sample of its floor (same kind, same state).
+    pub floor_s: Option<f64>,
+    /// `read_s` over the floor; `None` when [`Row::below_floor`].
+    pub read_vs_floor: Option<f64>,
+    /// Its fastest load beat the floor's fastest: a measurement error, not a ratio.
+    pub below_floor: bool,
+    /// The reference's load over this one, run by run: how many times faster than halo2's
+    /// reader in the same state this row is, with its 95% interval.
+    pub speedup: Option<Ratio>,
+    /// The row this one is compared with (halo2's reader of the same artifact and state; for
+    /// a remote load, downloading the object then loading the file; for a cache hit, a local
+    /// load).
+    pub reference: Option<RowId>,
+    /// Rise of resident memory during the load (maximum over runs), if measurable.
+    pub peak_rss_bytes: Option<u64>,
+    /// Whether every load gave the original.
+    pub verified: bool,
+}
+
+/// One save row: one writer of one file.
+#[derive(Clone, Debug, Serialize)]
+pub struct SaveRow {
+    /// What the file holds.
+    pub kind: Kind,
+    /// Who wrote it.
+    pub backend: &'static str,
+    /// Its layout.
+    pub mode: &'static str,
+    /// Timed until durable (keycodec's saves; halo2's `write` then `sync_all`), or halo2's
+    /// `write` alone.
+    pub durable: bool,
+    /// Buffer capacity in bytes.
+    pub buffer_bytes: u64,
+    /// Median seconds.
+    pub save_s: f64,
+    /// Fastest.
+    pub save_min_s: f64,
+    /// `(max - min) / median`.
+    pub save_spread: f64,
+    /// Every save, in run order.
+    pub save_runs: Vec<f64>,
+    /// The file's size.
+    pub file_bytes: u64,
+    /// This save over the reference's, run by run, with its 95% interval.
+    pub vs_reference: Option<Ratio>,
+    /// halo2's `write` + `sync_all` of the same kind.
+    pub reference: Option<RowId>,
+}
+
+/// How the key was obtained.
+#[derive(Clone, Debug, Serialize)]
+pub struct FixtureInfo {
+    /// Loaded from cache or built, and why.
+    pub origin: String,
+    /// Seconds spent.
+    pub seconds: f64,
+    /// The circuit's configuration (JSON; `null` for circuits without one).
+    pub circuit_params: String,
+    /// Bytes of field elements the key holds in memory.
+    pub key_memory_bytes: u64,
+    /// Seconds to compute the key's digest in memory (BLAKE3 over every polynomial on every
+    /// core): what a pinned load would add if it hashed in a second pass.
+    pub digest_s: f64,
+    /// Resident memory the key's evaluation domain (twiddle tables) keeps: the rise of
+    /// this process's resident size across building one, if measurable.
+    pub domain_memory_bytes: Option<u64>,
+}
+
+/// Whether reads were cold.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Cold {
+    /// `--cold` was given.
+    pub requested: bool,
+    /// The kernel accepted every request to drop the page cache.
+    pub effective: bool,
+}
+
+/// When runs stopped, as asked.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct StoppingInfo {
+    /// `--warmup`: runs not counted.
+    pub warmup: usize,
+    /// `--repeat`.
+    pub fixed: Option<usize>,
+    /// `--min-runs`.
+    pub min_runs: usize,
+    /// `--max-runs`.
+    pub max_runs: usize,
+    /// `--interval`.
+    pub interval: f64,
+    /// `--time-cap`, seconds.
+    pub time_cap_s: f64,
+}
+
+/// Everything measured at one `k`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SizeReport {
+    /// The key has 2^k rows.
+    pub k: u32,
+    /// Runs made.
+    pub runs: usize,
+    /// Why they stopped.
+    pub stopped: String,
+    /// Wall time of this size's runs.
+    pub seconds: f64,
+    /// The key.
+    pub fixture: FixtureInfo,
+    /// The machine's limits.
+    pub limits: Limits,
+    /// The loads.
+    pub rows: Vec<Row>,
+    /// The saves.
+    pub saves: Vec<SaveRow>,
+}
+
+/// A complete run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The circuit.
+    pub circuit: CircuitName,
+    /// `--full`.
+    pub full: bool,
+    /// Saves replaced the previous run's file (`--replace`).
+    pub replace: bool,
+    /// The states loads ran in.
+    pub states: Vec<State>,
+    /// Cold reads.
+    pub cold: Cold,
+    /// When runs stopped.
+    pub stopping: StoppingInfo,
+    /// One per `k`, in the order run.
+    pub sizes: Vec<SizeReport>,
+    /// The loopback S3 server of the remote rows (`s3s-fs`, or `moto`), if any.
+    pub remote_server: Option<&'static str>,
+    /// The highest resident memory the harness reached, if measurable.
+    pub harness_peak_rss_bytes: Option<u64>,
+}
