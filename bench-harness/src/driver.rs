@@ -83,6 +83,9 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
 }
 
 /// Measures everything at `k`.
+///
+/// Long on purpose: the steps of one size in order (fixture, digests, plan, runs, remote
+/// rows, report), each short.
 fn run_size<C: Workload>(
     args: &Args,
     k: u32,

@@ -13,7 +13,7 @@ use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::backend_api::{PayloadReader, Span};
 use keycodec::start::{cold_start, open_params, KeyOptions, Origin, ParamsOptions, StartOptions};
 use keycodec::{
-    Backend, KeyCodec, KeyCodecExt, KeyDigest, Params, RawBytesCodec, Size, Validation,
+    Backend, KeyCodec, KeyCodecExt, KeyDigest, KzgParams, RawBytesCodec, Size, Validation,
 };
 use serde::{Deserialize, Serialize};
 
@@ -138,8 +138,8 @@ pub struct Sample {
 #[allow(clippy::large_enum_variant)]
 enum Loaded {
     Key(ProvingKey<G1Affine>),
-    Params(Params),
-    Start(Params, ProvingKey<G1Affine>, Origin),
+    Params(KzgParams),
+    Start(KzgParams, ProvingKey<G1Affine>, Origin),
     /// A floor: its seconds, and whether every byte was read.
     Read(f64, bool),
 }
@@ -194,6 +194,9 @@ pub fn codec(backend: &str, mode: &str) -> Result<&'static dyn KeyCodec, String>
         .ok_or_else(|| format!("backend {backend} writes no mode {mode}"))
 }
 
+/// Runs one load of `paths` (nothing checked: [`check`] does that, untimed).
+///
+/// Long on purpose: one arm per kind of load, each the few calls it makes.
 fn execute<C: Workload>(
     load: &Load,
     paths: &[&Path],
@@ -323,7 +326,7 @@ fn check(load: &Load, loaded: &Loaded, target: &Target) -> Result<bool, String> 
     let key = |pk: &ProvingKey<G1Affine>| -> Result<bool, String> {
         Ok(KeyDigest::of_pk(pk).map_err(|e| e.to_string())? == digest(&target.key)?)
     };
-    let params = |params: &Params, expected: &str| -> Result<bool, String> {
+    let params = |params: &KzgParams, expected: &str| -> Result<bool, String> {
         Ok(KeyDigest::of_params(params).map_err(|e| e.to_string())? == digest(expected)?)
     };
     match loaded {

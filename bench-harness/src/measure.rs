@@ -11,7 +11,7 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Bn256, Fr, G1Affine};
 use keycodec::{
-    BufferConfig, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, Params, SaveOptions, Size,
+    BufferConfig, KeyCodec, KeyCodecExt, KeyDigest, KzgParams, LoadOptions, SaveOptions, Size,
     Validation,
 };
 use rayon::prelude::*;
@@ -153,7 +153,7 @@ pub fn load_options(
 /// I/O errors, as text.
 pub fn write_params_native(
     path: &Path,
-    params: &Params,
+    params: &KzgParams,
     format: SerdeFormat,
     buffer: Size,
 ) -> Result<Written, String> {
@@ -168,7 +168,7 @@ pub fn write_params_native(
 pub fn write_params(
     codec: &dyn KeyCodec,
     path: &Path,
-    params: &Params,
+    params: &KzgParams,
     buffer: Size,
 ) -> Result<Written, String> {
     let started = Instant::now();
@@ -194,7 +194,7 @@ pub fn read_params_native(
     path: &Path,
     format: SerdeFormat,
     buffer: Size,
-) -> Result<Params, String> {
+) -> Result<KzgParams, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
     let mut reader = BufReader::with_capacity(buffer.as_usize(), file);
     ParamsKZG::<Bn256>::read_custom(&mut reader, format).map_err(|e| e.to_string())

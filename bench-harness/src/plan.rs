@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::G1Affine;
-use keycodec::{Backend, KeyCodec, Params, Size, Validation};
+use keycodec::{Backend, KeyCodec, KzgParams, Size, Validation};
 use serde::Serialize;
 
 use crate::exec::{self, ChildRequest, Format, Load, Sample, Target, Values};
@@ -94,7 +94,7 @@ pub struct Inputs<'a, C: Workload> {
     /// The digests every load is checked against (and the key's, which pinned loads pin).
     pub target: Target,
     /// The parameters it was generated with.
-    pub params: &'a Params,
+    pub params: &'a KzgParams,
     /// Where the files go.
     pub scratch: &'a Path,
     /// The backends selected (`--backends`).
@@ -488,6 +488,9 @@ fn file_label(backend: &'static str, mode: &'static str) -> &'static str {
 }
 
 /// The plan for workload `C` at the key's `k`.
+///
+/// Long on purpose: one block per table (keys, parameters, cold starts), each its files and
+/// then its rows, in the order the report prints them.
 pub fn plan<'a, C: Workload>(inputs: &Inputs<'a, C>) -> Plan<'a> {
     let mut plan = Plan::empty();
     let k = inputs.pk.get_vk().get_domain().k();

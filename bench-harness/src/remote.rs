@@ -206,6 +206,9 @@ fn server(scratch: &std::path::Path) -> Result<(Server, &'static str), String> {
     })
 }
 
+/// The remote rows' plan: the objects every run uploads and the loads timed against them.
+///
+/// Long on purpose: one block per row of the remote table, in its order.
 fn plan<'a, C: Workload>(
     inputs: &Inputs<'a, C>,
     backend: Backend,
@@ -443,6 +446,10 @@ impl Drop for StartSetup {
 }
 
 /// The cold start from storage (see the module docs), with `backend`'s codec.
+///
+/// Long on purpose: it is the table's rows in their order (the server's files, then each
+/// row's setup and timed load), each block a row, read top to bottom; split, a row's setup
+/// would sit apart from its load.
 fn start_plan<'a, C: Workload>(
     inputs: &Inputs<'a, C>,
     backend: Backend,
@@ -581,7 +588,7 @@ fn start_plan<'a, C: Workload>(
             && KeyDigest::of_pk(&start.pk).is_ok_and(|digest| digest == key_pin)
             && KeyDigest::of_params(&start.params).is_ok_and(|digest| digest == params_digest)
     };
-    let read_right = move |params: &keycodec::Params, loaded: &ProvingKey<G1Affine>| {
+    let read_right = move |params: &keycodec::KzgParams, loaded: &ProvingKey<G1Affine>| {
         KeyDigest::of_pk(loaded).is_ok_and(|digest| digest == key_pin)
             && KeyDigest::of_params(params).is_ok_and(|digest| digest == params_digest)
     };
@@ -713,7 +720,7 @@ fn read_natively<C: Workload>(
     pk: &std::path::Path,
     circuit_params: C::Params,
     buffer: Size,
-) -> Result<(keycodec::Params, ProvingKey<G1Affine>), String> {
+) -> Result<(keycodec::KzgParams, ProvingKey<G1Affine>), String> {
     use halo2_proofs::SerdeFormat;
     let params = measure::read_params_native(srs, SerdeFormat::RawBytes, buffer)?;
     let key = measure::read_key_native::<C>(pk, SerdeFormat::RawBytes, circuit_params, buffer)?;

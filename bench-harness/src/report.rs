@@ -31,6 +31,8 @@ pub fn table(report: &Report) -> String {
     out
 }
 
+/// One size's tables: a table per kind of load, then the saves, then the machine's limits
+/// and the key. Long on purpose: the tables in the order they print, each a block.
 fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
     let _ = writeln!(
         out,

@@ -238,6 +238,9 @@ fn pass(run: usize, warming: usize) -> String {
 }
 
 /// The rows of `plan` after the runs so far.
+///
+/// Long on purpose: a load row's fields, then a save row's, each field computed where it is
+/// set.
 fn rows(
     plan: &Plan<'_>,
     buffer: Size,

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use keycodec::header::{Header, PREFIX_LEN};
+use keycodec::header::{read_header, version_of_len, Header};
 use keycodec::{Backend, KeyDigest};
 use xxhash_rust::xxh3::Xxh3;
 
@@ -114,28 +114,16 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
         .map_err(|err| io("read the metadata of", err))?
         .len();
     let not_a_container = |reason: String| Failure::Check(format!("{}: {reason}", path.display()));
-    let mut header_bytes = vec![0u8; PREFIX_LEN];
-    read_exact(&mut file, &mut header_bytes)
-        .map_err(|err| io("read", err))?
-        .then_some(())
-        .ok_or_else(|| not_a_container("shorter than a container header".into()))?;
-    let header_len =
-        Header::len_of(&header_bytes).map_err(|err| not_a_container(err.to_string()))?;
-    header_bytes.resize(header_len, 0);
-    read_exact(
-        &mut file,
-        header_bytes.get_mut(PREFIX_LEN..).unwrap_or_default(),
-    )
-    .map_err(|err| io("read", err))?
-    .then_some(())
-    .ok_or_else(|| not_a_container("shorter than its container header".into()))?;
-    let header =
-        Header::from_bytes(&header_bytes).map_err(|err| not_a_container(err.to_string()))?;
-    let version = match header_len {
-        keycodec::header::HEADER_LEN => 3,
-        keycodec::header::HEADER_LEN_V2 => 2,
-        _ => 1,
-    };
+    let (header, header_len) = read_header(file).map_err(|err| match err {
+        keycodec::Error::Io { source, .. } => io("read", source),
+        keycodec::Error::Truncated { .. } => {
+            not_a_container("shorter than its container header".into())
+        }
+        other => not_a_container(other.to_string()),
+    })?;
+    let version = version_of_len(header_len).unwrap_or(1);
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(header_len as u64))
+        .map_err(|err| io("read", err))?;
     let backend = Backend::of_id(header.codec);
     let mode = backend
         .and_then(|backend| backend.codec().ok())
@@ -169,15 +157,6 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
         mode,
         payload,
     })
-}
-
-/// Fills `buf`; `false` if the file ends first.
-fn read_exact(file: &mut &File, buf: &mut [u8]) -> std::io::Result<bool> {
-    match file.read_exact(buf) {
-        Ok(()) => Ok(true),
-        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
-        Err(err) => Err(err),
-    }
 }
 
 /// The XXH3-64 of the next `len` bytes of `file`, with a progress bar for large payloads.

@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::halo2_proofs::poly::commitment::Params as _;
 use keycodec::halo2_proofs::SerdeFormat;
 use keycodec::start::{halo2_params_format, open_params, ParamsOptions};
-use keycodec::{KeyCodecExt, Params, RawBytesCodec, SaveOptions, Validation};
+use keycodec::{KeyCodecExt, KzgParams, RawBytesCodec, SaveOptions, Validation};
 use serde_json::json;
 
 use crate::check::{inspect, Failure};
@@ -235,7 +235,7 @@ impl ParamsCommand {
 }
 
 /// Saves parameters as a rawbytes container and reports it.
-fn save(params: &Params, destination: &Path, json: bool) -> Result<(), Failure> {
+fn save(params: &KzgParams, destination: &Path, json: bool) -> Result<(), Failure> {
     let digest = phase("saving", destination, || {
         RawBytesCodec::default().save_params(destination, params, &SaveOptions::default())
     })?;
@@ -245,7 +245,7 @@ fn save(params: &Params, destination: &Path, json: bool) -> Result<(), Failure> 
 
 pub(crate) fn report_written(
     path: &Path,
-    params: &Params,
+    params: &KzgParams,
     digest: Option<keycodec::KeyDigest>,
     json: bool,
 ) {

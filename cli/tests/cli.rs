@@ -613,7 +613,7 @@ fn a_test_setup_is_called_insecure() {
     let dir = tempfile::tempdir().unwrap();
     let srs = dir.path().join("kzg_bn254_4.srs");
     let params =
-        keycodec::Params::setup(4, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
+        keycodec::KzgParams::setup(4, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
     let mut bytes = Vec::new();
     params
         .write_custom(&mut bytes, SerdeFormat::RawBytes)

@@ -143,16 +143,7 @@ pub(crate) fn read_spans(
     workers: &Workers<'_>,
 ) -> Result<(SpanData, Option<Vec<[u8; 32]>>)> {
     let context = hooks.context;
-    let truncated = || Error::Truncated { context };
-    // Where each span starts.
-    let mut offsets = Vec::with_capacity(spans.len());
-    let mut at = start;
-    for span in spans {
-        offsets.push(at);
-        let len = u64::try_from(span.len()).map_err(|_| truncated())?;
-        at = at.checked_add(len).ok_or_else(truncated)?;
-    }
-    let total = at - start;
+    let (offsets, total) = offsets_of(spans, start, context)?;
     let small: usize = spans
         .iter()
         .map(|span| match span {
@@ -161,9 +152,100 @@ pub(crate) fn read_spans(
         })
         .sum();
     let mut bytes = vec![0u8; small];
+    let (sizes, mut grouped) = vectors_for(spans, groups, context)?;
+    let hashers: Vec<Option<PolyHasher>> = sizes
+        .iter()
+        .map(|&(count, _)| hooks.record.then(|| PolyHasher::new(count * FR_BYTES)))
+        .collect();
 
-    // Every polynomial's vector, group by group (each group's vector holds its
-    // polynomials' in the key).
+    let record = hooks.record;
+    // Every request was read once `run` returns `Ok` (see the SAFETY argument below).
+    {
+        let segments = segments_of(spans, &offsets, &mut bytes, &mut grouped, workers, context)?;
+        let planned = if workers.coalesce {
+            coalesced(segments, total, workers)
+        } else {
+            let mut planned = one_request_a_piece(segments);
+            read_small_spans_first(source, &mut planned.reads, check_bytes, context)?;
+            planned
+        };
+        let read_first: Vec<&[u8]> = planned.reads.iter().map(|(_, dst, _)| &**dst).collect();
+        let check_in_order: Option<CheckSpan<'_>> = workers.coalesce.then_some(check_bytes);
+        run(
+            source,
+            Batch {
+                requests: planned.requests,
+                roles: &planned.roles,
+                items: &planned.items,
+                read_first: &read_first,
+            },
+            &hashers,
+            check_in_order,
+            hooks,
+            workers,
+        )?;
+    }
+
+    // Every request was read: each vector's first `count` elements are initialised.
+    for (values, &(count, _)) in grouped.iter_mut().flatten().zip(&sizes) {
+        {
+            // SAFETY: `run` returned `Ok` only after every request was read by
+            // `read_exact_vectored_at` (a failed request fails the run) and handed back, as
+            // initialised `&mut [u8]`, exactly the memory of each destination (`read_request`
+            // compares pointers and lengths, and fails the run otherwise: a `ReadAt` is a
+            // public, safe trait, so only what it returns is trusted, and safe code cannot
+            // make an initialised slice of uninitialised memory). The `Dst::Uninit`
+            // destinations of this vector tile its first `count` elements' bytes
+            // (`segments_of`: `chunks_mut` of exactly that range). Test:
+            // `a_source_that_hands_back_other_memory_is_refused`. Any 32 bytes are a valid `Fr`
+            // (`uninit_bytes_mut` returned a view only because `Fr`'s memory is its raw
+            // encoding, see `raw_view`).
+            unsafe { crate::raw_view::set_len_after_fill(values, count) };
+        }
+    }
+    let recorded = match record {
+        true => Some(
+            hashers
+                .into_iter()
+                .flatten()
+                .map(PolyHasher::finish)
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        false => None,
+    };
+    Ok((
+        SpanData {
+            bytes,
+            groups: grouped,
+        },
+        recorded,
+    ))
+}
+
+/// Where each span starts, laid out one after the other from `start`, and how many bytes
+/// they take in all.
+fn offsets_of(spans: &[Span], start: u64, context: &'static str) -> Result<(Vec<u64>, u64)> {
+    let truncated = || Error::Truncated { context };
+    let mut offsets = Vec::with_capacity(spans.len());
+    let mut at = start;
+    for span in spans {
+        offsets.push(at);
+        let len = u64::try_from(span.len()).map_err(|_| truncated())?;
+        at = at.checked_add(len).ok_or_else(truncated)?;
+    }
+    Ok((offsets, at - start))
+}
+
+/// The polynomials' vectors, group by group.
+type Grouped = Vec<Vec<Vec<Fr>>>;
+
+/// Every polynomial's `(count, spare)`, and its vector, empty with room for both, group by
+/// group (`groups`: how many polynomials each takes, in order).
+fn vectors_for(
+    spans: &[Span],
+    groups: &[usize],
+    context: &'static str,
+) -> Result<(Vec<(usize, usize)>, Grouped)> {
     let sizes: Vec<(usize, usize)> = spans
         .iter()
         .filter_map(|span| match *span {
@@ -192,28 +274,37 @@ pub(crate) fn read_spans(
         }
         grouped.push(group);
     }
-    let hashers: Vec<Option<PolyHasher>> = sizes
-        .iter()
-        .map(|&(count, _)| hooks.record.then(|| PolyHasher::new(count * FR_BYTES)))
-        .collect();
+    Ok((sizes, grouped))
+}
 
-    // The segments, in payload order: each polynomial in pieces of `step` bytes (subtrees
-    // of its BLAKE3 tree), each small span whole, in the requests that read them.
+/// One segment to read: its role, its payload offset, where it lands.
+type Segment<'s> = (Role, u64, Dst<'s>);
+
+/// The segments, in payload order: each polynomial in pieces (subtrees of its BLAKE3 tree)
+/// landing in its vector's spare capacity, each small span whole in `bytes`.
+fn segments_of<'s>(
+    spans: &[Span],
+    offsets: &[u64],
+    bytes: &'s mut [u8],
+    grouped: &'s mut [Vec<Vec<Fr>>],
+    workers: &Workers<'_>,
+    context: &'static str,
+) -> Result<Vec<Segment<'s>>> {
     let step = match workers.coalesce {
         // Requests group pieces: pieces stay small enough to be checked while in cache.
         true => workers.piece.min(crate::source::BULK_STEP),
         false => workers.piece,
     }
     .max(FR_BYTES);
-    let mut segments: Vec<(Role, u64, Dst<'_>)> = Vec::new();
+    let mut segments: Vec<Segment<'s>> = Vec::new();
     let mut vectors = grouped.iter_mut().flatten().enumerate();
-    let mut rest: &mut [u8] = &mut bytes;
-    for (index, (span, &offset)) in spans.iter().zip(&offsets).enumerate() {
+    let mut rest: &'s mut [u8] = bytes;
+    for (index, (span, &offset)) in spans.iter().zip(offsets).enumerate() {
         match *span {
             Span::Bytes(len) => {
                 let (dst, tail) = std::mem::take(&mut rest)
                     .split_at_mut_checked(len)
-                    .ok_or_else(truncated)?;
+                    .ok_or(Error::Truncated { context })?;
                 rest = tail;
                 segments.push((Role::Bytes { span: index }, offset, Dst::Init(dst)));
             }
@@ -240,120 +331,99 @@ pub(crate) fn read_spans(
             }
         }
     }
+    Ok(segments)
+}
 
-    let mut items = Vec::with_capacity(segments.len());
-    let mut reads = Vec::new();
-    let mut roles = Vec::with_capacity(segments.len());
-    let mut requests: Vec<Request<'_>> = Vec::new();
-    if workers.coalesce {
-        // Requests of about `target` bytes: every thread gets two or more.
-        let threads = workers.pool.map_or_else(
-            rayon::current_num_threads,
-            rayon::ThreadPool::current_num_threads,
-        );
-        let share = usize::try_from(total / (2 * threads.max(1) as u64)).unwrap_or(usize::MAX);
-        let target = share.clamp(MIN_REQUEST, workers.piece.max(MIN_REQUEST));
-        for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
-            items.push(Item::Segment(index));
-            roles.push((role, offset));
-            let len = dst.len();
-            match requests.last_mut() {
-                Some(request)
-                    if request.dsts.iter().map(Dst::len).sum::<usize>() + len <= target =>
-                {
-                    request.dsts.push(dst);
-                }
-                _ => requests.push(Request {
+/// The requests of a bulk read, what the calling thread visits, each segment's role, and
+/// the small spans read before the rest (`(span, bytes, offset)`).
+struct Planned<'s> {
+    requests: Vec<Request<'s>>,
+    items: Vec<Item>,
+    roles: Vec<(Role, u64)>,
+    reads: Vec<(usize, &'s mut [u8], u64)>,
+}
+
+/// From a source whose requests are costly: adjacent segments together, in requests of
+/// about a share of the payload per thread (two or more each), within the piece size.
+fn coalesced<'s>(segments: Vec<Segment<'s>>, total: u64, workers: &Workers<'_>) -> Planned<'s> {
+    let threads = workers.pool.map_or_else(
+        rayon::current_num_threads,
+        rayon::ThreadPool::current_num_threads,
+    );
+    let share = usize::try_from(total / (2 * threads.max(1) as u64)).unwrap_or(usize::MAX);
+    let target = share.clamp(MIN_REQUEST, workers.piece.max(MIN_REQUEST));
+    let mut planned = Planned {
+        requests: Vec::new(),
+        items: Vec::with_capacity(segments.len()),
+        roles: Vec::with_capacity(segments.len()),
+        reads: Vec::new(),
+    };
+    for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
+        planned.items.push(Item::Segment(index));
+        planned.roles.push((role, offset));
+        let len = dst.len();
+        match planned.requests.last_mut() {
+            Some(request) if request.dsts.iter().map(Dst::len).sum::<usize>() + len <= target => {
+                request.dsts.push(dst);
+            }
+            _ => planned.requests.push(Request {
+                offset,
+                first: index,
+                dsts: vec![dst],
+            }),
+        }
+    }
+    planned
+}
+
+/// From a file or memory: the small spans apart (read first, at once), then one request per
+/// piece.
+fn one_request_a_piece(segments: Vec<Segment<'_>>) -> Planned<'_> {
+    let mut planned = Planned {
+        requests: Vec::new(),
+        items: Vec::with_capacity(segments.len()),
+        roles: Vec::with_capacity(segments.len()),
+        reads: Vec::new(),
+    };
+    for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
+        planned.roles.push((role, offset));
+        match (role, dst) {
+            (Role::Bytes { span }, Dst::Init(dst)) => {
+                planned.items.push(Item::Bytes(planned.reads.len()));
+                planned.reads.push((span, dst, offset));
+            }
+            (_, dst) => {
+                planned.items.push(Item::Segment(index));
+                planned.requests.push(Request {
                     offset,
                     first: index,
                     dsts: vec![dst],
-                }),
+                });
             }
         }
-    } else {
-        // The small spans first, read at once and checked; then a request per piece.
-        for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
-            roles.push((role, offset));
-            match (role, dst) {
-                (Role::Bytes { span }, Dst::Init(dst)) => {
-                    items.push(Item::Bytes(reads.len()));
-                    reads.push((span, dst, offset));
-                }
-                (_, dst) => {
-                    items.push(Item::Segment(index));
-                    requests.push(Request {
-                        offset,
-                        first: index,
-                        dsts: vec![dst],
-                    });
-                }
-            }
-        }
-        let mut many: Vec<(&mut [u8], u64)> = reads
-            .iter_mut()
-            .map(|(_, dst, offset)| (&mut **dst, *offset))
-            .collect();
-        source
-            .read_exact_many_at(&mut many)
-            .map_err(|err| Error::from_read(err, context))?;
-        drop(many);
-        for (span, dst, _) in &reads {
-            check_bytes(*span, dst)?;
-        }
     }
-    let read_first: Vec<&[u8]> = reads.into_iter().map(|(_, dst, _)| &*dst).collect();
+    planned
+}
 
-    let record = hooks.record;
-    let check_in_order: Option<CheckSpan<'_>> = workers.coalesce.then_some(check_bytes);
-    run(
-        source,
-        Batch {
-            requests,
-            roles: &roles,
-            items: &items,
-            read_first: &read_first,
-        },
-        &hashers,
-        check_in_order,
-        hooks,
-        workers,
-    )?;
-
-    // Every request was read: each vector's first `count` elements are initialised.
-    for (values, &(count, _)) in grouped.iter_mut().flatten().zip(&sizes) {
-        {
-            // SAFETY: `run` returned `Ok` only after every request was read by
-            // `read_exact_vectored_at` (a failed request fails the run) and handed back, as
-            // initialised `&mut [u8]`, exactly the memory of each destination (`read_request`
-            // compares pointers and lengths, and fails the run otherwise: a `ReadAt` is a
-            // public, safe trait, so only what it returns is trusted, and safe code cannot
-            // make an initialised slice of uninitialised memory). The `Dst::Uninit`
-            // destinations of this vector tile its first `count` elements' bytes
-            // (`chunks_mut` of exactly that range). Test:
-            // `a_source_that_hands_back_other_memory_is_refused`. Any 32 bytes are a valid `Fr`
-            // (`uninit_bytes_mut` returned a view only because `Fr`'s memory is its raw
-            // encoding, see `raw_view`).
-            unsafe { crate::raw_view::set_len_after_fill(values, count) };
-        }
+/// Reads the small spans set apart, at once, and checks each before any polynomial is read.
+fn read_small_spans_first(
+    source: &dyn ReadAt,
+    reads: &mut [(usize, &mut [u8], u64)],
+    check_bytes: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
+    context: &'static str,
+) -> Result<()> {
+    let mut many: Vec<(&mut [u8], u64)> = reads
+        .iter_mut()
+        .map(|(_, dst, offset)| (&mut **dst, *offset))
+        .collect();
+    source
+        .read_exact_many_at(&mut many)
+        .map_err(|err| Error::from_read(err, context))?;
+    drop(many);
+    for (span, dst, _) in reads.iter() {
+        check_bytes(*span, dst)?;
     }
-    let recorded = if record {
-        Some(
-            hashers
-                .into_iter()
-                .flatten()
-                .map(PolyHasher::finish)
-                .collect::<Result<Vec<_>>>()?,
-        )
-    } else {
-        None
-    };
-    Ok((
-        SpanData {
-            bytes,
-            groups: grouped,
-        },
-        recorded,
-    ))
+    Ok(())
 }
 
 /// The smallest request a coalescing bulk read makes.

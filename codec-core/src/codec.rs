@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::field::FR_BYTES;
 use crate::ids::{CodecId, KeyKind, WireMode};
 use crate::options::{Limits, Validation};
-use crate::params::Params;
+use crate::params::KzgParams;
 use crate::payload::PayloadReader;
 use crate::pk_parts::{PkParts, PkShape};
 use crate::vk_parts::VkParts;
@@ -66,7 +66,7 @@ pub trait KeyCodec: Send + Sync {
     /// # Errors
     ///
     /// [`Error::KindNotSupported`] by default; the writer's I/O errors.
-    fn encode_params(&self, params: &Params, out: &mut dyn Write) -> Result<()> {
+    fn encode_params(&self, params: &KzgParams, out: &mut dyn Write) -> Result<()> {
         let _ = (params, out);
         Err(Error::KindNotSupported {
             codec: self.name(),
@@ -85,7 +85,7 @@ pub trait KeyCodec: Send + Sync {
         &self,
         input: &mut PayloadReader<'_>,
         context: &DecodeContext,
-    ) -> Result<Params> {
+    ) -> Result<KzgParams> {
         let _ = (input, context);
         Err(Error::KindNotSupported {
             codec: self.name(),
@@ -162,7 +162,7 @@ pub enum ItemRef<'a> {
     /// A proving or verifying key.
     Key(KeyRef<'a>),
     /// KZG parameters.
-    Params(&'a Params),
+    Params(&'a KzgParams),
 }
 
 impl ItemRef<'_> {
@@ -188,7 +188,7 @@ pub enum Item {
     /// A proving or verifying key.
     Key(Key),
     /// KZG parameters.
-    Params(Params),
+    Params(KzgParams),
 }
 
 impl Item {

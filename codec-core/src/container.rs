@@ -209,23 +209,7 @@ pub fn read<K: KeyCodec + ?Sized>(
             buffer,
         } => (PayloadReader::at(source, 0, len, buffer), Some(len), None),
     };
-    // The first bytes say how long the header is (version 1 or 2).
-    let mut header_bytes = [0u8; HEADER_LEN];
-    let (prefix, rest) = header_bytes.split_at_mut(PREFIX_LEN);
-    reader.read_exact(prefix, "container header")?;
-    let header_len = Header::len_of(prefix).map_err(|err| {
-        // Fewer bytes than any header: too short to say more.
-        if total.is_some_and(|total| total < HEADER_LEN as u64) {
-            Error::Truncated {
-                context: "container header",
-            }
-        } else {
-            err
-        }
-    })?;
-    let rest = rest.get_mut(..header_len - PREFIX_LEN).unwrap_or_default();
-    reader.read_exact(rest, "container header")?;
-    let header = Header::from_bytes(&header_bytes)?;
+    let (header, header_len) = read_header(&mut reader, total)?;
     let fingerprint = cs.as_ref().map_or(Fingerprint::NONE, fingerprint_of);
     let prefix = from_proving_key && kind == KeyKind::Verifying && header.kind == KeyKind::Proving;
     let expected_kind = if prefix { KeyKind::Proving } else { kind };
@@ -255,17 +239,7 @@ pub fn read<K: KeyCodec + ?Sized>(
     if digest {
         payload.record_polynomials();
     }
-    let decoded = match kind {
-        KeyKind::Params => codec
-            .decode_params(&mut payload, &context)
-            .and_then(|params| {
-                crate::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
-                Ok(Item::Params(params))
-            }),
-        KeyKind::Proving | KeyKind::Verifying => {
-            codec.decode(&mut payload, &context).map(Item::Key)
-        }
-    };
+    let decoded = decode_item(codec, &mut payload, &context, options);
     let item = if prefix {
         // A pin authenticates the verifying key by itself: the polynomials need not be read.
         let pinned = options.expected_digest.is_some() || options.expected_transcript.is_some();
@@ -294,6 +268,45 @@ pub fn read<K: KeyCodec + ?Sized>(
         .then(|| check_digest(&item, payload.recorded_polynomials(), recorded, options))
         .transpose()?;
     Ok(Decoded { item, digest })
+}
+
+/// Reads the header from the reader's start: its first bytes say how long it is (a
+/// version 1, 2 or 3 header). `total` is the source's length, when it has one.
+fn read_header(reader: &mut PayloadReader<'_>, total: Option<u64>) -> Result<(Header, usize)> {
+    let mut header_bytes = [0u8; HEADER_LEN];
+    let (prefix, rest) = header_bytes.split_at_mut(PREFIX_LEN);
+    reader.read_exact(prefix, "container header")?;
+    let header_len = Header::len_of(prefix).map_err(|err| {
+        // Fewer bytes than any header: too short to say more.
+        if total.is_some_and(|total| total < HEADER_LEN as u64) {
+            Error::Truncated {
+                context: "container header",
+            }
+        } else {
+            err
+        }
+    })?;
+    let rest = rest.get_mut(..header_len - PREFIX_LEN).unwrap_or_default();
+    reader.read_exact(rest, "container header")?;
+    Ok((Header::from_bytes(&header_bytes)?, header_len))
+}
+
+/// The backend's decode of the payload as the context's kind (parameters made from a public
+/// seed refused unless the options allow them).
+fn decode_item<K: KeyCodec + ?Sized>(
+    codec: &K,
+    payload: &mut PayloadReader<'_>,
+    context: &DecodeContext,
+    options: &LoadOptions,
+) -> Result<Item> {
+    match context.kind {
+        KeyKind::Params => {
+            let params = codec.decode_params(payload, context)?;
+            crate::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+            Ok(Item::Params(params))
+        }
+        KeyKind::Proving | KeyKind::Verifying => codec.decode(payload, context).map(Item::Key),
+    }
 }
 
 /// Checks the verifying key's `transcript_repr()` against the pin, if any.

@@ -21,7 +21,7 @@ use crate::codec::{ItemRef, Key, KeyRef};
 use crate::error::Result;
 use crate::field::{write_fr_slice, FieldEncoding};
 use crate::ids::KeyDigest;
-use crate::params::Params;
+use crate::params::KzgParams;
 use crate::pk_parts::polynomials;
 use crate::vk_parts::VkParts;
 
@@ -60,7 +60,7 @@ impl KeyDigest {
     /// # Errors
     ///
     /// As [`KeyDigest::of_vk`].
-    pub fn of_params(params: &Params) -> Result<Self> {
+    pub fn of_params(params: &KzgParams) -> Result<Self> {
         of_params(params, None)
     }
 }
@@ -82,7 +82,7 @@ pub(crate) fn of_item_ref(item: ItemRef<'_>) -> Result<KeyDigest> {
 /// per point), and the raw encodings of `g2` and `s_g2`. The vectors' hashes come from
 /// `recorded` (hashed while they were read) when there are both, and are computed from the
 /// parameters otherwise (through halo2's own writer: the parameters expose no `g_lagrange`).
-pub(crate) fn of_params(params: &Params, recorded: Option<Vec<[u8; 32]>>) -> Result<KeyDigest> {
+pub(crate) fn of_params(params: &KzgParams, recorded: Option<Vec<[u8; 32]>>) -> Result<KeyDigest> {
     use halo2_proofs::poly::commitment::Params as _;
     use halo2curves::serde::SerdeObject;
     let (g, g_lagrange) = match recorded.as_deref() {

@@ -302,6 +302,45 @@ impl FieldWriter<'_> {
     }
 }
 
+/// The header at the start of `file`, and its length in bytes (by version: [`HEADER_LEN`],
+/// [`HEADER_LEN_V2`] or [`HEADER_LEN_V1`]), read with positioned reads (the file's cursor
+/// does not move): the one way a tool or a load reads a file's header. A file shorter than
+/// the header it starts is [`Error::Truncated`]; one that starts no header is
+/// [`Error::BadMagic`].
+///
+/// # Errors
+///
+/// The header's errors, [`Error::Truncated`], and [`Error::Io`] reading it.
+pub fn read_header(file: &std::fs::File) -> Result<(Header, usize)> {
+    use crate::source::ReadAt;
+    let len = file
+        .metadata()
+        .map_err(|err| Error::io("read the metadata of", err))?
+        .len();
+    let mut bytes = [0u8; HEADER_LEN];
+    let got = usize::try_from(len.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    let head = bytes.get_mut(..got).unwrap_or_default();
+    file.read_exact_at(head, 0)
+        .map_err(|err| Error::from_read(err, "container header"))?;
+    let header_len = Header::len_of(head)?;
+    if head.len() < header_len {
+        return Err(Error::Truncated {
+            context: "container header",
+        });
+    }
+    Ok((Header::from_bytes(head)?, header_len))
+}
+
+/// The container version a header of `len` bytes is (3, 2 or 1), if it is one.
+pub const fn version_of_len(len: usize) -> Option<u16> {
+    match len {
+        HEADER_LEN => Some(3),
+        HEADER_LEN_V2 => Some(2),
+        HEADER_LEN_V1 => Some(1),
+        _ => None,
+    }
+}
+
 /// Reads and checks the container in `file` without decoding it (no circuit needed): its
 /// header, its length (exactly the header and the payload it declares), and the payload's
 /// XXH3-64 checksum; returns the header. What `keycodec verify` and a manifest's fetch check
@@ -318,13 +357,8 @@ pub fn verify_file(file: &std::fs::File) -> Result<Header> {
         .metadata()
         .map_err(|err| Error::io("read the metadata of", err))?
         .len();
-    let mut bytes = [0u8; HEADER_LEN];
-    let got = usize::try_from(len.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
-    let head = bytes.get_mut(..got).unwrap_or_default();
-    file.read_exact_at(head, 0)
-        .map_err(|err| Error::from_read(err, "container header"))?;
-    let header = Header::from_bytes(head)?;
-    let header_len = Header::len_of(head)? as u64;
+    let (header, header_len) = read_header(file)?;
+    let header_len = header_len as u64;
     let available = len.saturating_sub(header_len);
     if available != header.payload_len {
         return Err(Error::LengthMismatch {

@@ -44,13 +44,12 @@ impl CodecId {
     /// what an error names, so that a user reads "rkyv" rather than a number. `None` for an
     /// id no backend has registered.
     pub const fn registered_name(self) -> Option<&'static str> {
-        let mut index = 0;
-        while index < CodecId::REGISTRY.len() {
-            let (id, name) = CodecId::REGISTRY[index];
+        let mut rest: &[(CodecId, &'static str)] = &CodecId::REGISTRY;
+        while let [(id, name), tail @ ..] = rest {
             if id.0 == self.0 {
-                return Some(name);
+                return Some(*name);
             }
-            index += 1;
+            rest = tail;
         }
         None
     }

@@ -26,7 +26,12 @@
 //! lengths and checksums are still checked. The checksum detects corruption, not a
 //! different valid key for a circuit with the same fingerprint.
 
+// `unsafe` is denied but where memory is viewed or filled without a copy: the scalar and
+// point views, the bulk read's one `set_len`, the uninitialised reads and the kernel hints.
+#![deny(unsafe_code)]
+
 mod assembly;
+#[allow(unsafe_code)]
 mod bulk;
 mod circuit;
 mod codec;
@@ -34,6 +39,7 @@ mod container;
 mod digest;
 mod error;
 mod field;
+#[allow(unsafe_code)]
 mod file;
 mod ids;
 mod ops;
@@ -41,9 +47,12 @@ mod options;
 mod params;
 mod payload;
 mod pk_parts;
+#[allow(unsafe_code)]
 mod point_view;
 mod poly_hash;
+#[allow(unsafe_code)]
 mod raw_view;
+#[allow(unsafe_code)]
 mod source;
 mod vk_layout;
 mod vk_parts;
@@ -59,13 +68,15 @@ pub use file::{
 };
 pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
+#[allow(deprecated)]
+pub use options::Integrity;
 pub use options::{
     BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
     Validation, MAX_K,
 };
 #[allow(deprecated)]
-pub use options::Integrity;
-pub use params::{downsize, Params};
+pub use params::Params;
+pub use params::{downsize, KzgParams};
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users
 /// name exactly the same types.
@@ -117,7 +128,7 @@ pub mod backend_api {
     pub use crate::ids::{CodecId, KeyKind, WireMode};
     pub use crate::options::{Limits, Validation};
     pub use crate::params::{
-        assemble_params, read_g1_points, read_g2, read_params, write_params, Params, ParamsParts,
+        assemble_params, read_g1_points, read_g2, read_params, write_params, KzgParams, ParamsParts,
     };
     pub use crate::payload::PayloadReader;
     pub use crate::pk_parts::{PkParts, PkShape, PolyGroup};

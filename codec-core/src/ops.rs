@@ -16,7 +16,7 @@ use crate::file::save_atomic;
 use crate::ids::KeyDigest;
 use crate::ids::{Fingerprint, KeyKind};
 use crate::options::{LoadOptions, SaveOptions};
-use crate::params::Params;
+use crate::params::KzgParams;
 
 /// The operations users call on a codec: implemented for every [`KeyCodec`] (and for
 /// `dyn KeyCodec`), so a backend never implements it.
@@ -71,7 +71,7 @@ pub trait KeyCodecExt: KeyCodec {
     fn save_params(
         &self,
         path: &Path,
-        params: &Params,
+        params: &KzgParams,
         options: &SaveOptions,
     ) -> Result<KeyDigest> {
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
@@ -87,7 +87,7 @@ pub trait KeyCodecExt: KeyCodec {
     /// # Errors
     ///
     /// As [`KeyCodecExt::load`].
-    fn load_params(&self, path: &Path, options: &LoadOptions) -> Result<Params> {
+    fn load_params(&self, path: &Path, options: &LoadOptions) -> Result<KzgParams> {
         with_file(path, options, |input| {
             into_params(container::read(
                 self,
@@ -106,7 +106,7 @@ pub trait KeyCodecExt: KeyCodec {
     /// # Errors
     ///
     /// As [`KeyCodecExt::load_params`], naming no path (the caller knows it).
-    fn load_params_from(&self, file: &File, options: &LoadOptions) -> Result<Params> {
+    fn load_params_from(&self, file: &File, options: &LoadOptions) -> Result<KzgParams> {
         let len = file.metadata().during("read the metadata of")?.len();
         into_params(container::read(
             self,
@@ -126,7 +126,7 @@ pub trait KeyCodecExt: KeyCodec {
     /// # Errors
     ///
     /// As [`KeyCodecExt::read_slice`].
-    fn read_params_slice(&self, bytes: &[u8], options: &LoadOptions) -> Result<Params> {
+    fn read_params_slice(&self, bytes: &[u8], options: &LoadOptions) -> Result<KzgParams> {
         into_params(container::read(
             self,
             Request::of(KeyKind::Params),
@@ -155,6 +155,33 @@ pub trait KeyCodecExt: KeyCodec {
     ) -> Result<K> {
         load_file::<C, K>(self, path, circuit_params, options, Request::of(K::KIND))
             .map(|(key, _)| key)
+    }
+
+    /// Loads a key from a file already open (its whole length), as [`KeyCodecExt::load`]
+    /// does from a path: for a caller that looked at the file it opened (its header) and
+    /// must decode that file, not whatever the path names by then.
+    ///
+    /// # Errors
+    ///
+    /// As [`KeyCodecExt::load`], naming no path (the caller knows it).
+    fn load_from<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        file: &File,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        let len = file.metadata().during("read the metadata of")?.len();
+        into_key(container::read(
+            self,
+            Request::of(K::KIND),
+            Some(configure::<C>(circuit_params)),
+            Input::At {
+                source: file,
+                len,
+                buffer: options.buffers.file_read_capacity(),
+            },
+            options,
+        )?)
     }
 
     /// Loads a key from `path` as [`KeyCodecExt::load`] does, and returns its digest too
@@ -295,7 +322,7 @@ pub fn into_key<K: HaloKey>(decoded: Decoded) -> Result<K> {
 }
 
 /// The parameters a load of parameters decoded.
-pub fn into_params(decoded: Decoded) -> Result<Params> {
+pub fn into_params(decoded: Decoded) -> Result<KzgParams> {
     match decoded.item {
         Item::Params(params) => Ok(params),
         Item::Key(_) => Err(Error::Internal("a key decoded for parameters".into())),

@@ -26,8 +26,13 @@ use crate::error::{Error, IoContext, Result};
 use crate::field::FieldEncoding;
 use crate::payload::PayloadReader;
 
-/// KZG parameters over BN254, as halo2-axiom's provers use them.
-pub type Params = ParamsKZG<Bn256>;
+/// KZG parameters over BN254, as halo2-axiom's provers use them (halo2's `ParamsKZG<Bn256>`;
+/// named apart from halo2's `Params` trait, which files using both import as `_`).
+pub type KzgParams = ParamsKZG<Bn256>;
+
+/// The old name of [`KzgParams`], which clashed with halo2's `Params` trait.
+#[deprecated(note = "renamed KzgParams")]
+pub type Params = KzgParams;
 
 /// Bytes of one raw G2 point.
 pub(crate) const G2_RAW_BYTES: usize = 128;
@@ -57,7 +62,7 @@ pub struct ParamsParts {
 /// # Errors
 ///
 /// [`Error::Structure`] when a vector has another length.
-pub fn assemble_params(parts: ParamsParts) -> Result<Params> {
+pub fn assemble_params(parts: ParamsParts) -> Result<KzgParams> {
     let n = rows(parts.k);
     crate::circuit::expect_count("g points (2^k)", n, parts.g.len())?;
     crate::circuit::expect_count("g_lagrange points (2^k)", n, parts.g_lagrange.len())?;
@@ -72,9 +77,9 @@ pub fn assemble_params(parts: ParamsParts) -> Result<Params> {
 
 /// A parameters value to call halo2-axiom's `from_parts` on (it takes `&self`, and reads
 /// nothing from it): `k = 0`, one point of each kind, read from zero bytes.
-fn template() -> Result<Params> {
+fn template() -> Result<KzgParams> {
     let zeros = [0u8; 4 + 2 * 64 + 2 * G2_RAW_BYTES];
-    Params::read_custom(&mut zeros.as_slice(), SerdeFormat::RawBytesUnchecked)
+    KzgParams::read_custom(&mut zeros.as_slice(), SerdeFormat::RawBytesUnchecked)
         .map_err(|err| Error::Internal(format!("could not build a parameters template: {err}")))
 }
 
@@ -85,7 +90,7 @@ fn template() -> Result<Params> {
 /// # Errors
 ///
 /// [`Error::KMismatch`] when `k` is larger than the parameters' (halo2 would panic).
-pub fn downsize(mut params: Params, k: u32) -> Result<Params> {
+pub fn downsize(mut params: KzgParams, k: u32) -> Result<KzgParams> {
     if k > params.k() || k == 0 {
         return Err(Error::KMismatch {
             expected: k,
@@ -111,7 +116,11 @@ pub(crate) fn serde_format(encoding: FieldEncoding) -> SerdeFormat {
 /// # Errors
 ///
 /// The writer's I/O errors.
-pub fn write_params(params: &Params, encoding: FieldEncoding, out: &mut dyn Write) -> Result<()> {
+pub fn write_params(
+    params: &KzgParams,
+    encoding: FieldEncoding,
+    out: &mut dyn Write,
+) -> Result<()> {
     let mut buffered = std::io::BufWriter::with_capacity(1 << 20, out);
     params
         .write_custom(&mut buffered, serde_format(encoding))
@@ -283,7 +292,7 @@ pub fn read_params(
     encoding: FieldEncoding,
     validation: crate::options::Validation,
     check_k: impl FnOnce(u32) -> Result<()>,
-) -> Result<Params> {
+) -> Result<KzgParams> {
     let k = reader.read_u32_le("parameters k")?;
     check_k(k)?;
     let n = rows(k);
@@ -313,12 +322,12 @@ mod tests {
     use super::*;
     use crate::options::Validation;
 
-    fn small() -> Params {
+    fn small() -> KzgParams {
         use rand::SeedableRng;
-        Params::setup(5, rand::rngs::StdRng::seed_from_u64(7))
+        KzgParams::setup(5, rand::rngs::StdRng::seed_from_u64(7))
     }
 
-    fn halo2_bytes(params: &Params, format: SerdeFormat) -> Vec<u8> {
+    fn halo2_bytes(params: &KzgParams, format: SerdeFormat) -> Vec<u8> {
         let mut bytes = Vec::new();
         params.write_custom(&mut bytes, format).unwrap();
         bytes

@@ -19,7 +19,7 @@ use halo2curves::bn256::{Fr, G2Affine};
 use rand_chacha::rand_core::SeedableRng;
 
 use crate::error::{Error, Result};
-use crate::params::Params;
+use crate::params::KzgParams;
 
 /// A setup whose secret is public.
 #[derive(Clone, Debug)]
@@ -50,7 +50,7 @@ pub fn known_setups() -> &'static [KnownSetup] {
 }
 
 /// The known setup `params` were made from, if any.
-pub fn known_setup_of(params: &Params) -> Option<&'static KnownSetup> {
+pub fn known_setup_of(params: &KzgParams) -> Option<&'static KnownSetup> {
     let s_g2 = params.s_g2();
     known_setups().iter().find(|known| known.s_g2 == s_g2)
 }
@@ -75,7 +75,7 @@ pub fn known_setup_in_tail(tail: &[u8]) -> Option<&'static KnownSetup> {
 /// # Errors
 ///
 /// [`Error::TestSetup`] naming the seed's origin.
-pub fn refuse_test_setup(params: &Params, allow: bool) -> Result<()> {
+pub fn refuse_test_setup(params: &KzgParams, allow: bool) -> Result<()> {
     match known_setup_of(params) {
         Some(known) if !allow => Err(Error::TestSetup {
             origin: known.origin,
@@ -91,7 +91,8 @@ mod tests {
     #[test]
     fn gen_srs_parameters_are_recognised_at_every_k_and_others_are_not() {
         for k in [2, 5] {
-            let gen_srs = Params::setup(k, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
+            let gen_srs =
+                KzgParams::setup(k, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
             let known = known_setup_of(&gen_srs).map(|known| known.origin);
             assert!(
                 known.is_some_and(|origin| origin.contains("gen_srs")),
@@ -103,10 +104,10 @@ mod tests {
             ));
             assert!(refuse_test_setup(&gen_srs, true).is_ok());
         }
-        let other = Params::setup(5, rand_chacha::ChaCha20Rng::from_seed([7; 32]));
+        let other = KzgParams::setup(5, rand_chacha::ChaCha20Rng::from_seed([7; 32]));
         assert!(known_setup_of(&other).is_none());
         // From a file's last bytes, in both of halo2's layouts.
-        let gen_srs = Params::setup(3, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
+        let gen_srs = KzgParams::setup(3, rand_chacha::ChaCha20Rng::from_seed(Default::default()));
         for format in [
             halo2_proofs::SerdeFormat::RawBytes,
             halo2_proofs::SerdeFormat::Processed,

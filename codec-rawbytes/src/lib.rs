@@ -38,7 +38,7 @@ use codec_core::backend_api::circuit::configure;
 use codec_core::backend_api::field::FieldEncoding;
 use codec_core::backend_api::{
     read_params, write_params, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef,
-    Params, PayloadReader, Result, Validation, WireMode,
+    KzgParams, PayloadReader, Result, Validation, WireMode,
 };
 use codec_core::halo2_proofs::plonk::Circuit;
 use codec_core::halo2_proofs::SerdeFormat;
@@ -148,7 +148,7 @@ impl RawBytesCodec {
     /// # Errors
     ///
     /// The writer's I/O errors.
-    pub fn export_params(&self, params: &Params, writer: &mut impl Write) -> Result<()> {
+    pub fn export_params(&self, params: &KzgParams, writer: &mut impl Write) -> Result<()> {
         self.encode_params(params, writer)
     }
 
@@ -162,7 +162,11 @@ impl RawBytesCodec {
     /// # Errors
     ///
     /// [`Error::KOutOfRange`], [`Error::Truncated`], [`Error::InvalidPoint`]...
-    pub fn import_params(&self, reader: &mut impl Read, options: &LoadOptions) -> Result<Params> {
+    pub fn import_params(
+        &self,
+        reader: &mut impl Read,
+        options: &LoadOptions,
+    ) -> Result<KzgParams> {
         let context = self.params_context(options);
         let mut payload = PayloadReader::new(reader, options.limits.max_payload_bytes, false);
         let params = self.decode_params(&mut payload, &context)?;
@@ -178,7 +182,7 @@ impl RawBytesCodec {
     ///
     /// As [`RawBytesCodec::import_params`], plus [`Error::TrailingBytes`] and [`Error::Io`]
     /// naming the path.
-    pub fn import_params_file(&self, path: &Path, options: &LoadOptions) -> Result<Params> {
+    pub fn import_params_file(&self, path: &Path, options: &LoadOptions) -> Result<KzgParams> {
         let import = || {
             let file = File::open(path).during("open")?;
             self.import_params_from(&file, options)
@@ -192,7 +196,7 @@ impl RawBytesCodec {
     /// # Errors
     ///
     /// As [`RawBytesCodec::import_params_file`], naming no path.
-    pub fn import_params_from(&self, file: &File, options: &LoadOptions) -> Result<Params> {
+    pub fn import_params_from(&self, file: &File, options: &LoadOptions) -> Result<KzgParams> {
         let import = || {
             let len = file.metadata().during("read the metadata of")?.len();
             if len > options.limits.max_payload_bytes {
@@ -289,7 +293,7 @@ impl KeyCodec for RawBytesCodec {
     }
 
     /// halo2's own parameters layout (`ParamsKZG::write_custom`) in this codec's format.
-    fn encode_params(&self, params: &Params, out: &mut dyn Write) -> Result<()> {
+    fn encode_params(&self, params: &KzgParams, out: &mut dyn Write) -> Result<()> {
         write_params(params, encoding_of(self.wire_mode()), out)
     }
 
@@ -297,7 +301,7 @@ impl KeyCodec for RawBytesCodec {
         &self,
         input: &mut PayloadReader<'_>,
         context: &DecodeContext,
-    ) -> Result<Params> {
+    ) -> Result<KzgParams> {
         read_params(input, encoding_of(context.mode), context.validation, |k| {
             context.check_payload_k(k)
         })

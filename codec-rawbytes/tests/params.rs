@@ -15,7 +15,7 @@ use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::G1Affine;
 use codec_core::header::HEADER_LEN;
 use codec_core::{
-    downsize, Error, KeyCodecExt, KeyDigest, LoadOptions, Params, SaveOptions, Validation,
+    downsize, Error, KeyCodecExt, KeyDigest, KzgParams, LoadOptions, SaveOptions, Validation,
 };
 use codec_rawbytes::RawBytesCodec;
 use codec_testkit::conformance::refresh_checksums;
@@ -27,11 +27,11 @@ const FORMATS: [SerdeFormat; 3] = [
     SerdeFormat::Processed,
 ];
 
-fn params() -> &'static Params {
+fn params() -> &'static KzgParams {
     &standard_plonk().params
 }
 
-fn halo2_bytes(params: &Params, format: SerdeFormat) -> Vec<u8> {
+fn halo2_bytes(params: &KzgParams, format: SerdeFormat) -> Vec<u8> {
     let mut bytes = Vec::new();
     params.write_custom(&mut bytes, format).unwrap();
     bytes
@@ -91,7 +91,7 @@ fn the_payload_is_halo2s_own_file_and_halo2s_files_import() {
             halo2_bytes(params(), SerdeFormat::RawBytes)
         );
         // halo2 reads what the import reads.
-        let theirs = Params::read_custom(&mut halo2.as_slice(), format).unwrap();
+        let theirs = KzgParams::read_custom(&mut halo2.as_slice(), format).unwrap();
         assert_eq!(theirs.k(), imported.k());
     }
 }

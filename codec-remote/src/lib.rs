@@ -48,7 +48,7 @@ pub use cache::{pinned_name, CacheOutcome};
 use codec_core::backend_api::circuit::configure;
 use codec_core::header::{Header, HEADER_LEN};
 use codec_core::transport::{self, fingerprint, Decoded, Input, ItemRef, Request};
-use codec_core::{Error, HaloKey, KeyCodec, KeyDigest, KeyKind, LoadOptions, Params, Result};
+use codec_core::{Error, HaloKey, KeyCodec, KeyDigest, KeyKind, KzgParams, LoadOptions, Result};
 use object::{ObjectSource, Tee};
 use upload::UploadWriter;
 
@@ -367,7 +367,7 @@ impl Remote {
         &self,
         codec: &dyn KeyCodec,
         location: &ObjectPath,
-        params: &Params,
+        params: &KzgParams,
     ) -> Result<KeyDigest> {
         self.upload(location, &|_| {}, |writer| {
             transport::write_in_order(
@@ -472,7 +472,7 @@ impl Remote {
         codec: &dyn KeyCodec,
         location: &ObjectPath,
         options: &LoadOptions,
-    ) -> Result<Params> {
+    ) -> Result<KzgParams> {
         let decoded = self.read(
             codec,
             location,

@@ -2,7 +2,6 @@
 //! time by name are erased to `&dyn KeyCodec`.
 
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -10,7 +9,7 @@ use codec_core::halo2_proofs::plonk::Circuit;
 #[allow(unused_imports)] // used by the codecs of the backends compiled in
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::Fr;
-use codec_core::header::{Header, HEADER_LEN};
+use codec_core::header::Header;
 use codec_core::{CodecId, Error, HaloKey, KeyCodec, KeyCodecExt, LoadOptions, Result};
 
 /// One backend: how users name it, the id its files carry, the Cargo feature that compiles
@@ -152,19 +151,23 @@ impl Backend {
     /// [`Error::UnknownCodec`] for a codec id this crate does not know.
     pub fn of_file(path: &Path) -> Result<Backend> {
         let read = || {
-            // As many bytes as the longest header, or the file: the header's own first bytes
-            // say how long it is (a short file of another kind is `BadMagic`, not truncated).
-            let mut bytes = Vec::with_capacity(HEADER_LEN);
             let file = std::fs::File::open(path).map_err(|err| Error::io("open", err))?;
-            file.take(HEADER_LEN as u64)
-                .read_to_end(&mut bytes)
-                .map_err(|err| Error::from_read(err, "container header"))?;
-            let header = Header::from_bytes(&bytes)?;
-            Backend::of_id(header.codec).ok_or(Error::UnknownCodec {
-                found: header.codec,
-            })
+            Backend::of_open_file(&file)
         };
         read().map_err(|err| err.at_path(path))
+    }
+
+    /// The backend that wrote the container in `file`, read from its header
+    /// ([`header::read_header`](codec_core::header::read_header)).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::of_file`], naming no path.
+    pub fn of_open_file(file: &std::fs::File) -> Result<Backend> {
+        let (header, _) = codec_core::header::read_header(file)?;
+        Backend::of_id(header.codec).ok_or(Error::UnknownCodec {
+            found: header.codec,
+        })
     }
 }
 
@@ -221,9 +224,14 @@ pub fn load_any<C: Circuit<Fr>, K: HaloKey>(
     circuit_params: C::Params,
     options: &LoadOptions,
 ) -> Result<K> {
-    Backend::of_file(path)?
-        .codec()?
-        .load::<C, K>(path, circuit_params, options)
+    // One open: the header names the backend, and the same file is decoded.
+    let load = || {
+        let file = std::fs::File::open(path).map_err(|err| Error::io("open", err))?;
+        Backend::of_open_file(&file)?
+            .codec()?
+            .load_from::<C, K>(&file, circuit_params, options)
+    };
+    load().map_err(|err| err.at_path(path))
 }
 
 /// What the facade adds to [`Remote`](crate::remote::Remote): loads whose backend the

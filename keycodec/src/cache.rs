@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::header::HEADER_LEN;
 use codec_core::{
-    downsize, lock_beside_within, Error, KeyCodec, KeyCodecExt, LoadOptions, Params, Result,
+    downsize, lock_beside_within, Error, KeyCodec, KeyCodecExt, KzgParams, LoadOptions, Result,
     SaveOptions, Validation,
 };
 use codec_remote::{CacheOutcome, ObjectInfo};
@@ -44,7 +44,7 @@ pub const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3 *
 #[derive(Debug)]
 pub struct Fetched {
     /// The parameters (downsized to the `k` asked for).
-    pub params: Params,
+    pub params: KzgParams,
     /// Whether the cache had them (and the container they were loaded from) or they were
     /// downloaded (and the container now caching them).
     pub outcome: CacheOutcome,
@@ -94,8 +94,8 @@ pub fn fetch_params(
         k: options.k,
         allow_test_setup: options.allow_test_setup,
     };
-    let k_of = |params: &Params| params.k();
-    let too_small = |params: &Params, k: u32| {
+    let k_of = |params: &KzgParams| params.k();
+    let too_small = |params: &KzgParams, k: u32| {
         Error::KMismatch {
             expected: k,
             found: k_of(params),
@@ -308,7 +308,7 @@ impl Entries<'_> {
 
     /// The cached container at `path`, loaded with the cache's own options; `None` when it is
     /// missing or damaged (removed, when `locked`: no one else is writing it then).
-    fn load(&self, path: &Path, locked: bool) -> Result<Option<Params>> {
+    fn load(&self, path: &Path, locked: bool) -> Result<Option<KzgParams>> {
         let options = LoadOptions {
             validation: Validation::Trusted,
             allow_test_setup: self.allow_test_setup,
@@ -336,7 +336,7 @@ impl Entries<'_> {
     }
 
     /// `params` downsized to `k` and cached, when `k` is smaller than theirs.
-    fn downsized(&self, params: Params, k: u32) -> Result<Params> {
+    fn downsized(&self, params: KzgParams, k: u32) -> Result<KzgParams> {
         if k >= params.k() {
             return Ok(params);
         }
@@ -368,7 +368,7 @@ fn download(
     full: &Path,
     options: &ParamsOptions,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Params> {
+) -> Result<KzgParams> {
     let name = object.name();
     let remote = &object.remote;
     // The first bytes say what the object must be before its size is believed.
@@ -444,7 +444,7 @@ fn rawbytes() -> Result<&'static dyn KeyCodec> {
 }
 
 /// Saves parameters into the cache (atomically).
-fn save_params(path: &Path, params: &Params) -> Result<()> {
+fn save_params(path: &Path, params: &KzgParams) -> Result<()> {
     rawbytes()?
         .save_params(path, params, &SaveOptions::default())
         .map(drop)

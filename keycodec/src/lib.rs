@@ -18,14 +18,14 @@ pub mod start;
 
 pub use backend::{load_any, Backend, ParseBackendError};
 pub use codec_core::{
-    downsize, halo2_proofs, halo2curves, replace_atomically, BufferConfig, CodecId, CodecSet,
-    Checksum, Error, Fingerprint, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, Limits,
-    LoadOptions, Params, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation,
+    downsize, halo2_proofs, halo2curves, replace_atomically, BufferConfig, Checksum, CodecId,
+    CodecSet, Error, Fingerprint, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, KzgParams,
+    Limits, LoadOptions, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation,
     WireMode, MAX_K,
 };
 
 #[allow(deprecated)]
-pub use codec_core::Integrity;
+pub use codec_core::{Integrity, Params};
 
 /// The container header, for tools that look at files without decoding them.
 pub use codec_core::header;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use codec_core::halo2_proofs::plonk::{Circuit, VerifyingKey};
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{CodecSet, Error, KeyDigest, KeyKind, Params, Result};
+use codec_core::{CodecSet, Error, KeyDigest, KeyKind, KzgParams, Result};
 use serde::Deserialize;
 
 use crate::location::Location;
@@ -278,7 +278,7 @@ impl Manifest {
     ///
     /// [`Error::Artifact`] naming `params`, around what [`open_params`](crate::start::open_params)
     /// reports.
-    pub fn open_params(&self, cache: &Path) -> Result<Params> {
+    pub fn open_params(&self, cache: &Path) -> Result<KzgParams> {
         let open = || {
             crate::start::open_params(
                 location(&self.params.source, cache)?,
@@ -342,7 +342,7 @@ impl Manifest {
     pub fn load_vk<C: Circuit<Fr>>(
         &self,
         key: &str,
-        params: &Params,
+        params: &KzgParams,
         circuit: &C,
         cache: &Path,
         options: &StartOptions,

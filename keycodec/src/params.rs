@@ -12,7 +12,7 @@ use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::header::{Header, HEADER_LEN, MAGIC};
 use codec_core::{
-    downsize, Error, KeyCodecExt, KeyDigest, KeyKind, Limits, LoadOptions, Params, Result,
+    downsize, Error, KeyCodecExt, KeyDigest, KeyKind, KzgParams, Limits, LoadOptions, Result,
     Validation,
 };
 
@@ -77,7 +77,7 @@ impl ParamsOptions {
 }
 
 /// The parameters in the file at `path`, pinned by `options.pin` (its `k` not applied).
-pub(crate) fn read_pinned(path: &Path, options: &ParamsOptions) -> Result<Params> {
+pub(crate) fn read_pinned(path: &Path, options: &ParamsOptions) -> Result<KzgParams> {
     let read = || {
         let file = File::open(path).map_err(|err| Error::io("open", err))?;
         read_pinned_file(&file, path, options, Shared::Yes)
@@ -106,7 +106,7 @@ pub(crate) fn read_pinned_file(
     path: &Path,
     options: &ParamsOptions,
     shared: Shared,
-) -> Result<Params> {
+) -> Result<KzgParams> {
     let before = Stamp::of(file)?;
     if let Some(ParamsPin::Sha256(expected)) = options.pin {
         let found = sha256_of(file)?;
@@ -143,7 +143,7 @@ pub(crate) fn read_pinned_file(
 }
 
 /// `params` fitted to `k`: downsized when larger, refused when smaller.
-pub(crate) fn fit(params: Params, k: Option<u32>, at: &Path) -> Result<Params> {
+pub(crate) fn fit(params: KzgParams, k: Option<u32>, at: &Path) -> Result<KzgParams> {
     match k {
         Some(k) if k > params.k() => Err(Error::KMismatch {
             expected: k,
@@ -162,7 +162,7 @@ pub(crate) fn is_container(file: &File) -> Result<bool> {
 }
 
 /// Decodes the parameters of a container or a headerless halo2 file.
-fn decode(file: &File, options: &LoadOptions) -> Result<Params> {
+fn decode(file: &File, options: &LoadOptions) -> Result<KzgParams> {
     let mut first = [0u8; HEADER_LEN];
     let got = read_prefix(file, &mut first)?;
     let first = first.get(..got).unwrap_or_default();
@@ -180,13 +180,13 @@ fn decode(file: &File, options: &LoadOptions) -> Result<Params> {
 }
 
 #[cfg(feature = "rawbytes")]
-fn import_halo2(file: &File, options: &LoadOptions) -> Result<Params> {
+fn import_halo2(file: &File, options: &LoadOptions) -> Result<KzgParams> {
     let format = format_of(file)?;
     codec_rawbytes::RawBytesCodec::new(format).import_params_from(file, options)
 }
 
 #[cfg(not(feature = "rawbytes"))]
-fn import_halo2(_file: &File, _options: &LoadOptions) -> Result<Params> {
+fn import_halo2(_file: &File, _options: &LoadOptions) -> Result<KzgParams> {
     Err(Error::NotCompiled {
         what: "reading halo2's parameters files".into(),
         feature: "rawbytes",

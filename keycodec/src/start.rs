@@ -21,8 +21,8 @@ use codec_core::halo2_proofs::plonk::{
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::{
-    lock_beside_within, CodecSet, Error, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, Limits,
-    LoadOptions, Params, Result, SaveOptions, Validation,
+    lock_beside_within, CodecSet, Error, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KzgParams,
+    Limits, LoadOptions, Result, SaveOptions, Validation,
 };
 
 pub use crate::location::Location;
@@ -48,7 +48,7 @@ pub use crate::params::{halo2_params_format, ParamsOptions, ParamsPin};
 /// when the file's `k` is smaller than `options.k`; [`Error::FileChanged`] for a file rewritten
 /// while it was read; [`Error::NotCompiled`] for a halo2 file without the rawbytes backend, or
 /// an object without the remote feature.
-pub fn open_params(location: impl Into<Location>, options: &ParamsOptions) -> Result<Params> {
+pub fn open_params(location: impl Into<Location>, options: &ParamsOptions) -> Result<KzgParams> {
     match location.into() {
         Location::File(path) => {
             let params = crate::params::read_pinned(&path, options)?;
@@ -157,7 +157,7 @@ impl Default for StartOptions {
 pub fn load_or_generate_pk<C: Circuit<Fr>>(
     codec: &dyn KeyCodec,
     location: impl Into<Location>,
-    params: &Params,
+    params: &KzgParams,
     circuit: &C,
     options: &StartOptions,
 ) -> Result<(ProvingKey<G1Affine>, Origin)> {
@@ -186,7 +186,7 @@ pub fn load_or_generate_pk<C: Circuit<Fr>>(
 pub fn load_or_generate_vk<C: Circuit<Fr>>(
     codec: &dyn KeyCodec,
     location: impl Into<Location>,
-    params: &Params,
+    params: &KzgParams,
     circuit: &C,
     options: &StartOptions,
 ) -> Result<(VerifyingKey<G1Affine>, Origin)> {
@@ -333,7 +333,7 @@ fn pinned<K: StartKey>(key: K, load: &LoadOptions, at: &Path) -> Result<K> {
 #[derive(Debug)]
 pub struct ColdStart {
     /// The KZG parameters, downsized to the key's `k`.
-    pub params: Params,
+    pub params: KzgParams,
     /// The proving key.
     pub pk: ProvingKey<G1Affine>,
     /// Whether the key was loaded or generated.

@@ -141,7 +141,7 @@ fn parameters_are_stored_by_the_backends_that_have_a_layout_for_them() {
         if codec.stores_params() {
             saved.unwrap();
             let loaded = codec.load_params(&path, &LoadOptions::default()).unwrap();
-            let bytes = |p: &keycodec::Params| {
+            let bytes = |p: &keycodec::KzgParams| {
                 let mut out = Vec::new();
                 p.write_custom(&mut out, codec_core::halo2_proofs::SerdeFormat::RawBytes)
                     .unwrap();

@@ -19,7 +19,7 @@ use keycodec::start::{
     cold_start, load_or_generate_pk, load_or_generate_vk, open_params, KeyOptions, Origin,
     ParamsOptions, ParamsPin, StartOptions,
 };
-use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, Params, SaveOptions};
+use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, KzgParams, SaveOptions};
 
 /// Parameters fitted to `k` and pinned by `pin`, points checked.
 fn params_options(k: Option<u32>, pin: Option<ParamsPin>) -> ParamsOptions {
@@ -30,7 +30,7 @@ fn params_options(k: Option<u32>, pin: Option<ParamsPin>) -> ParamsOptions {
     }
 }
 
-fn params_bytes(params: &Params) -> Vec<u8> {
+fn params_bytes(params: &KzgParams) -> Vec<u8> {
     let mut bytes = Vec::new();
     params
         .write_custom(&mut bytes, SerdeFormat::RawBytes)

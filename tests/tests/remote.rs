@@ -498,7 +498,7 @@ fn calls_from_async_code_are_refused_not_blocked() {
 }
 
 /// halo2's parameters file, as a project publishes it, with its SHA-256.
-fn published(params: &keycodec::Params) -> (Vec<u8>, [u8; 32]) {
+fn published(params: &keycodec::KzgParams) -> (Vec<u8>, [u8; 32]) {
     use sha2::Digest as _;
     let mut bytes = Vec::new();
     params
@@ -508,7 +508,7 @@ fn published(params: &keycodec::Params) -> (Vec<u8>, [u8; 32]) {
     (bytes, sha256)
 }
 
-fn params_bytes(params: &keycodec::Params) -> Vec<u8> {
+fn params_bytes(params: &keycodec::KzgParams) -> Vec<u8> {
     published(params).0
 }
 

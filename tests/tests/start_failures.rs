@@ -23,9 +23,11 @@ use keycodec::start::{
     cold_start, load_or_generate_pk, open_params, KeyOptions, Origin, ParamsOptions, ParamsPin,
     StartOptions,
 };
-use keycodec::{Backend, CodecSet, Error, KeyCodecExt, Limits, Params, RawBytesCodec, SaveOptions};
+use keycodec::{
+    Backend, CodecSet, Error, KeyCodecExt, KzgParams, Limits, RawBytesCodec, SaveOptions,
+};
 
-fn params_bytes(params: &Params) -> Vec<u8> {
+fn params_bytes(params: &KzgParams) -> Vec<u8> {
     let mut bytes = Vec::new();
     params
         .write_custom(&mut bytes, SerdeFormat::RawBytes)
@@ -355,7 +357,7 @@ mod remote {
         cache: &Path,
         k: Option<u32>,
         pin: Option<ParamsPin>,
-    ) -> keycodec::Result<Params> {
+    ) -> keycodec::Result<KzgParams> {
         open_params(
             Location::url(url, cache).unwrap(),
             &ParamsOptions {
