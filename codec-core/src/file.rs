@@ -132,7 +132,7 @@ pub struct Writeback<'f> {
 
 impl<'f> Writeback<'f> {
     /// Bytes written between two requests to start writeback.
-    const STEP: u64 = 32 << 20;
+    pub const STEP: u64 = 32 << 20;
 
     pub(crate) fn new(file: &'f File) -> Self {
         Writeback {
