@@ -143,6 +143,11 @@ pub struct Args {
     #[arg(long, hide = true)]
     pub child: Option<String>,
 
+    /// Measure even in a build without optimisations (`cargo run` without `--release`):
+    /// its figures time unoptimised code and compare nothing; the report says so
+    #[arg(long)]
+    pub allow_debug_build: bool,
+
     /// The binary fresh loads run in [default: this one]
     #[arg(long, hide = true)]
     pub child_exe: Option<PathBuf>,

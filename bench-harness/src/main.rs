@@ -19,8 +19,20 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    if cfg!(debug_assertions) && !args.allow_debug_build {
+        eprintln!(
+            "error: this bench-harness was built without optimisations (cargo run without \
+             --release): its timings would be of unoptimised backends and halo2, and compare \
+             nothing. Run `cargo run --release -p bench-harness`, or pass --allow-debug-build \
+             to measure anyway."
+        );
+        return std::process::ExitCode::from(2);
+    }
     match run(&args) {
         Ok(result) => {
+            if cfg!(debug_assertions) {
+                println!("DEBUG BUILD (no --release): the figures below time unoptimised code and compare nothing");
+            }
             print!("{}", report::table(&result));
             let outputs = [
                 args.json

@@ -668,6 +668,7 @@ fn a_wrong_original_makes_the_harness_fail() {
             "warm",
             "--cache-dir",
             &cache,
+            "--allow-debug-build",
         ];
         args.extend_from_slice(extra);
         std::process::Command::new(env!("CARGO_BIN_EXE_bench-harness"))
@@ -708,4 +709,46 @@ fn a_wrong_original_makes_the_harness_fail() {
         String::from_utf8_lossy(&rebuilt.stderr)
     );
     assert_ne!(std::fs::read_to_string(&digest_file).unwrap().trim(), wrong);
+}
+
+/// A harness built without optimisations (as tests build it) refuses to measure unless told
+/// to, saying why; told to, its report says it compares nothing.
+#[test]
+fn an_unoptimised_harness_refuses_to_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().to_string_lossy().into_owned();
+    let harness = |extra: &[&str]| {
+        let mut args = vec![
+            "--circuit",
+            "standard-plonk",
+            "--k",
+            "8",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--backends",
+            "rawbytes",
+            "--states",
+            "warm",
+            "--cache-dir",
+            &cache,
+        ];
+        args.extend_from_slice(extra);
+        std::process::Command::new(env!("CARGO_BIN_EXE_bench-harness"))
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    if !cfg!(debug_assertions) {
+        return; // an optimised test build: nothing to refuse
+    }
+    let refused = harness(&[]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("without optimisations"), "{stderr}");
+    assert!(refused.stdout.is_empty());
+    let allowed = harness(&["--allow-debug-build"]);
+    assert!(allowed.status.success());
+    assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("DEBUG BUILD"));
 }

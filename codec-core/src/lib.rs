@@ -26,8 +26,9 @@
 //! lengths and checksums are still checked. The checksum detects corruption, not a
 //! different valid key for a circuit with the same fingerprint.
 
-// `unsafe` is denied but where memory is viewed or filled without a copy: the scalar and
-// point views, the bulk read's one `set_len`, the uninitialised reads and the kernel hints.
+// `unsafe` is denied but where memory is viewed or filled without a copy: the one view of
+// scalars and points as bytes, the bulk read's one `set_len`, the uninitialised reads and
+// the kernel hints.
 #![deny(unsafe_code)]
 
 mod assembly;
@@ -47,8 +48,6 @@ mod options;
 mod params;
 mod payload;
 mod pk_parts;
-#[allow(unsafe_code)]
-mod point_view;
 mod poly_hash;
 #[allow(unsafe_code)]
 mod raw_view;

@@ -1,26 +1,31 @@
-//! Scalars viewed as their raw bytes, without conversion: the bulk path of the raw encoding.
+//! Scalars and G1 points viewed as their raw bytes, without conversion: the bulk path of the
+//! raw encoding, for keys (scalars) and parameters (points).
 //!
 //! halo2's `RawBytes` stores a scalar as its Montgomery limbs, little-endian, which is exactly
-//! how `Fr` (`struct Fr([u64; 4])` in halo2curves) sits in memory on a little-endian machine.
-//! Viewing a polynomial as bytes lets a save hand the writer its memory directly, and a load
-//! read the file straight into the key's vectors, instead of converting 32 bytes at a time
-//! through a staging buffer.
+//! how `Fr` (`struct Fr([u64; 4])` in halo2curves) sits in memory on a little-endian machine,
+//! and a G1 point as `x ‖ y`, each coordinate's limbs likewise: what a `G1Affine` holds if
+//! its fields are laid out in that order. Viewing a polynomial as bytes lets a save hand the
+//! writer its memory directly, and a load read the file straight into the key's vectors,
+//! instead of converting 32 bytes at a time through a staging buffer.
 //!
-//! `Fr` is not `repr(transparent)`, so nothing promises that layout. This module therefore
-//! relies on it only where it is proven:
-//! - at compile time, `Fr` has the size and alignment of `[u64; 4]` (so its one field fills it,
-//!   with no padding, and any 32 bytes are a valid `Fr` in memory);
-//! - at run time, once per process, `layout_matches` compares the view with halo2curves' own
-//!   `write_raw`/`from_raw_bytes_unchecked` on values whose limbs all differ. If it disagrees
-//!   (a big-endian target, a future halo2curves with another layout), every function here
-//!   returns `None` and callers take the converting path.
+//! Neither type is `repr(C)`, so nothing promises that layout (halo2curves is pinned exactly
+//! for it). One view serves both ([`PlainLimbs`], sealed to the two), and relies on the
+//! layout only where it is proven:
+//! - at compile time, each has the size of its limbs and the alignment of `u64` (so no
+//!   padding, and any bytes are valid limbs: a valid value in memory);
+//! - at run time, once per process and type, `layout_matches` compares the view with
+//!   halo2curves' own `write_raw` / `from_raw_bytes_unchecked` on values whose limbs all
+//!   differ. If it disagrees (a big-endian target, a future halo2curves with another layout),
+//!   every function here returns `None` and callers take the converting path.
 
 use std::alloc::Layout;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use halo2_proofs::halo2curves::ff::Field;
-use halo2curves::bn256::Fr;
+use halo2_proofs::halo2curves::group::prime::PrimeCurveAffine;
+use halo2_proofs::halo2curves::group::Curve;
+use halo2curves::bn256::{Fr, G1Affine, G1};
 use halo2curves::serde::SerdeObject;
 
 use crate::error::{Error, Result};
@@ -28,41 +33,131 @@ use crate::error::{Error, Result};
 /// Bytes of one scalar in memory, and of its encodings.
 pub const FR_BYTES: usize = 32;
 
+/// Bytes of one raw G1 point in memory and in the raw encoding.
+const G1_BYTES: usize = 64;
+
 // The compile-time half of the layout argument (see the module docs).
 const _: () = assert!(std::mem::size_of::<Fr>() == FR_BYTES);
 const _: () = assert!(std::mem::size_of::<Fr>() == std::mem::size_of::<[u64; 4]>());
 const _: () = assert!(std::mem::align_of::<Fr>() == std::mem::align_of::<[u64; 4]>());
+const _: () = assert!(std::mem::size_of::<G1Affine>() == G1_BYTES);
+const _: () = assert!(std::mem::align_of::<G1Affine>() == std::mem::align_of::<u64>());
+
+/// A type whose memory is plain 64-bit limbs: its size is its limbs' (no padding), any bytes
+/// are a value, and all-zero bytes are one (`Fr::ZERO`, the point at infinity). Sealed: `Fr`
+/// and `G1Affine` only, whose sizes the compile-time asserts above prove.
+pub(crate) trait PlainLimbs: Sized + PartialEq + sealed::Sealed + 'static {
+    /// Bytes of one value.
+    const BYTES: usize;
+    /// What an allocation failure names.
+    const WHAT: &'static str;
+    /// Values whose limbs (and the bytes within them) all differ, and the edge values.
+    fn samples() -> Vec<Self>;
+    /// halo2curves' own raw encoding, and its decoding.
+    fn encode(&self) -> Vec<u8>;
+    /// The value whose raw encoding is `bytes`.
+    fn decode(bytes: &[u8]) -> Self;
+    /// The cell this type's layout check is cached in.
+    fn checked() -> &'static OnceLock<bool>;
+    /// The all-zero value.
+    fn zero() -> Self;
+}
+
+mod sealed {
+    pub(crate) trait Sealed {}
+    impl Sealed for super::Fr {}
+    impl Sealed for super::G1Affine {}
+}
+
+impl PlainLimbs for Fr {
+    const BYTES: usize = FR_BYTES;
+    const WHAT: &'static str = "field elements";
+
+    fn samples() -> Vec<Self> {
+        vec![
+            Fr::from_raw([
+                0x0706_0504_0302_0100,
+                0x0f0e_0d0c_0b0a_0908,
+                0x1716_1514_1312_1110,
+                0x1f1e_1d1c_1b1a_1918,
+            ]),
+            Fr::from(0x0123_4567_89ab_cdef_u64),
+            -Fr::ONE,
+            Fr::ZERO,
+        ]
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut encoded = Vec::with_capacity(FR_BYTES);
+        let _ = self.write_raw(&mut encoded);
+        encoded
+    }
+
+    fn decode(bytes: &[u8]) -> Self {
+        Fr::from_raw_bytes_unchecked(bytes)
+    }
+
+    fn checked() -> &'static OnceLock<bool> {
+        static CHECKED: OnceLock<bool> = OnceLock::new();
+        &CHECKED
+    }
+
+    fn zero() -> Self {
+        Fr::ZERO
+    }
+}
+
+impl PlainLimbs for G1Affine {
+    const BYTES: usize = G1_BYTES;
+    const WHAT: &'static str = "curve points";
+
+    fn samples() -> Vec<Self> {
+        let generator = G1Affine::generator();
+        vec![
+            generator,
+            (G1::from(generator) * Fr::from(0x0123_4567_89ab_cdef_u64)).to_affine(),
+            G1Affine::identity(),
+        ]
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut encoded = Vec::with_capacity(G1_BYTES);
+        let _ = self.write_raw(&mut encoded);
+        encoded
+    }
+
+    fn decode(bytes: &[u8]) -> Self {
+        G1Affine::from_raw_bytes_unchecked(bytes)
+    }
+
+    fn checked() -> &'static OnceLock<bool> {
+        static CHECKED: OnceLock<bool> = OnceLock::new();
+        &CHECKED
+    }
+
+    fn zero() -> Self {
+        G1Affine::identity()
+    }
+}
+
+/// Whether `T`'s memory is its raw encoding (checked once per type, then cached).
+pub(crate) fn layout_matches_for<T: PlainLimbs>() -> bool {
+    *T::checked().get_or_init(|| {
+        T::samples().iter().all(|value| {
+            let encoded = value.encode();
+            let viewed = bytes_of(std::slice::from_ref(value));
+            let mut copy = [T::zero()];
+            bytes_of_mut(&mut copy).copy_from_slice(&encoded);
+            encoded.len() == T::BYTES
+                && viewed == encoded.as_slice()
+                && copy.first() == Some(&T::decode(&encoded))
+        }) && zeroed_plain::<T>(1).is_ok_and(|zero| zero.first() == Some(&T::zero()))
+    })
+}
 
 /// Whether `Fr`'s memory is its raw encoding (checked once, then cached).
 pub(crate) fn layout_matches() -> bool {
-    static MATCHES: OnceLock<bool> = OnceLock::new();
-    *MATCHES.get_or_init(check_layout)
-}
-
-fn check_layout() -> bool {
-    // Values whose four limbs (and the bytes within them) all differ, so that a permuted or
-    // byte-swapped layout cannot pass; plus the edge values.
-    let samples = [
-        Fr::from_raw([
-            0x0706_0504_0302_0100,
-            0x0f0e_0d0c_0b0a_0908,
-            0x1716_1514_1312_1110,
-            0x1f1e_1d1c_1b1a_1918,
-        ]),
-        Fr::from(0x0123_4567_89ab_cdef_u64),
-        -Fr::ONE,
-        Fr::ZERO,
-    ];
-    samples.iter().all(|value| {
-        let mut encoded = Vec::with_capacity(FR_BYTES);
-        let written = value.write_raw(&mut encoded).is_ok();
-        let viewed = bytes_of(std::slice::from_ref(value));
-        let mut copy = [Fr::ZERO];
-        bytes_of_mut(&mut copy).copy_from_slice(&encoded);
-        written
-            && viewed == encoded.as_slice()
-            && copy.first() == Some(&Fr::from_raw_bytes_unchecked(&encoded))
-    })
+    layout_matches_for::<Fr>()
 }
 
 /// `values`' memory as bytes: their raw encoding, when the layout check passed.
@@ -85,10 +180,17 @@ pub fn as_raw_elements(values: &[Fr]) -> Option<&[[u8; FR_BYTES]]> {
 }
 
 /// `values`' memory as writable bytes: writing a raw encoding into it sets the elements,
-/// when the layout check passed (see the module docs). Any bytes are a valid `Fr` in memory; whether a value is below
-/// the modulus is the caller's to check.
+/// when the layout check passed (see the module docs). Any bytes are a valid `Fr` in
+/// memory; whether a value is below the modulus is the caller's to check.
 pub fn as_raw_bytes_mut(values: &mut [Fr]) -> Option<&mut [u8]> {
     layout_matches().then(|| bytes_of_mut(values))
+}
+
+/// `points`' memory as writable bytes: writing a raw encoding into it sets the points, when
+/// the layout check passed. Whether the coordinates are canonical and on the curve is the
+/// caller's to check.
+pub(crate) fn points_as_raw_bytes_mut(points: &mut [G1Affine]) -> Option<&mut [u8]> {
+    layout_matches_for::<G1Affine>().then(|| bytes_of_mut(points))
 }
 
 /// `count` zero elements in memory obtained zeroed from the allocator (for a large vector:
@@ -100,32 +202,49 @@ pub fn as_raw_bytes_mut(values: &mut [Fr]) -> Option<&mut [u8]> {
 /// [`Error::OutOfMemory`] when the allocator cannot provide the memory (instead of aborting
 /// the process, as `vec!` would).
 pub fn zeroed(count: usize) -> Result<Option<Vec<Fr>>> {
-    if !layout_matches() {
-        return Ok(None);
+    match layout_matches() {
+        true => zeroed_plain(count).map(Some),
+        false => Ok(None),
     }
+}
+
+/// `count` points at infinity (all-zero memory, halo2curves' encoding of the identity) in
+/// memory obtained zeroed from the allocator, when the layout check passed.
+///
+/// # Errors
+///
+/// [`Error::OutOfMemory`] when the allocator cannot provide the memory.
+pub(crate) fn zeroed_points(count: usize) -> Result<Option<Vec<G1Affine>>> {
+    match layout_matches_for::<G1Affine>() {
+        true => zeroed_plain(count).map(Some),
+        false => Ok(None),
+    }
+}
+
+/// `count` all-zero values of `T` from the allocator's zeroed memory.
+fn zeroed_plain<T: PlainLimbs>(count: usize) -> Result<Vec<T>> {
     let out_of_memory = || Error::OutOfMemory {
-        what: "field elements",
-        bytes: (count as u64).saturating_mul(FR_BYTES as u64),
+        what: T::WHAT,
+        bytes: (count as u64).saturating_mul(T::BYTES as u64),
     };
     if count == 0 {
-        return Ok(Some(Vec::new()));
+        return Ok(Vec::new());
     }
-    let layout = Layout::array::<Fr>(count).map_err(|_| out_of_memory())?;
-    // SAFETY: `layout` has a non-zero size (`count > 0` and `Fr` is 32 bytes).
+    let layout = Layout::array::<T>(count).map_err(|_| out_of_memory())?;
+    // SAFETY: `layout` has a non-zero size (`count > 0`, and `T` is 32 or 64 bytes).
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
     if ptr.is_null() {
         return Err(out_of_memory());
     }
-    // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<Fr>(count)`,
-    // that is `Fr`'s alignment and `count * size_of::<Fr>()` bytes, exactly what
+    // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<T>(count)`,
+    // that is `T`'s alignment and `count * size_of::<T>()` bytes, exactly what
     // `Vec::from_raw_parts` requires of a vector of capacity `count` (its deallocation uses
-    // the same layout). The `count` elements are initialised: the memory is zeroed, and
-    // all-zero limbs are `Fr::ZERO`'s memory (`layout_matches` checked `Fr::ZERO`'s view;
-    // the test `zeroed_vectors_hold_zero_and_can_grow_and_drop` checks the values). The
-    // pointer has no other owner.
-    Ok(Some(unsafe {
-        Vec::from_raw_parts(ptr.cast::<Fr>(), count, count)
-    }))
+    // the same layout). The `count` values are initialised: the memory is zeroed, and `T` is
+    // plain limbs (`PlainLimbs`: any bytes are a value; all-zero limbs are `Fr::ZERO` and the
+    // identity point, which `layout_matches_for` checks before this is called for users, and
+    // the tests `zeroed_vectors_hold_zero_and_can_grow_and_drop` and
+    // `zeroed_points_are_the_identity` check). The pointer has no other owner.
+    Ok(unsafe { Vec::from_raw_parts(ptr.cast::<T>(), count, count) })
 }
 
 /// Memory for elements not yet initialised (a vector's spare capacity) as bytes not yet
@@ -161,21 +280,22 @@ pub(crate) unsafe fn set_len_after_fill(values: &mut Vec<Fr>, count: usize) {
     unsafe { values.set_len(count) }
 }
 
-fn bytes_of(values: &[Fr]) -> &[u8] {
-    // SAFETY: `Fr` is 32 bytes with no padding (its size equals its one `[u64; 4]` field's,
+fn bytes_of<T: PlainLimbs>(values: &[T]) -> &[u8] {
+    // SAFETY: `T` is plain limbs with no padding (`PlainLimbs`: its size is its limbs',
     // compile-time asserts above), so every byte of `values` is initialised; `u8` has
     // alignment 1; the length is the same memory's in bytes and the borrow is shared for the
-    // same lifetime. The test `views_agree_with_halo2curves_encoding` checks the bytes.
+    // same lifetime. The tests `views_agree_with_halo2curves_encoding` check the bytes.
     unsafe {
         std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
     }
 }
 
-fn bytes_of_mut(values: &mut [Fr]) -> &mut [u8] {
-    // SAFETY: as in `bytes_of`; in addition, `Fr` is plain limbs without invalid bit
-    // patterns (every `[u64; 4]` is a valid value of its one field), so any bytes written
-    // through the view leave valid `Fr`s. The borrow is exclusive for the same lifetime.
-    // The test `writing_through_the_view_sets_elements` checks it.
+fn bytes_of_mut<T: PlainLimbs>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `bytes_of`; in addition, `T` is plain limbs without invalid bit patterns
+    // (every `[u64; 4]` is a valid value of `Fr`'s one field and of each coordinate of a
+    // point), so any bytes written through the view leave valid values. The borrow is
+    // exclusive for the same lifetime. The tests `writing_through_the_view_sets_elements` and
+    // `writing_through_the_view_sets_points` check it.
     unsafe {
         std::slice::from_raw_parts_mut(
             values.as_mut_ptr().cast::<u8>(),
@@ -259,5 +379,68 @@ mod tests {
             values.shrink_to_fit();
             assert_eq!(values.last(), Some(&Fr::ONE));
         }
+    }
+}
+
+#[cfg(test)]
+mod point_tests {
+    use super::*;
+
+    fn layout_matches() -> bool {
+        layout_matches_for::<G1Affine>()
+    }
+
+    fn as_raw_bytes(points: &[G1Affine]) -> Option<&[u8]> {
+        layout_matches().then(|| bytes_of(points))
+    }
+
+    fn as_raw_bytes_mut(points: &mut [G1Affine]) -> Option<&mut [u8]> {
+        points_as_raw_bytes_mut(points)
+    }
+
+    fn zeroed(count: usize) -> Result<Option<Vec<G1Affine>>> {
+        zeroed_points(count)
+    }
+
+    fn points(count: u64) -> Vec<G1Affine> {
+        let generator = G1::from(G1Affine::generator());
+        (1..=count)
+            .map(|i| (generator * Fr::from(i * 0x9e37_79b9 + 1)).to_affine())
+            .collect()
+    }
+
+    #[test]
+    fn the_layout_check_passes_on_this_target() {
+        assert!(layout_matches());
+    }
+
+    #[test]
+    fn views_agree_with_halo2curves_encoding() {
+        let points = points(50);
+        let bytes = as_raw_bytes(&points).unwrap();
+        for (point, chunk) in points.iter().zip(bytes.chunks_exact(G1_BYTES)) {
+            assert_eq!(chunk, point.to_raw_bytes());
+        }
+    }
+
+    #[test]
+    fn writing_through_the_view_sets_points() {
+        let points = points(50);
+        let encoded: Vec<u8> = points.iter().flat_map(|p| p.to_raw_bytes()).collect();
+        let mut target = zeroed(points.len()).unwrap().unwrap();
+        as_raw_bytes_mut(&mut target)
+            .unwrap()
+            .copy_from_slice(&encoded);
+        assert_eq!(target, points);
+    }
+
+    #[test]
+    fn zeroed_points_are_the_identity() {
+        let zeros = zeroed(1000).unwrap().unwrap();
+        assert!(zeros.iter().all(|p| *p == G1Affine::identity()));
+        assert!(matches!(
+            zeroed(usize::MAX / 32),
+            Err(Error::OutOfMemory { .. })
+        ));
     }
 }
