@@ -122,22 +122,11 @@ impl RawBytesCodec {
     ) -> Result<K> {
         let import = || {
             let file = File::open(path).during("open")?;
-            let len = file.metadata().during("read the metadata of")?.len();
-            if len > options.limits.max_payload_bytes {
-                return Err(Error::LimitExceeded {
-                    what: "key file length",
-                    requested: len,
-                    limit: options.limits.max_payload_bytes,
-                });
-            }
             let context = self.import_context::<C>(K::KIND, circuit_params, options);
-            let mut payload =
-                PayloadReader::from_file(&file, len, options.buffers.file_read_capacity());
-            let key = self.decode(&mut payload, &context)?;
-            match payload.remaining() {
-                0 => K::from_key(key),
-                count => Err(Error::TrailingBytes { count }),
-            }
+            headerless(&file, options, "key file length", |payload| {
+                self.decode(payload, &context)
+            })
+            .and_then(K::from_key)
         };
         import().map_err(|err| err.at_path(path))
     }
@@ -197,26 +186,12 @@ impl RawBytesCodec {
     ///
     /// As [`RawBytesCodec::import_params_file`], naming no path.
     pub fn import_params_from(&self, file: &File, options: &LoadOptions) -> Result<KzgParams> {
-        let import = || {
-            let len = file.metadata().during("read the metadata of")?.len();
-            if len > options.limits.max_payload_bytes {
-                return Err(Error::LimitExceeded {
-                    what: "parameters file length",
-                    requested: len,
-                    limit: options.limits.max_payload_bytes,
-                });
-            }
-            let context = self.params_context(options);
-            let mut payload =
-                PayloadReader::from_file(file, len, options.buffers.file_read_capacity());
-            let params = self.decode_params(&mut payload, &context)?;
-            if let count @ 1.. = payload.remaining() {
-                return Err(Error::TrailingBytes { count });
-            }
-            codec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
-            Ok(params)
-        };
-        import()
+        let context = self.params_context(options);
+        let params = headerless(file, options, "parameters file length", |payload| {
+            self.decode_params(payload, &context)
+        })?;
+        codec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+        Ok(params)
     }
 
     fn params_context(&self, options: &LoadOptions) -> DecodeContext {
@@ -314,5 +289,29 @@ fn encoding_of(mode: WireMode) -> FieldEncoding {
         FieldEncoding::Canonical
     } else {
         FieldEncoding::Raw
+    }
+}
+/// The one framing of a headerless halo2 file (a key or parameters): the file's length,
+/// within [`Limits::max_payload_bytes`](codec_core::Limits), bounds every allocation up front;
+/// `decode` reads through a reader of exactly that length; bytes left after it are an error.
+fn headerless<T>(
+    file: &File,
+    options: &LoadOptions,
+    what: &'static str,
+    decode: impl FnOnce(&mut PayloadReader<'_>) -> Result<T>,
+) -> Result<T> {
+    let len = file.metadata().during("read the metadata of")?.len();
+    if len > options.limits.max_payload_bytes {
+        return Err(Error::LimitExceeded {
+            what,
+            requested: len,
+            limit: options.limits.max_payload_bytes,
+        });
+    }
+    let mut payload = PayloadReader::from_file(file, len, options.buffers.file_read_capacity());
+    let decoded = decode(&mut payload)?;
+    match payload.remaining() {
+        0 => Ok(decoded),
+        count => Err(Error::TrailingBytes { count }),
     }
 }
