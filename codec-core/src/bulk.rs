@@ -22,8 +22,8 @@ use halo2curves::bn256::Fr;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::{Error, Result};
+use crate::memory::FR_BYTES;
 use crate::poly_hash::PolyHasher;
-use crate::raw_view::FR_BYTES;
 use crate::source::{Dst, ReadAt};
 
 /// One span of a bulk read ([`PayloadReader::read_spans`](crate::backend_api::PayloadReader::read_spans)),
@@ -200,7 +200,10 @@ pub(crate) fn read_spans(
             // `a_source_that_hands_back_other_memory_is_refused`. Any 32 bytes are a valid `Fr`
             // (`uninit_bytes_mut` returned a view only because `Fr`'s memory is its raw
             // encoding, see `raw_view`).
-            unsafe { crate::raw_view::set_len_after_fill(values, count) };
+            #[allow(unsafe_code)] // the one use of `unsafe` outside `memory`
+            unsafe {
+                crate::memory::set_len_after_fill(values, count)
+            };
         }
     }
     let recorded = match record {
@@ -318,7 +321,7 @@ fn segments_of<'s>(
                     .ok_or_else(|| {
                         Error::Internal("a polynomial's vector is smaller than its span".into())
                     })?;
-                let raw = crate::raw_view::uninit_bytes_mut(spare).ok_or_else(|| {
+                let raw = crate::memory::uninit_bytes_mut(spare).ok_or_else(|| {
                     Error::Internal("bulk reads need the raw layout of field elements".into())
                 })?;
                 for (number, dst) in raw.chunks_mut(step).enumerate() {
@@ -547,7 +550,7 @@ fn read_request<'s>(
 ) {
     for dst in &mut request.dsts {
         if let Dst::Uninit(buf) = dst {
-            crate::source::populate(buf);
+            crate::memory::populate(buf);
         }
     }
     // Where each destination is: a source must hand back exactly these (see `run`'s use).
@@ -895,7 +898,7 @@ mod tests {
             let recorded = reader.recorded_polynomials().unwrap();
             let expected: Vec<[u8; 32]> = polys
                 .iter()
-                .map(|p| *blake3::hash(crate::raw_view::as_raw_bytes(p).unwrap()).as_bytes())
+                .map(|p| *blake3::hash(crate::memory::as_raw_bytes(p).unwrap()).as_bytes())
                 .collect();
             assert_eq!(recorded, expected, "{name}");
         }

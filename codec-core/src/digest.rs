@@ -206,7 +206,7 @@ pub(crate) fn pk_digest(vk: KeyDigest, polys: &[[u8; 32]]) -> KeyDigest {
 /// The hash of one polynomial from its values in memory (hashed in parallel).
 pub(crate) fn hash_values(values: &[Fr]) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
-    match crate::raw_view::as_raw_bytes(values) {
+    match crate::memory::as_raw_bytes(values) {
         Some(bytes) => {
             hasher.update_rayon(bytes);
         }

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::options::Validation;
 
 /// Bytes of one encoded scalar field element (either encoding).
-pub use crate::raw_view::FR_BYTES;
+pub use crate::memory::FR_BYTES;
 /// Bytes of one raw (uncompressed, Montgomery) G1 point.
 pub(crate) const G1_RAW_BYTES: usize = 64;
 /// Bytes of one compressed G1 point.
@@ -207,7 +207,7 @@ pub fn encode_fr_chunk(values: &[Fr], encoding: FieldEncoding, out: &mut Vec<[u8
 ///
 /// [`Error::OutOfMemory`] when the allocator cannot provide it (instead of aborting).
 pub fn zeros(count: usize) -> Result<Vec<Fr>> {
-    if let Some(mut values) = crate::raw_view::zeroed(count)? {
+    if let Some(mut values) = crate::memory::zeroed(count)? {
         values
             .par_chunks_mut(1 << 14)
             .for_each(|chunk| chunk.fill(Fr::ZERO));
@@ -296,7 +296,7 @@ pub fn write_fr_slice(
     encoding: FieldEncoding,
 ) -> io::Result<()> {
     if encoding == FieldEncoding::Raw {
-        if let Some(bytes) = crate::raw_view::as_raw_bytes(values) {
+        if let Some(bytes) = crate::memory::as_raw_bytes(values) {
             return out.write_all(bytes);
         }
     }

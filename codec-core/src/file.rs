@@ -157,21 +157,7 @@ impl<'f> Writeback<'f> {
             i64::try_from(self.pending),
             i64::try_from(self.position - self.pending),
         ) {
-            use std::os::fd::AsRawFd;
-            // SAFETY: `sync_file_range` reads and writes no memory of this process: it takes
-            // the descriptor of a file this writer borrows (so open for the whole call) and
-            // three integers, and only starts writing the range's dirty pages back
-            // (`SYNC_FILE_RANGE_WRITE`: no waiting, nothing dropped from the page cache). A
-            // bad range or descriptor is an error it returns, ignored here: a hint. The test
-            // `saves_that_start_writeback_write_every_byte` checks the file.
-            let _ = unsafe {
-                libc::sync_file_range(
-                    self.file.as_raw_fd(),
-                    offset,
-                    len,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                )
-            };
+            crate::memory::start_writeback(self.file, offset, len);
         }
         self.pending = self.position;
     }

@@ -26,13 +26,11 @@
 //! lengths and checksums are still checked. The checksum detects corruption, not a
 //! different valid key for a circuit with the same fingerprint.
 
-// `unsafe` is denied but where memory is viewed or filled without a copy: the one view of
-// scalars and points as bytes, the bulk read's one `set_len`, the uninitialised reads and
-// the kernel hints.
+// `unsafe` is denied but in `memory` (views of memory as bytes, memory filled without being
+// zeroed, the kernel hints) and the bulk read's one `set_len` on `memory`'s contract.
 #![deny(unsafe_code)]
 
 mod assembly;
-#[allow(unsafe_code)]
 mod bulk;
 mod circuit;
 mod codec;
@@ -40,18 +38,16 @@ mod container;
 mod digest;
 mod error;
 mod field;
-#[allow(unsafe_code)]
 mod file;
 mod ids;
+#[allow(unsafe_code)]
+mod memory;
 mod ops;
 mod options;
 mod params;
 mod payload;
 mod pk_parts;
 mod poly_hash;
-#[allow(unsafe_code)]
-mod raw_view;
-#[allow(unsafe_code)]
 mod source;
 mod vk_layout;
 mod vk_parts;
@@ -155,7 +151,7 @@ pub mod backend_api {
 
     /// Scalars viewed as their raw bytes, where that is proven sound.
     pub mod raw_view {
-        pub use crate::raw_view::{as_raw_bytes_mut, as_raw_elements, zeroed};
+        pub use crate::memory::{as_raw_bytes_mut, as_raw_elements, zeroed};
     }
 
     /// The verifying key's data in halo2-axiom's own byte layout.

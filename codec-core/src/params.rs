@@ -147,8 +147,8 @@ pub fn read_g1_points(
     let point_bytes = encoding.point_bytes();
     reader.ensure_available(count as u128 * point_bytes as u128, context)?;
     if encoding == FieldEncoding::Raw && reader.length_verified() {
-        if let Some(mut points) = crate::raw_view::zeroed_points(count)? {
-            let bytes = crate::raw_view::points_as_raw_bytes_mut(&mut points)
+        if let Some(mut points) = crate::memory::zeroed_points(count)? {
+            let bytes = crate::memory::points_as_raw_bytes_mut(&mut points)
                 .ok_or(Error::InvalidPoint { context })?;
             reader.read_polynomial(
                 bytes,

@@ -455,7 +455,7 @@ impl<'a> PayloadReader<'a> {
         let total: u128 = spans.iter().map(Span::len).sum();
         self.ensure_available(total, context)?;
         let total = u64::try_from(total).map_err(|_| Error::Truncated { context })?;
-        let bulk = self.length_verified && crate::raw_view::layout_matches();
+        let bulk = self.length_verified && crate::memory::layout_matches();
         let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
         let record = self.polynomials.is_some();
         let read = match (&mut self.source, bulk) {
@@ -777,8 +777,8 @@ fn read_elements(
 ) -> Result<Vec<Fr>> {
     reader.ensure_available(count as u128 * FR_BYTES as u128, context)?;
     if encoding == FieldEncoding::Raw && reader.prealloc(count) == count {
-        if let Some(mut values) = crate::raw_view::zeroed(count)? {
-            let bytes = crate::raw_view::as_raw_bytes_mut(&mut values)
+        if let Some(mut values) = crate::memory::zeroed(count)? {
+            let bytes = crate::memory::as_raw_bytes_mut(&mut values)
                 .ok_or(Error::InvalidFieldElement { context })?;
             let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
             if polynomial {
@@ -813,7 +813,7 @@ fn read_elements(
         decode_fr_chunk(bytes, encoding, validation, context, &mut values)?;
         if let Some(hasher) = &hasher {
             let new = values.get(start..).unwrap_or_default();
-            match crate::raw_view::as_raw_bytes(new) {
+            match crate::memory::as_raw_bytes(new) {
                 Some(raw) => hasher.add(start * FR_BYTES, raw),
                 None => {
                     encode_fr_chunk(new, FieldEncoding::Raw, &mut encoded);

@@ -49,7 +49,7 @@ pub trait ReadAt: Sync {
         buf: &'b mut [MaybeUninit<u8>],
         offset: u64,
     ) -> io::Result<&'b mut [u8]> {
-        let zeroed = zero(buf);
+        let zeroed = crate::memory::zero(buf);
         self.read_exact_at(zeroed, offset)?;
         Ok(zeroed)
     }
@@ -137,41 +137,6 @@ impl Dst<'_> {
     }
 }
 
-/// Asks the kernel to map every page of `buf` now (Linux, `MADV_POPULATE_WRITE`), in one
-/// call, instead of one page fault per page as a read writes it; a hint, ignored where the
-/// kernel does not support it.
-pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
-        let end = (buf.as_ptr() as usize + buf.len()) / PAGE * PAGE;
-        if end > start {
-            // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
-            // (`&mut`) and that belongs to a live allocation; `MADV_POPULATE_WRITE` only
-            // faults its pages in (as writing them would), it changes no byte of them.
-            let _ = unsafe {
-                rustix::mm::madvise(
-                    start as *mut std::ffi::c_void,
-                    end - start,
-                    rustix::mm::Advice::LinuxPopulateWrite,
-                )
-            };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = buf;
-}
-
-/// `buf` with every byte set to zero, as initialised bytes.
-pub(crate) fn zero(buf: &mut [MaybeUninit<u8>]) -> &mut [u8] {
-    for byte in buf.iter_mut() {
-        byte.write(0);
-    }
-    // SAFETY: the loop above wrote every byte of `buf`.
-    unsafe { buf.assume_init_mut() }
-}
-
 #[cfg(unix)]
 impl ReadAt for File {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -188,21 +153,7 @@ impl ReadAt for File {
         buf: &'b mut [MaybeUninit<u8>],
         offset: u64,
     ) -> io::Result<&'b mut [u8]> {
-        let mut filled = 0;
-        while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
-            match rustix::io::pread(self, rest, offset + filled as u64) {
-                Ok(([], _)) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok((read, _)) => filled += read.len(),
-                Err(rustix::io::Errno::INTR) => {}
-                Err(err) => return Err(err.into()),
-            }
-        }
-        // SAFETY: the loop ends only when `filled == buf.len()`, and `pread` wrote each of the
-        // `filled` bytes: rustix returns as initialised exactly the prefix the kernel said it
-        // wrote, and the next read starts right after it. The test
-        // `uninitialised_reads_fill_every_byte` checks the result byte for byte, short reads
-        // included.
-        Ok(unsafe { buf.assume_init_mut() })
+        crate::memory::pread_uninit(self, buf, offset)
     }
 }
 

@@ -1,5 +1,9 @@
-//! Scalars and G1 points viewed as their raw bytes, without conversion: the bulk path of the
-//! raw encoding, for keys (scalars) and parameters (points).
+//! Every `unsafe` of the core but one call (the bulk read's `set_len`, on this module's
+//! contract): memory viewed as bytes, memory filled without being zeroed first, and the two
+//! kernel hints about memory and files (`MADV_POPULATE_WRITE`, `sync_file_range`).
+//!
+//! Scalars and G1 points are viewed as their raw bytes, without conversion: the bulk path of
+//! the raw encoding, for keys (scalars) and parameters (points).
 //!
 //! halo2's `RawBytes` stores a scalar as its Montgomery limbs, little-endian, which is exactly
 //! how `Fr` (`struct Fr([u64; 4])` in halo2curves) sits in memory on a little-endian machine,
@@ -302,6 +306,86 @@ fn bytes_of_mut<T: PlainLimbs>(values: &mut [T]) -> &mut [u8] {
             std::mem::size_of_val(values),
         )
     }
+}
+
+/// Asks the kernel to map every page of `buf` now (Linux, `MADV_POPULATE_WRITE`), in one
+/// call, instead of one page fault per page as a read writes it; a hint, ignored where the
+/// kernel does not support it.
+pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (buf.as_ptr() as usize + buf.len()) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
+            // (`&mut`) and that belongs to a live allocation; `MADV_POPULATE_WRITE` only
+            // faults its pages in (as writing them would), it changes no byte of them.
+            let _ = unsafe {
+                rustix::mm::madvise(
+                    start as *mut std::ffi::c_void,
+                    end - start,
+                    rustix::mm::Advice::LinuxPopulateWrite,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
+/// `buf` with every byte set to zero, as initialised bytes.
+pub(crate) fn zero(buf: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    for byte in buf.iter_mut() {
+        byte.write(0);
+    }
+    // SAFETY: the loop above wrote every byte of `buf`.
+    unsafe { buf.assume_init_mut() }
+}
+
+/// Fills `buf`, memory not yet initialised, with `file`'s bytes from `offset` by `pread`
+/// (Linux), returning it initialised: no zeroing pass first.
+///
+/// # Errors
+///
+/// `UnexpectedEof` when the file ends first; other I/O errors.
+#[cfg(target_os = "linux")]
+pub(crate) fn pread_uninit<'b>(
+    file: &std::fs::File,
+    buf: &'b mut [MaybeUninit<u8>],
+    offset: u64,
+) -> std::io::Result<&'b mut [u8]> {
+    let mut filled = 0;
+    while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
+        match rustix::io::pread(file, rest, offset + filled as u64) {
+            Ok(([], _)) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok((read, _)) => filled += read.len(),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    // SAFETY: the loop ends only when `filled == buf.len()`, and `pread` wrote each of the
+    // `filled` bytes: rustix returns as initialised exactly the prefix the kernel said it
+    // wrote, and the next read starts right after it. The test
+    // `uninitialised_reads_fill_every_byte` (in `source`) checks the result byte for byte,
+    // short reads included.
+    Ok(unsafe { buf.assume_init_mut() })
+}
+
+/// Asks the kernel to start writing `len` bytes of `file` from `offset` back to the disk
+/// (Linux `sync_file_range`, `SYNC_FILE_RANGE_WRITE`): a hint, its errors ignored.
+#[cfg(target_os = "linux")]
+pub(crate) fn start_writeback(file: &std::fs::File, offset: i64, len: i64) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `sync_file_range` reads and writes no memory of this process: it takes the
+    // descriptor of a file the caller borrows (so open for the whole call) and three
+    // integers, and only starts writing the range's dirty pages back (no waiting, nothing
+    // dropped from the page cache). A bad range or descriptor is an error it returns, ignored
+    // here: a hint. The test `saves_that_start_writeback_write_every_byte` (in `file`) checks
+    // the file.
+    let _ = unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+    };
 }
 
 #[cfg(test)]
