@@ -645,36 +645,43 @@ fn remote_rows_compare_with_the_download_and_the_local_load() {
     assert!(table.contains("cold start from storage"));
 }
 
+/// Runs the harness binary on a small workload (StandardPlonk at k = 8, rawbytes, one warm
+/// run), its cache in `cache`, with `extra` flags.
+fn run_small(cache: &Path, extra: &[&str]) -> std::process::Output {
+    let cache = cache.display().to_string();
+    let mut args = vec![
+        "--circuit",
+        "standard-plonk",
+        "--k",
+        "8",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--backends",
+        "rawbytes",
+        "--states",
+        "warm",
+        "--cache-dir",
+        &cache,
+    ];
+    args.extend_from_slice(extra);
+    std::process::Command::new(env!("CARGO_BIN_EXE_bench-harness"))
+        .args(&args)
+        .output()
+        .unwrap()
+}
+
 /// The load check can fail: told that the original has another digest than the key keygen
 /// produced, every load is `NO` and the harness exits non-zero. And the original is keygen's
 /// key: its digest is stored with the cached key, and a cached key that is not it is rebuilt.
 #[test]
 fn a_wrong_original_makes_the_harness_fail() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().display().to_string();
     let harness = |extra: &[&str]| {
-        let mut args = vec![
-            "--circuit",
-            "standard-plonk",
-            "--k",
-            "8",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--backends",
-            "rawbytes",
-            "--states",
-            "warm",
-            "--cache-dir",
-            &cache,
-            "--allow-debug-build",
-        ];
+        let mut args = vec!["--allow-debug-build"];
         args.extend_from_slice(extra);
-        std::process::Command::new(env!("CARGO_BIN_EXE_bench-harness"))
-            .args(&args)
-            .output()
-            .unwrap()
+        run_small(dir.path(), &args)
     };
     let right = harness(&[]);
     assert!(
@@ -716,30 +723,7 @@ fn a_wrong_original_makes_the_harness_fail() {
 #[test]
 fn an_unoptimised_harness_refuses_to_compare() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().to_string_lossy().into_owned();
-    let harness = |extra: &[&str]| {
-        let mut args = vec![
-            "--circuit",
-            "standard-plonk",
-            "--k",
-            "8",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--backends",
-            "rawbytes",
-            "--states",
-            "warm",
-            "--cache-dir",
-            &cache,
-        ];
-        args.extend_from_slice(extra);
-        std::process::Command::new(env!("CARGO_BIN_EXE_bench-harness"))
-            .args(&args)
-            .output()
-            .unwrap()
-    };
+    let harness = |extra: &[&str]| run_small(dir.path(), extra);
     if !cfg!(debug_assertions) {
         return; // an optimised test build: nothing to refuse
     }

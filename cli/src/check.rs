@@ -98,7 +98,8 @@ pub(crate) fn inspect(path: &Path) -> Result<Inspection, Failure> {
     inspect_open(&file, path)
 }
 
-/// [`inspect`] of a file already open (from its start), named `path`.
+/// [`inspect`] of a file already open, named `path` (its header is read where it is, the
+/// payload from right after it, whatever the cursor).
 ///
 /// # Errors
 ///
@@ -108,7 +109,6 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
         Failure::Io(format!("could not {what} {}: {err}", path.display()))
     };
     let mut file = file;
-    std::io::Seek::rewind(&mut file).map_err(|err| io("read", err))?;
     let file_bytes = file
         .metadata()
         .map_err(|err| io("read the metadata of", err))?

@@ -346,6 +346,18 @@ struct Planned<'s> {
     reads: Vec<(usize, &'s mut [u8], u64)>,
 }
 
+impl Planned<'_> {
+    /// A plan with room for `segments` segments.
+    fn with_capacity(segments: usize) -> Self {
+        Planned {
+            requests: Vec::new(),
+            items: Vec::with_capacity(segments),
+            roles: Vec::with_capacity(segments),
+            reads: Vec::new(),
+        }
+    }
+}
+
 /// From a source whose requests are costly: adjacent segments together, in requests of
 /// about a share of the payload per thread (two or more each), within the piece size.
 fn coalesced<'s>(segments: Vec<Segment<'s>>, total: u64, workers: &Workers<'_>) -> Planned<'s> {
@@ -355,12 +367,7 @@ fn coalesced<'s>(segments: Vec<Segment<'s>>, total: u64, workers: &Workers<'_>) 
     );
     let share = usize::try_from(total / (2 * threads.max(1) as u64)).unwrap_or(usize::MAX);
     let target = share.clamp(MIN_REQUEST, workers.piece.max(MIN_REQUEST));
-    let mut planned = Planned {
-        requests: Vec::new(),
-        items: Vec::with_capacity(segments.len()),
-        roles: Vec::with_capacity(segments.len()),
-        reads: Vec::new(),
-    };
+    let mut planned = Planned::with_capacity(segments.len());
     for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
         planned.items.push(Item::Segment(index));
         planned.roles.push((role, offset));
@@ -382,12 +389,7 @@ fn coalesced<'s>(segments: Vec<Segment<'s>>, total: u64, workers: &Workers<'_>) 
 /// From a file or memory: the small spans apart (read first, at once), then one request per
 /// piece.
 fn one_request_a_piece(segments: Vec<Segment<'_>>) -> Planned<'_> {
-    let mut planned = Planned {
-        requests: Vec::new(),
-        items: Vec::with_capacity(segments.len()),
-        roles: Vec::with_capacity(segments.len()),
-        reads: Vec::new(),
-    };
+    let mut planned = Planned::with_capacity(segments.len());
     for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
         planned.roles.push((role, offset));
         match (role, dst) {

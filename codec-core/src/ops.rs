@@ -88,15 +88,11 @@ pub trait KeyCodecExt: KeyCodec {
     ///
     /// As [`KeyCodecExt::load`].
     fn load_params(&self, path: &Path, options: &LoadOptions) -> Result<KzgParams> {
-        with_file(path, options, |input| {
-            into_params(container::read(
-                self,
-                Request::of(KeyKind::Params),
-                None,
-                input,
-                options,
-            )?)
-        })
+        let open = || {
+            let file = File::open(path).during("open")?;
+            self.load_params_from(&file, options)
+        };
+        open().map_err(|err: Error| err.at_path(path))
     }
 
     /// Loads KZG parameters from a file already open (its whole length), as
@@ -107,18 +103,15 @@ pub trait KeyCodecExt: KeyCodec {
     ///
     /// As [`KeyCodecExt::load_params`], naming no path (the caller knows it).
     fn load_params_from(&self, file: &File, options: &LoadOptions) -> Result<KzgParams> {
-        let len = file.metadata().during("read the metadata of")?.len();
-        into_params(container::read(
-            self,
-            Request::of(KeyKind::Params),
-            None,
-            Input::At {
-                source: file,
-                len,
-                buffer: options.buffers.file_read_capacity(),
-            },
-            options,
-        )?)
+        with_open_file(file, options, |input| {
+            into_params(container::read(
+                self,
+                Request::of(KeyKind::Params),
+                None,
+                input,
+                options,
+            )?)
+        })
     }
 
     /// Decodes KZG parameters from a container held in memory.
@@ -170,18 +163,15 @@ pub trait KeyCodecExt: KeyCodec {
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> Result<K> {
-        let len = file.metadata().during("read the metadata of")?.len();
-        into_key(container::read(
-            self,
-            Request::of(K::KIND),
-            Some(configure::<C>(circuit_params)),
-            Input::At {
-                source: file,
-                len,
-                buffer: options.buffers.file_read_capacity(),
-            },
-            options,
-        )?)
+        with_open_file(file, options, |input| {
+            into_key(container::read(
+                self,
+                Request::of(K::KIND),
+                Some(configure::<C>(circuit_params)),
+                input,
+                options,
+            )?)
+        })
     }
 
     /// Loads a key from `path` as [`KeyCodecExt::load`] does, and returns its digest too
@@ -338,14 +328,24 @@ fn with_file<T>(
 ) -> Result<T> {
     let open = || {
         let file = File::open(path).during("open")?;
-        let len = file.metadata().during("read the metadata of")?.len();
-        read(Input::At {
-            source: &file,
-            len,
-            buffer: options.buffers.file_read_capacity(),
-        })
+        with_open_file(&file, options, read)
     };
     open().map_err(|err: Error| err.at_path(path))
+}
+
+/// Reads `file` (its whole length) as a positioned source, small reads through a buffer of
+/// the options' capacity; errors name no path.
+fn with_open_file<T>(
+    file: &File,
+    options: &LoadOptions,
+    read: impl FnOnce(Input<'_>) -> Result<T>,
+) -> Result<T> {
+    let len = file.metadata().during("read the metadata of")?.len();
+    read(Input::At {
+        source: file,
+        len,
+        buffer: options.buffers.file_read_capacity(),
+    })
 }
 
 /// Loads a key from a file as `request` asks; its digest when computed.

@@ -261,7 +261,7 @@ pub fn damaged_files_are_refused<K: KeyCodec + ?Sized>(codec: &K) {
 
 /// Whether a load of a bit-flipped file failed the way corruption must: a checksum, the
 /// magic or the version (the header fields checked before its checksum).
-fn reported_as_corruption<T>(result: &Result<T>) -> bool {
+pub fn reported_as_corruption<T>(result: &Result<T>) -> bool {
     matches!(
         result,
         Err(Error::HeaderChecksum
@@ -577,8 +577,8 @@ impl ChangingFile {
 
 #[cfg(unix)]
 /// Changes the file at `path` in place (the same inode a reader has open).
-/// Truncates or rewrites the file; returns the moment the file began to change.
-fn apply(path: &Path, change: Change) -> std::time::Instant {
+/// Truncates the file to half, or rewrites its payload (every byte flipped).
+fn apply(path: &Path, change: Change) {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -586,21 +586,15 @@ fn apply(path: &Path, change: Change) -> std::time::Instant {
         .expect("open to change");
     let len = file.metadata().expect("metadata").len();
     match change {
-        Change::Truncate => {
-            let at = std::time::Instant::now();
-            file.set_len(len / 2).expect("truncate");
-            at
-        }
+        Change::Truncate => file.set_len(len / 2).expect("truncate"),
         Change::Rewrite => {
             use std::os::unix::fs::FileExt;
             let mut payload = vec![0u8; (len - HEADER_LEN as u64) as usize];
             file.read_exact_at(&mut payload, HEADER_LEN as u64)
                 .expect("read to rewrite");
             payload.iter_mut().for_each(|byte| *byte ^= 0x5a);
-            let at = std::time::Instant::now();
             file.write_all_at(&payload, HEADER_LEN as u64)
                 .expect("rewrite");
-            at
         }
     }
 }

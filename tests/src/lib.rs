@@ -99,3 +99,12 @@ pub fn with_values(pk: &ProvingKey<G1Affine>, values: &[Fr]) -> ProvingKey<G1Aff
         ),
     )
 }
+
+/// The error's message, or nothing for a success: what an assertion on a refusal prints.
+pub fn error_text<T, E: std::fmt::Display>(result: &Result<T, E>) -> String {
+    result
+        .as_ref()
+        .err()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}

@@ -421,11 +421,7 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
     let wrong = ParamsPin::Digest(KeyDigest([7; 32]));
     for path in [&container, &published] {
         let refused = open_params(path, &params_options(None, Some(wrong)));
-        let message = refused
-            .as_ref()
-            .err()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let message = keycodec_tests::error_text(&refused);
         assert!(
             matches!(&refused, Err(Error::DigestMismatch { kind: keycodec::KeyKind::Params, path: Some(named), .. }) if named == path),
             "{message}"

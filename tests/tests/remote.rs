@@ -616,11 +616,7 @@ fn a_tampered_or_truncated_download_is_refused_and_never_cached() {
         );
         // The truncated one is refused before it is downloaded: its size is not what its
         // first bytes say the parameters hold.
-        let named = refused
-            .as_ref()
-            .err()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let named = keycodec_tests::error_text(&refused);
         assert!(
             match name {
                 "tampered.srs" =>

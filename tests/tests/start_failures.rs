@@ -283,11 +283,7 @@ fn a_lock_held_too_long_is_reported_naming_its_holder() {
         &fixture.circuit,
         &options,
     );
-    let message = result
-        .as_ref()
-        .err()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let message = keycodec_tests::error_text(&result);
     assert!(
         matches!(&result, Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::TimedOut),
         "{message}"
@@ -430,11 +426,7 @@ mod remote {
             for pin in [Some(pin), None] {
                 let cache = tempfile::tempdir().unwrap();
                 let refused = params_at(&url, cache.path(), None, pin);
-                let message = refused
-                    .as_ref()
-                    .err()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
+                let message = keycodec_tests::error_text(&refused);
                 assert!(
                     matches!(
                         refused.as_ref().map_err(Error::cause),
@@ -551,11 +543,7 @@ mod remote {
         let cache = tempfile::tempdir().unwrap();
         let pin = Some(ParamsPin::Sha256(sha256(&bytes)));
         let refused = params_at(&url, cache.path(), Some(k + 1), pin);
-        let message = refused
-            .as_ref()
-            .err()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let message = keycodec_tests::error_text(&refused);
         assert!(
             matches!(
                 refused.as_ref().map_err(Error::cause),

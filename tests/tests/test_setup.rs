@@ -27,11 +27,7 @@ fn parameters_from_gen_srs_are_refused_unless_allowed() {
     assert!(file.exists(), "gen_srs wrote the ceremony file's name");
 
     let refused = open_params(&file, &ParamsOptions::default());
-    let message = refused
-        .as_ref()
-        .err()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let message = keycodec_tests::error_text(&refused);
     assert!(
         matches!(&refused, Err(Error::TestSetup { origin }) if origin.contains("gen_srs"))
             && message.contains("allow_test_setup"),
