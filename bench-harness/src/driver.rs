@@ -52,6 +52,7 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
     let mut runner = Runner::new(args.stopping(), args.replace, args.cold);
     let mut sizes = Vec::new();
     let mut remote_server = None;
+    let link = link_info(args)?;
     for k in args.sizes() {
         let (size, server) = run_size::<C>(args, k, &mut runner)?;
         sizes.push(size);
@@ -78,8 +79,31 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
         },
         sizes,
         remote_server,
+        link,
         harness_peak_rss_bytes: runner.harness_peak.max(rss::peak()),
     })
+}
+
+/// The link `--link` asks for, checked before anything is measured.
+fn link_info(args: &Args) -> Result<Option<crate::model::LinkInfo>, String> {
+    let Some(text) = &args.link else {
+        return Ok(None);
+    };
+    if !args.remote {
+        return Err("--link emulates a link to the S3 server of --remote: add --remote".into());
+    }
+    #[cfg(feature = "remote")]
+    {
+        let profile: keycodec_tests::link::LinkProfile = text.parse()?;
+        Ok(Some(crate::model::LinkInfo {
+            profile: profile.to_string(),
+            latency_s: profile.latency.as_secs_f64(),
+            per_stream_bytes_per_s: profile.per_stream,
+            total_bytes_per_s: profile.total,
+        }))
+    }
+    #[cfg(not(feature = "remote"))]
+    Err(format!("--link {text}: this build has no object storage"))
 }
 
 /// Measures everything at `k`.
@@ -164,7 +188,9 @@ fn run_size<C: Workload>(
     #[cfg(feature = "remote")]
     let remote_server = if args.remote {
         let buffer = buffers.first().copied().unwrap_or(keycodec::Size::mib(1));
-        let (remote, server) = crate::remote::rows::<C>(&inputs, runner, buffer, args.s3_server)?;
+        let link = args.link.as_deref().map(str::parse).transpose()?;
+        let (remote, server) =
+            crate::remote::rows::<C>(&inputs, runner, buffer, args.s3_server, link)?;
         rows.extend(remote.rows);
         saves.extend(remote.saves);
         Some(server)

@@ -138,6 +138,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = S3ServerName::S3sFs)]
     pub s3_server: S3ServerName,
 
+    /// With --remote: an emulated cloud link between the harness and the S3 server, as
+    /// LATENCY,PER_STREAM,TOTAL (latency added to every request's first byte, a cap per
+    /// connection, a cap for all together), or `cloud`: 40ms,10MB/s,160MB/s, an S3 stream of
+    /// ~80 MB/s and a ~13 Gbit/s link scaled by 1/8 to what loopback on two cores carries
+    #[arg(long, value_name = "LATENCY,PER_STREAM,TOTAL")]
+    pub link: Option<String>,
+
     /// Run one fresh-process load (JSON) and print what it measured: how the harness runs
     /// its fresh loads
     #[arg(long, hide = true)]

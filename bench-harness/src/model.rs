@@ -162,6 +162,19 @@ pub struct SizeReport {
     pub saves: Vec<SaveRow>,
 }
 
+/// The emulated link of the remote rows.
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkInfo {
+    /// As given: `40ms,10MB/s,160MB/s`.
+    pub profile: String,
+    /// Added to every request's time to first byte.
+    pub latency_s: f64,
+    /// Bytes per second one connection carries.
+    pub per_stream_bytes_per_s: f64,
+    /// Bytes per second all connections together carry: the cap remote rows are a fraction of.
+    pub total_bytes_per_s: f64,
+}
+
 /// A complete run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -181,6 +194,8 @@ pub struct Report {
     pub sizes: Vec<SizeReport>,
     /// The loopback S3 server of the remote rows (`s3s-fs`, or `moto`), if any.
     pub remote_server: Option<&'static str>,
+    /// The emulated link in front of it (`--link`), if any.
+    pub link: Option<LinkInfo>,
     /// The highest resident memory the harness reached, if measurable.
     pub harness_peak_rss_bytes: Option<u64>,
 }

@@ -13,6 +13,7 @@
 //! before each run) and a warm one; against what halo2's users do: download both files,
 //! then read them with halo2's readers (cold), or read the files already there (warm).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt};
 use keycodec::remote::{CacheOutcome, Remote};
 use keycodec::{Backend, KeyCodecExt, KeyDigest, Size, Validation};
+use keycodec_tests::link::{Link, LinkProfile};
 
 use crate::exec::Sample;
 use crate::measure::{self, load_options, Writer, Written};
@@ -41,6 +43,7 @@ pub fn rows<C: Workload>(
     runner: &mut Runner,
     buffer: Size,
     wanted: crate::S3ServerName,
+    link: Option<LinkProfile>,
 ) -> Result<(Measured, &'static str), String> {
     let (server, name) = match wanted {
         crate::S3ServerName::S3sFs => server(inputs.scratch)?,
@@ -49,7 +52,10 @@ pub fn rows<C: Workload>(
     let spinner = crate::fixture::spinner(format!("starting the loopback S3 server ({name})"));
     let s3 = server.get();
     let bucket = s3.bucket("harness");
-    let store = keycodec_tests::s3::store(&s3.endpoint(), &bucket);
+    // Every connection to either server crosses the one link.
+    let link = link.map(Link::new);
+    let front = |addr| link.as_ref().map_or(addr, |link| link.front(addr));
+    let store = keycodec_tests::s3::store(&format!("http://{}", front(s3.addr)), &bucket);
     let remote = Remote::new(Arc::clone(&store)).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     spinner.finish_and_clear();
@@ -83,6 +89,7 @@ pub fn rows<C: Workload>(
             server: &server,
             bucket: &bucket,
             remote: &remote,
+            front: &front,
         };
         let plan = start_plan::<C>(inputs, backend, &context, &publisher)?;
         let measured = runner.measure(&plan, buffer)?;
@@ -131,6 +138,8 @@ struct Publisher<'a> {
     server: &'a Server,
     bucket: &'a str,
     remote: &'a Remote,
+    /// The address clients reach a server's address by (through the link, if any).
+    front: &'a dyn Fn(SocketAddr) -> SocketAddr,
 }
 
 impl Publisher<'_> {
@@ -142,13 +151,21 @@ impl Publisher<'_> {
                 self.remote
                     .upload_file(file, &ObjectPath::from(name), &|_| {})
                     .map_err(|e| e.to_string())?;
-                Ok(S3Server::public_url(public.addr, self.bucket, name))
+                Ok(S3Server::public_url(
+                    (self.front)(public.addr),
+                    self.bucket,
+                    name,
+                ))
             }
             Server::Moto => {
                 let server = self.server.get();
                 let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
                 server.put_public(self.bucket, name, &bytes);
-                Ok(S3Server::public_url(server.addr, self.bucket, name))
+                Ok(S3Server::public_url(
+                    (self.front)(server.addr),
+                    self.bucket,
+                    name,
+                ))
             }
         }
     }
@@ -379,26 +396,23 @@ fn plan<'a, C: Workload>(
     Ok(plan)
 }
 
-/// Ranged GETs in flight for the floor: as many as a remote load keeps in flight
-/// (`RemoteOptions::concurrency`).
-const FLOOR_IN_FLIGHT: u64 = 8;
-
 /// The server's floor for the object at `at` (`size` bytes): ranged GETs at once, as many as
-/// a remote load keeps in flight, each into memory and dropped (nothing decoded, nothing
-/// written); seconds, and the bytes received.
+/// a remote load may keep in flight (`RemoteOptions::max_concurrency`), each into memory and
+/// dropped (nothing decoded, nothing written); seconds, and the bytes received.
 fn ranged_gets(
     store: &Arc<dyn ObjectStore>,
     runtime: &tokio::runtime::Runtime,
     at: &ObjectPath,
     size: u64,
 ) -> Result<(f64, u64), String> {
+    let lanes = keycodec::remote::RemoteOptions::default().max_concurrency as u64;
     // Each lane fetches a few ranges (two per lane, of 1 to 16 MiB): every lane busy to the
-    // end at any size, as a load sizes its requests.
-    let range = size.div_ceil(2 * FLOOR_IN_FLIGHT).clamp(1 << 20, 16 << 20);
+    // end at any size, as a download sizes its requests.
+    let range = size.div_ceil(2 * lanes).clamp(1 << 20, 16 << 20);
     let started = Instant::now();
     let received = runtime.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();
-        for lane in 0..FLOOR_IN_FLIGHT {
+        for lane in 0..lanes {
             let (store, at) = (Arc::clone(store), at.clone());
             tasks.spawn(async move {
                 let mut received = 0u64;
@@ -406,7 +420,7 @@ fn ranged_gets(
                 while start < size {
                     let end = (start + range).min(size);
                     received += store.get_range(&at, start..end).await?.len() as u64;
-                    start += FLOOR_IN_FLIGHT * range;
+                    start += lanes * range;
                 }
                 Ok::<u64, keycodec::remote::object_store::Error>(received)
             });

@@ -67,8 +67,15 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             "cold start from storage: parameters by URL + proving key in S3, through a cache",
         ),
     ] {
-        let title = match (kind, report.remote_server) {
-            (Kind::Remote | Kind::RemoteStart, Some(server)) => format!("{title}, server {server}"),
+        let title = match (kind, report.remote_server, &report.link) {
+            (Kind::Remote | Kind::RemoteStart, Some(server), None) => {
+                format!("{title}, server {server}")
+            }
+            (Kind::Remote | Kind::RemoteStart, Some(server), Some(link)) => format!(
+                "{title}, server {server} behind an emulated link {} (\"of link\": the \
+                 load's throughput over the link's total cap)",
+                link.profile
+            ),
             _ => title.to_owned(),
         };
         // keycodec's rows, then halo2's, then the floor (remote rows: by backend, as run).
@@ -170,6 +177,9 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 save.file_bytes,
             );
         }
+    }
+    if let Some(link) = &report.link {
+        link_fractions(out, size, link);
     }
     let limits = &size.limits;
     let gbps = |s: f64| limits.bytes as f64 / s / 1e9;
@@ -491,6 +501,39 @@ fn human_bytes(bytes: f64) -> String {
         b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
         b if b >= 1e6 => format!("{:.0} MB", b / 1e6),
         b => format!("{:.0} kB", b / 1e3),
+    }
+}
+
+/// The remote loads and uploads as fractions of the emulated link's total cap (medians).
+fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::LinkInfo) {
+    let of_link = |bytes: u64, seconds: f64| bytes as f64 / seconds / link.total_bytes_per_s;
+    let _ = writeln!(
+        out,
+        "\nover the emulated link {} (median throughput / {:.0} MB/s):",
+        link.profile,
+        link.total_bytes_per_s / 1e6
+    );
+    for row in size.rows.iter().filter(|row| row.kind == Kind::Remote) {
+        let _ = writeln!(
+            out,
+            "  {:<13} {:<16} {:<8} {:>5.0}% of the link ({:.3} s)",
+            row.backend,
+            row.mode,
+            row.validation,
+            100.0 * of_link(row.file_bytes, row.read_s),
+            row.read_s
+        );
+    }
+    for save in size.saves.iter().filter(|save| save.kind == Kind::Remote) {
+        let _ = writeln!(
+            out,
+            "  {:<13} {:<16} {:<8} {:>5.0}% of the link ({:.3} s)",
+            save.backend,
+            save.mode,
+            "-",
+            100.0 * of_link(save.file_bytes, save.save_s),
+            save.save_s
+        );
     }
 }
 

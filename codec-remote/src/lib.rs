@@ -27,6 +27,7 @@
 //! async task it returns [`Error::Internal`] rather than block the executor.
 
 mod cache;
+mod flow;
 mod object;
 mod upload;
 
@@ -49,36 +50,94 @@ use codec_core::backend_api::circuit::configure;
 use codec_core::header::{Header, HEADER_LEN};
 use codec_core::transport::{self, fingerprint, Decoded, Input, ItemRef, Request};
 use codec_core::{Error, HaloKey, KeyCodec, KeyDigest, KeyKind, KzgParams, LoadOptions, Result};
-use object::{ObjectSource, Tee};
+use flow::{Flow, Growth};
+use object::{Fetcher, ObjectSource, ReadAhead, Tee};
 use upload::UploadWriter;
 
-/// How a [`Remote`] transfers.
+/// How a [`Remote`] transfers. Requests in flight adapt to the link (see [`RemoteOptions::concurrency`]).
 #[derive(Clone, Copy, Debug)]
 pub struct RemoteOptions {
-    /// Bytes per part of an upload (S3 needs at least 5 MiB for every part but the last).
-    /// Default 16 MiB.
+    /// Bytes per part of an upload (S3 needs at least 5 MiB for every part but the last, and
+    /// at most 10,000 parts: 8 MiB parts make objects of up to 80 GiB); an upload of a file
+    /// whose size is known uses smaller parts for a smaller file (a share of it per part in
+    /// flight, at least 5 MiB), and larger ones where 10,000 would not hold it. Every part
+    /// but the last has the same size (as R2 requires). Default 8 MiB.
     pub part_size: usize,
-    /// Parts uploaded at once. A save holds about `part_size x (upload_concurrency + 1)`
-    /// bytes of parts. Default 4.
+    /// Parts uploaded at once at the start of an upload; more while the upload's throughput
+    /// grows with them, within [`RemoteOptions::memory`]. Default 16.
     pub upload_concurrency: usize,
-    /// Bytes per ranged GET of a load or a download: large enough that a request's
-    /// latency is small beside its transfer. Rounded to a power of two of at least 4 MiB.
-    /// Default 16 MiB.
+    /// The largest ranged GET of a load or a download; smaller objects are fetched in smaller
+    /// ranges (a share of the object per request in flight, at least 1 MiB). Rounded to a
+    /// power of two of at least 4 MiB. Default 16 MiB.
     pub range_size: usize,
-    /// Ranged GETs in flight at once (each on its own thread, where its bytes are checked
-    /// as they land). A load holds about `range_size x concurrency` bytes in flight beyond
-    /// the key. Default 8.
+    /// Ranged GETs in flight at the start of a load or a download. While the transfer's
+    /// throughput, measured as it runs, grows by 15% or more with each step, half as many
+    /// again are added, up to [`RemoteOptions::max_concurrency`]; when it stops growing, so
+    /// do they. Default 32 (one S3 stream carries 50-100 MB/s: 16 fill about 10 Gbit/s, 32
+    /// about 20 Gbit/s, with latency hidden behind the other requests).
     pub concurrency: usize,
+    /// The most ranged GETs in flight (each on its own thread, where its bytes are checked
+    /// as they land; at most 256). A load's requests land in the key's own memory, a
+    /// download's in its file: neither holds more for more requests. Default 64.
+    pub max_concurrency: usize,
+    /// Bytes a transfer may hold beyond the key itself: an upload's parts in flight, a
+    /// streamed decoder's reads ahead. Default 1 GiB.
+    pub memory: usize,
 }
 
 impl Default for RemoteOptions {
     fn default() -> Self {
         RemoteOptions {
-            part_size: 16 << 20,
-            upload_concurrency: 4,
+            part_size: 8 << 20,
+            upload_concurrency: 16,
             range_size: 16 << 20,
-            concurrency: 8,
+            concurrency: 32,
+            max_concurrency: 64,
+            memory: 1 << 30,
         }
+    }
+}
+
+/// The most bytes a streamed decoder's reads ahead hold (within [`RemoteOptions::memory`]):
+/// 64 windows of 1 MiB, enough to keep the most requests in flight.
+const READ_AHEAD: u64 = 64 << 20;
+
+/// The most requests in flight any transfer keeps (a bound on [`RemoteOptions::max_concurrency`]).
+pub(crate) const MAX_CONCURRENCY_CEILING: usize = 256;
+
+impl RemoteOptions {
+    /// The largest ranged GET, a power of two of at least the core's bulk step.
+    fn largest_range(&self) -> usize {
+        self.range_size
+            .max(transport::BULK_STEP)
+            .checked_next_power_of_two()
+            .unwrap_or(transport::BULK_STEP)
+    }
+
+    /// An upload's part for `size` bytes, if known (see [`RemoteOptions::part_size`]).
+    fn part_for(&self, size: Option<u64>) -> usize {
+        const SMALLEST: u64 = 5 << 20;
+        const MOST_PARTS: u64 = 10_000;
+        let configured = self.part_size.max(1) as u64;
+        let part = match size {
+            Some(size) => (size / (2 * self.upload_concurrency.max(1) as u64))
+                .clamp(SMALLEST.min(configured), configured)
+                .max(size.div_ceil(MOST_PARTS)),
+            None => configured,
+        };
+        usize::try_from(part).unwrap_or(usize::MAX)
+    }
+
+    /// The most requests in flight.
+    fn ceiling(&self) -> usize {
+        self.max_concurrency
+            .clamp(self.concurrency.max(1), MAX_CONCURRENCY_CEILING)
+    }
+
+    /// A download's range for an object of `size` bytes: about two per request the flow may
+    /// keep in flight, from 1 MiB to the largest range.
+    fn download_piece(&self, size: u64) -> u64 {
+        (size / (2 * self.ceiling() as u64)).clamp(1 << 20, self.largest_range() as u64)
     }
 }
 
@@ -352,7 +411,7 @@ impl Remote {
         circuit_params: C::Params,
     ) -> Result<KeyDigest> {
         let fingerprint = fingerprint::<C>(circuit_params);
-        self.upload(location, &|_| {}, |writer| {
+        self.upload(location, None, &|_| {}, |writer| {
             transport::write_in_order(codec, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
         })
     }
@@ -369,7 +428,7 @@ impl Remote {
         location: &ObjectPath,
         params: &KzgParams,
     ) -> Result<KeyDigest> {
-        self.upload(location, &|_| {}, |writer| {
+        self.upload(location, None, &|_| {}, |writer| {
             transport::write_in_order(
                 codec,
                 ItemRef::Params(params),
@@ -392,15 +451,21 @@ impl Remote {
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<u64> {
         let mut file = File::open(path).map_err(|err| Error::io("open", err).at_path(path))?;
-        self.upload(location, progress, |writer| {
+        let size = file
+            .metadata()
+            .map_err(|err| Error::io("read the size of", err).at_path(path))?
+            .len();
+        self.upload(location, Some(size), progress, |writer| {
             std::io::copy(&mut file, writer)
                 .map_err(|err| Error::from_read(err, "the file").at_path(path))
         })
     }
 
+    /// Uploads what `write` writes, in parts sized for `size` bytes when it is known.
     fn upload<T>(
         &self,
         location: &ObjectPath,
+        size: Option<u64>,
         progress: &(dyn Fn(u64) + Sync),
         write: impl FnOnce(&mut dyn std::io::Write) -> Result<T>,
     ) -> Result<T> {
@@ -409,12 +474,15 @@ impl Remote {
             let multipart = handle
                 .block_on(self.store.put_multipart(location))
                 .map_err(|err| store_error("start an upload of", err))?;
-            let part_size = self.options.part_size.max(1);
+            let part_size = self.options.part_for(size);
             let mut writer = UploadWriter::new(
                 handle,
                 WriteMultipart::new_with_chunk_size(multipart, part_size),
                 part_size,
-                self.options.upload_concurrency,
+                Growth::new(
+                    self.options.upload_concurrency,
+                    (self.options.memory / part_size).max(self.options.upload_concurrency),
+                ),
                 progress,
             );
             // Small writes (a verifying key's fields) are gathered before they reach the
@@ -506,43 +574,68 @@ impl Remote {
             file.set_len(info.size)
                 .map_err(|err| Error::io("size the download file", err))?;
             let source = self.source(location, info, Some(file))?;
-            fill(&source, 0..info.size, progress)
+            self.fill(&source, 0..info.size, progress)
         };
         download().map_err(|err: Error| err.in_object(&self.name(location)))
     }
 
     /// A source of the object's bytes, writing them to `tee` too, if given.
-    fn source<'a>(
-        &'a self,
-        location: &'a ObjectPath,
-        info: &'a ObjectInfo,
-        tee: Option<&'a File>,
-    ) -> Result<ObjectSource<'a>> {
-        let range_size = self
-            .options
-            .range_size
-            .max(transport::BULK_STEP)
-            .checked_next_power_of_two()
-            .unwrap_or(transport::BULK_STEP);
-        // Without threads of its own, a load still works, on rayon's pool.
+    fn source(
+        &self,
+        location: &ObjectPath,
+        info: &ObjectInfo,
+        tee: Option<&File>,
+    ) -> Result<ObjectSource> {
+        let tee = match tee {
+            Some(file) => Some(Tee {
+                file: file
+                    .try_clone()
+                    .map_err(|err| Error::io("open again the download file", err))?,
+                written: Mutex::new(Vec::new()),
+            }),
+            None => None,
+        };
+        let ceiling = self.options.ceiling();
+        // One thread per request the flow may allow; without threads of its own, a load
+        // still works, on rayon's pool.
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.options.concurrency.max(1))
+            .num_threads(ceiling)
             .thread_name(|index| format!("keycodec-fetch-{index}"))
             .build()
             .ok();
         Ok(ObjectSource {
-            store: self.store.as_ref(),
-            handle: self.handle()?,
-            location,
-            info,
-            range_size,
-            pool,
-            tee: tee.map(|file| Tee {
-                file,
-                written: Mutex::new(Vec::new()),
+            fetcher: Arc::new(Fetcher {
+                store: Arc::clone(&self.store),
+                location: location.clone(),
+                info: info.clone(),
+                tee,
+                flow: Flow::new(Growth::new(self.options.concurrency, ceiling)),
             }),
+            handle: self.handle()?.clone(),
+            range_size: self.options.largest_range(),
+            pool,
+            readahead: Mutex::new(ReadAhead::default()),
+            read_ahead: (self.options.memory as u64).min(READ_AHEAD),
             failure: Mutex::new(None),
         })
+    }
+
+    /// Fetches `range` of the object into `source`'s tee, in ranges sized for the object, as
+    /// many in flight as its flow allows.
+    fn fill(
+        &self,
+        source: &ObjectSource,
+        range: std::ops::Range<u64>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<()> {
+        let piece = self.options.download_piece(source.fetcher.info.size);
+        let filled = source
+            .handle
+            .block_on(source.fetcher.download(range, piece, progress));
+        match source.take_failure() {
+            Some(failure) => Err(failure),
+            None => filled,
+        }
     }
 
     /// Reads one container from the object; with `tee`, every byte of the object (the version
@@ -587,54 +680,14 @@ impl Remote {
                 Some(failure) => Err(failure),
                 None => decoded,
             }?;
-            if let Some(tee) = &source.tee {
+            if let Some(tee) = &source.fetcher.tee {
                 for gap in tee.gaps(info.size) {
-                    fill(&source, gap, &|_| {})?;
+                    self.fill(&source, gap, &|_| {})?;
                 }
             }
             Ok(decoded)
         };
         read().map_err(|err: Error| err.in_object(&self.name(location)))
-    }
-}
-
-/// Reads `range` of the object through `source` (whose tee keeps the bytes), in pieces on
-/// every core.
-fn fill(
-    source: &ObjectSource<'_>,
-    range: std::ops::Range<u64>,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<()> {
-    use rayon::prelude::*;
-    let piece = source.range_size as u64;
-    // As many pieces as the range holds, computed, never listed: a size is a claim.
-    let pieces = (range.end.saturating_sub(range.start)).div_ceil(piece.max(1));
-    let read = || {
-        (0..pieces).into_par_iter().try_for_each(|index| {
-            let start = range.start + index * piece;
-            let len = usize::try_from(piece.min(range.end - start))
-                .map_err(|_| Error::Internal("a piece larger than memory".into()))?;
-            let mut piece = Vec::new();
-            piece
-                .try_reserve_exact(len)
-                .map_err(|_| Error::OutOfMemory {
-                    what: "a downloaded piece",
-                    bytes: len as u64,
-                })?;
-            piece.resize(len, 0);
-            transport::ReadAt::read_exact_at(source, &mut piece, start)
-                .map_err(|err| Error::from_read(err, "the object"))?;
-            progress(len as u64);
-            Ok(())
-        })
-    };
-    let filled = match &source.pool {
-        Some(pool) => pool.install(read),
-        None => read(),
-    };
-    match source.take_failure() {
-        Some(failure) => Err(failure),
-        None => filled,
     }
 }
 

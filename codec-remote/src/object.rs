@@ -1,29 +1,34 @@
 //! One object in object storage as a source of bytes at explicit offsets: every read is one or
-//! more ranged GETs sent at once, each conditional on the version the load started with.
+//! more ranged GETs, each conditional on the version the load started with, as many in flight
+//! as the transfer's [`Flow`] allows; reads in order (a decoder's stream) are served from
+//! ranges fetched ahead of them.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
 
 use codec_core::transport::{Dst, ReadAt};
 use codec_core::{Error, Result};
 
+use crate::flow::Flow;
 use crate::{store_error, ObjectInfo};
 
 /// Where the bytes read are also written: a file the object is being downloaded into, at the
 /// same offsets, and which ranges have been.
-pub(super) struct Tee<'a> {
-    pub(super) file: &'a File,
+pub(super) struct Tee {
+    pub(super) file: File,
     pub(super) written: Mutex<Vec<Range<u64>>>,
 }
 
-impl Tee<'_> {
+impl Tee {
     /// The ranges of `0..size` not written yet.
     pub(super) fn gaps(&self, size: u64) -> Vec<Range<u64>> {
         let mut written = self
@@ -47,74 +52,50 @@ impl Tee<'_> {
     }
 }
 
-/// An object read by ranged GETs (see the module docs). A failure of the store is kept (the
-/// first one) for the caller: the reader above sees only that a read failed.
-pub(super) struct ObjectSource<'a> {
-    pub(super) store: &'a dyn ObjectStore,
-    pub(super) handle: &'a Handle,
-    pub(super) location: &'a ObjectPath,
-    pub(super) info: &'a ObjectInfo,
-    /// Bytes per ranged GET (a power of two, a multiple of the core's bulk step).
-    pub(super) range_size: usize,
-    /// The threads bulk reads run on: as many ranged GETs in flight as it has threads.
-    pub(super) pool: Option<rayon::ThreadPool>,
-    pub(super) tee: Option<Tee<'a>>,
-    pub(super) failure: Mutex<Option<Error>>,
+/// One version of one object, fetched by ranged GETs conditional on that version; shared by
+/// the requests of a transfer (and its read-ahead's tasks).
+pub(super) struct Fetcher {
+    pub(super) store: Arc<dyn ObjectStore>,
+    pub(super) location: ObjectPath,
+    pub(super) info: ObjectInfo,
+    pub(super) tee: Option<Tee>,
+    pub(super) flow: Flow,
 }
 
-impl ObjectSource<'_> {
-    /// The store's failure that made a read fail, if one did.
-    pub(super) fn take_failure(&self) -> Option<Error> {
-        self.failure
-            .lock()
-            .ok()
-            .and_then(|mut failure| failure.take())
-    }
-
-    fn fail(&self, error: Error) -> io::Error {
-        if let Ok(mut failure) = self.failure.lock() {
-            failure.get_or_insert(error);
-        }
-        io::Error::other("object storage failed (the object's error says why)")
-    }
-
-    /// Fills `buf` with the object's bytes from `offset` (within the object): one ranged
-    /// GET per [`ObjectSource::range_size`] bytes, all sent at once.
-    fn fetch(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let step = self.range_size.max(1);
-        let requests = buf
-            .chunks_mut(step)
-            .enumerate()
-            .map(|(index, piece)| self.fetch_one(offset + (index * step) as u64, piece));
-        let fetched = self
-            .handle
-            .block_on(futures_util::future::try_join_all(requests));
-        fetched.map(drop).map_err(|error| self.fail(error))
-    }
-
-    /// One ranged GET into `dst`, conditional on the object's version; the bytes are copied
-    /// into `dst` as they arrive (and written to the tee).
-    async fn fetch_one(&self, start: u64, dst: &mut [u8]) -> Result<()> {
-        self.fetch_vectored(start, vec![Dst::Init(dst)])
-            .await
-            .map(drop)
-    }
-
-    /// One ranged GET of the bytes of `dsts`, one after the other from `start`, conditional
-    /// on the object's version: the bytes are copied into each destination in turn as they
-    /// arrive (and written to the tee), and the destinations returned initialised.
+impl Fetcher {
+    /// One ranged GET of the bytes of `dsts`, one after the other from `start`, once the flow
+    /// admits it: the bytes are copied into each destination in turn as they arrive (and
+    /// written to the tee), and the destinations returned initialised.
     async fn fetch_vectored<'b>(
         &self,
         start: u64,
         dsts: Vec<Dst<'b>>,
     ) -> Result<Vec<&'b mut [u8]>> {
         let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
-        let end = start + len;
+        let mut filling = Filling::new(dsts);
+        self.fetch_range(start..start + len, &mut |chunk| {
+            filling
+                .write(chunk)
+                .then_some(())
+                .ok_or_else(|| Error::Malformed("the store sent more bytes than asked".into()))
+        })
+        .await?;
+        filling.finish().ok_or(Error::Truncated {
+            context: "a range of the object",
+        })
+    }
+
+    /// One ranged GET of `range`, once the flow admits it, conditional on the object's
+    /// version: each chunk handed to `take` as it arrives (and written to the tee); the range
+    /// noted as written once the tee holds all of it.
+    async fn fetch_range(
+        &self,
+        range: Range<u64>,
+        take: &mut (dyn FnMut(&[u8]) -> Result<()> + Send),
+    ) -> Result<()> {
+        let _permit = self.flow.admit().await;
         let options = GetOptions {
-            range: Some(GetRange::Bounded(start..end)),
+            range: Some(GetRange::Bounded(range.clone())),
             // `If-Match` compares strongly: a weak ETag (`W/"…"`, a server that may re-encode)
             // never matches, so the version is checked on the response instead.
             if_match: self.info.e_tag.clone().filter(|tag| !is_weak(tag)),
@@ -123,7 +104,7 @@ impl ObjectSource<'_> {
         };
         let response = self
             .store
-            .get_opts(self.location, options)
+            .get_opts(&self.location, options)
             .await
             .map_err(|err| self.store_failure(err))?;
         if let (Some(expected), Some(found)) = (&self.info.e_tag, &response.meta.e_tag) {
@@ -132,30 +113,63 @@ impl ObjectSource<'_> {
             }
         }
         let mut body = response.into_stream();
-        let mut filling = Filling::new(dsts);
         let mut received = 0u64;
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|err| self.store_failure(err))?;
-            if !filling.write(&chunk) {
+            if received + chunk.len() as u64 > range.end - range.start {
                 return Err(Error::Malformed(
                     "the store sent more bytes than asked".into(),
                 ));
             }
+            take(&chunk)?;
             if let Some(tee) = &self.tee {
-                codec_core::transport::write_all_at(tee.file, &chunk, start + received)
+                codec_core::transport::write_all_at(&tee.file, &chunk, range.start + received)
                     .map_err(|err| Error::io("write the downloaded bytes to", err))?;
             }
             received += chunk.len() as u64;
         }
-        let filled = filling.finish().ok_or(Error::Truncated {
-            context: "a range of the object",
-        })?;
+        if received != range.end - range.start {
+            return Err(Error::Truncated {
+                context: "a range of the object",
+            });
+        }
+        self.flow.completed(received);
         if let Some(tee) = &self.tee {
             if let Ok(mut written) = tee.written.lock() {
-                written.push(start..end);
+                written.push(range);
             }
         }
-        Ok(filled)
+        Ok(())
+    }
+
+    /// `range` of the object into the tee only, in ranged GETs of `piece` bytes, as many in
+    /// flight as the flow allows, reporting bytes received to `progress`.
+    pub(super) async fn download(
+        &self,
+        range: Range<u64>,
+        piece: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<()> {
+        use futures_util::stream::{self, TryStreamExt};
+        let piece = piece.max(1);
+        // As many pieces as the range holds, computed, never listed: a size is a claim.
+        let pieces = (range.end.saturating_sub(range.start)).div_ceil(piece);
+        let fetches = (0..pieces).map(|index| {
+            let start = range.start + index * piece;
+            let end = (start + piece).min(range.end);
+            async move {
+                self.fetch_range(start..end, &mut |_| Ok(())).await?;
+                progress(end - start);
+                Ok::<(), Error>(())
+            }
+        });
+        // The flow, not the stream, bounds the requests in flight; the stream only keeps
+        // enough of them waiting.
+        stream::iter(fetches)
+            .buffer_unordered(crate::MAX_CONCURRENCY_CEILING)
+            .try_collect::<Vec<()>>()
+            .await
+            .map(drop)
     }
 
     fn store_failure(&self, err: object_store::Error) -> Error {
@@ -177,45 +191,209 @@ impl ObjectSource<'_> {
     }
 }
 
-impl ReadAt for ObjectSource<'_> {
+/// An object read by ranged GETs (see the module docs). A failure of the store is kept (the
+/// first one) for the caller: the reader above sees only that a read failed.
+pub(super) struct ObjectSource {
+    pub(super) fetcher: Arc<Fetcher>,
+    pub(super) handle: Handle,
+    /// Bytes per ranged GET of a bulk read (a power of two, a multiple of the core's bulk
+    /// step).
+    pub(super) range_size: usize,
+    /// The threads bulk reads run on: one per request the flow may allow in flight.
+    pub(super) pool: Option<rayon::ThreadPool>,
+    pub(super) readahead: Mutex<ReadAhead>,
+    /// The most bytes the read-ahead holds.
+    pub(super) read_ahead: u64,
+    pub(super) failure: Mutex<Option<Error>>,
+}
+
+impl ObjectSource {
+    /// The store's failure that made a read fail, if one did.
+    pub(super) fn take_failure(&self) -> Option<Error> {
+        self.failure
+            .lock()
+            .ok()
+            .and_then(|mut failure| failure.take())
+    }
+
+    fn fail(&self, error: Error) -> io::Error {
+        if let Ok(mut failure) = self.failure.lock() {
+            failure.get_or_insert(error);
+        }
+        io::Error::other("object storage failed (the object's error says why)")
+    }
+
+    fn size(&self) -> u64 {
+        self.fetcher.info.size
+    }
+
+    /// Fills `buf` with the object's bytes from `offset` (within the object): one ranged
+    /// GET per [`ObjectSource::range_size`] bytes, all sent at once.
+    fn fetch(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let step = self.range_size.max(1);
+        let fetcher = &self.fetcher;
+        let requests = buf.chunks_mut(step).enumerate().map(|(index, piece)| {
+            fetcher.fetch_vectored(offset + (index * step) as u64, vec![Dst::Init(piece)])
+        });
+        let fetched = self
+            .handle
+            .block_on(futures_util::future::try_join_all(requests));
+        fetched.map(drop).map_err(|error| self.fail(error))
+    }
+}
+
+/// Ranges fetched ahead of a reader that reads in order (a decoder reading a stream through
+/// a small buffer), so that its reads do not each wait for a round trip: the first window
+/// small, each next one twice as large up to [`LARGEST_WINDOW`], as many in flight as the
+/// flow allows, and never more bytes ahead than 16 times what the reader has taken since it
+/// last moved elsewhere (nor than the source's `read_ahead` bound). A read elsewhere drops
+/// the windows fetched ahead.
+#[derive(Default)]
+pub(super) struct ReadAhead {
+    /// Where the reader reads next; the first window starts there.
+    at: u64,
+    /// The next window's start and length.
+    next: u64,
+    window: u64,
+    /// Bytes taken since the reader last moved elsewhere.
+    taken: u64,
+    windows: VecDeque<(u64, JoinHandle<Result<Vec<u8>>>)>,
+    /// The front window's bytes once fetched, and how many of them were taken.
+    front: Option<(u64, Vec<u8>)>,
+}
+
+/// The first window of a read-ahead.
+const FIRST_WINDOW: u64 = 256 << 10;
+/// The largest window: small enough that a stream of 10 MB/s brings one in a tenth of a
+/// second (the reader waits for a whole window), so that many are in flight within the bound
+/// on bytes ahead.
+const LARGEST_WINDOW: u64 = 1 << 20;
+
+impl ReadAhead {
+    /// Drops the windows fetched ahead and starts again at `at`.
+    fn restart(&mut self, at: u64) {
+        for (_, window) in self.windows.drain(..) {
+            window.abort();
+        }
+        self.at = at;
+        self.next = at;
+        self.window = FIRST_WINDOW;
+        self.taken = 0;
+        self.front = None;
+    }
+
+    /// Starts fetching windows until enough are ahead of the reader.
+    fn fill(&mut self, source: &ObjectSource) {
+        let size = source.size();
+        let ahead_allowed =
+            (16 * self.taken).clamp(FIRST_WINDOW, source.read_ahead.max(FIRST_WINDOW));
+        while self.next < size && self.next - self.at < ahead_allowed {
+            let start = self.next;
+            let len = self.window.min(size - start);
+            let fetcher = Arc::clone(&source.fetcher);
+            let task = source.handle.spawn(async move {
+                let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+                fetcher
+                    .fetch_vectored(start, vec![Dst::Init(&mut bytes)])
+                    .await?;
+                Ok(bytes)
+            });
+            self.windows.push_back((start, task));
+            self.next = start + len;
+            self.window = (self.window * 2).min(LARGEST_WINDOW);
+        }
+    }
+
+    /// Copies into `buf` what the front window holds from the reader's position (waiting
+    /// for it); returns how many bytes (0 only at the end of the object).
+    fn read(&mut self, source: &ObjectSource, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        if offset != self.at || self.window == 0 {
+            self.restart(offset);
+        }
+        self.fill(source);
+        if self.front.is_none() {
+            let Some((start, window)) = self.windows.pop_front() else {
+                return Ok(0);
+            };
+            let bytes = match source.handle.block_on(window) {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(error)) => return Err(source.fail(error)),
+                Err(_) => {
+                    return Err(source.fail(Error::Internal("a read-ahead task failed".into())))
+                }
+            };
+            self.front = Some((start, bytes));
+        }
+        let Some((start, bytes)) = &self.front else {
+            return Ok(0);
+        };
+        let from = usize::try_from(self.at - start).unwrap_or(usize::MAX);
+        let rest = bytes.get(from..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        let (head, _) = buf.split_at_mut(n);
+        head.copy_from_slice(rest.get(..n).unwrap_or_default());
+        self.at += n as u64;
+        self.taken += n as u64;
+        if n == rest.len() {
+            self.front = None;
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        for (_, window) in self.windows.drain(..) {
+            window.abort();
+        }
+    }
+}
+
+impl ReadAt for ObjectSource {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let end = offset.checked_add(buf.len() as u64);
-        if end.is_none_or(|end| end > self.info.size) {
+        if end.is_none_or(|end| end > self.size()) {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
         self.fetch(buf, offset)
     }
 
+    /// Reads in order are served by the read-ahead (see [`ReadAhead`]).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let available = self.info.size.saturating_sub(offset);
+        let available = self.size().saturating_sub(offset);
         let n = usize::try_from(available).map_or(buf.len(), |a| a.min(buf.len()));
+        if n == 0 {
+            return Ok(0);
+        }
         let (head, _) = buf.split_at_mut(n);
-        self.fetch(head, offset)?;
-        Ok(n)
+        match self.readahead.lock() {
+            Ok(mut readahead) => readahead.read(self, head, offset),
+            Err(_) => self.fetch(head, offset).map(|()| n),
+        }
     }
 
-    /// The requests at once (as many in flight as the pool has threads, times four: they are
-    /// small), each a ranged GET conditional on the object's version.
+    /// The requests at once (as many in flight as the flow allows), each a ranged GET
+    /// conditional on the object's version.
     fn read_exact_many_at(&self, requests: &mut [(&mut [u8], u64)]) -> io::Result<()> {
         use futures_util::stream::{self, TryStreamExt};
         for (buf, offset) in requests.iter() {
             let end = offset.checked_add(buf.len() as u64);
-            if end.is_none_or(|end| end > self.info.size) {
+            if end.is_none_or(|end| end > self.size()) {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
         }
-        let in_flight = 4 * self
-            .pool
-            .as_ref()
-            .map_or(8, rayon::ThreadPool::current_num_threads);
+        let fetcher = &self.fetcher;
         let fetches = requests
             .iter_mut()
             .filter(|(buf, _)| !buf.is_empty())
-            .map(|(buf, offset)| self.fetch_one(*offset, buf));
+            .map(|(buf, offset)| fetcher.fetch_vectored(*offset, vec![Dst::Init(buf)]));
         let fetched = self.handle.block_on(
             stream::iter(fetches)
-                .buffer_unordered(in_flight.max(1))
-                .try_collect::<Vec<()>>(),
+                .buffer_unordered(crate::MAX_CONCURRENCY_CEILING)
+                .try_collect::<Vec<_>>(),
         );
         fetched.map(drop).map_err(|error| self.fail(error))
     }
@@ -228,14 +406,14 @@ impl ReadAt for ObjectSource<'_> {
     ) -> io::Result<Vec<&'b mut [u8]>> {
         let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
         let end = offset.checked_add(len);
-        if end.is_none_or(|end| end > self.info.size) {
+        if end.is_none_or(|end| end > self.size()) {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
         if len == 0 {
             return Ok(dsts.into_iter().map(|_| <&mut [u8]>::default()).collect());
         }
         self.handle
-            .block_on(self.fetch_vectored(offset, dsts))
+            .block_on(self.fetcher.fetch_vectored(offset, dsts))
             .map_err(|error| self.fail(error))
     }
 

@@ -1,11 +1,13 @@
-//! A multipart upload as a `Write`: bytes are cut into parts of a fixed size, at most a few
-//! of which are in flight (and in memory) at once.
+//! A multipart upload as a `Write`: bytes are cut into parts of a fixed size, a few of which
+//! are in flight (and in memory) at once: as many as the upload's [`Growth`] allows, which
+//! adds parts in flight while the upload's throughput grows with them.
 
 use std::io::{self, Write};
 
 use object_store::WriteMultipart;
 use tokio::runtime::Handle;
 
+use crate::flow::Growth;
 use crate::store_error;
 use codec_core::{Error, Result};
 
@@ -16,7 +18,9 @@ pub(super) struct UploadWriter<'a> {
     handle: &'a Handle,
     upload: Option<WriteMultipart>,
     part_size: usize,
-    concurrency: usize,
+    growth: Growth,
+    /// Parts handed to the upload so far.
+    parts: usize,
     failure: Option<Error>,
     progress: &'a (dyn Fn(u64) + Sync),
 }
@@ -26,14 +30,15 @@ impl<'a> UploadWriter<'a> {
         handle: &'a Handle,
         upload: WriteMultipart,
         part_size: usize,
-        concurrency: usize,
+        growth: Growth,
         progress: &'a (dyn Fn(u64) + Sync),
     ) -> Self {
         UploadWriter {
             handle,
             upload: Some(upload),
             part_size,
-            concurrency: concurrency.max(1),
+            growth,
+            parts: 0,
             failure: None,
             progress,
         }
@@ -72,17 +77,21 @@ impl Write for UploadWriter<'_> {
             return Err(io::Error::other("the upload failed"));
         };
         // A part at a time, each after waiting for room: a whole polynomial handed over at
-        // once never has more than `concurrency` parts in memory.
+        // once never has more parts in memory than the growth allows.
         for part in buf.chunks(self.part_size.max(1)) {
-            if let Err(err) = self
-                .handle
-                .block_on(upload.wait_for_capacity(self.concurrency))
-            {
+            let limit = self.growth.limit();
+            if let Err(err) = self.handle.block_on(upload.wait_for_capacity(limit)) {
                 self.failure = Some(store_error("upload a part of", err));
                 return Err(io::Error::other("an upload of a part failed"));
             }
             // Spawning the part's upload needs the runtime's context.
             let _context = self.handle.enter();
+            // Once the parts in flight are at the limit, each part handed over waited for
+            // one to complete: its size is what the upload carried meanwhile.
+            if self.parts >= limit {
+                self.growth.completed(part.len() as u64);
+            }
+            self.parts += 1;
             upload.write(part);
             (self.progress)(part.len() as u64);
         }

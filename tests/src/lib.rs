@@ -15,6 +15,7 @@ pub mod counting;
 #[cfg(feature = "remote")]
 pub mod faulty;
 pub mod fuzz;
+pub mod link;
 pub mod lying;
 #[cfg(feature = "remote")]
 pub mod s3;
