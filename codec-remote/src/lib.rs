@@ -41,7 +41,7 @@ use halo2curves::bn256::Fr;
 #[doc(no_inline)]
 pub use object_store;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
+use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::runtime::{Handle, Runtime};
 
 pub use cache::{pinned_name, CacheOutcome};
@@ -461,7 +461,8 @@ impl Remote {
         })
     }
 
-    /// Uploads what `write` writes, in parts sized for `size` bytes when it is known.
+    /// Uploads what `write` writes, in parts sized for `size` bytes when it is known (or
+    /// for the container whose header the bytes begin with).
     fn upload<T>(
         &self,
         location: &ObjectPath,
@@ -474,17 +475,7 @@ impl Remote {
             let multipart = handle
                 .block_on(self.store.put_multipart(location))
                 .map_err(|err| store_error("start an upload of", err))?;
-            let part_size = self.options.part_for(size);
-            let mut writer = UploadWriter::new(
-                handle,
-                WriteMultipart::new_with_chunk_size(multipart, part_size),
-                part_size,
-                Growth::new(
-                    self.options.upload_concurrency,
-                    (self.options.memory / part_size).max(self.options.upload_concurrency),
-                ),
-                progress,
-            );
+            let mut writer = UploadWriter::new(handle, multipart, size, self.options, progress);
             // Small writes (a verifying key's fields) are gathered before they reach the
             // part buffer.
             let written = {

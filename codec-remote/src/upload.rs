@@ -4,11 +4,12 @@
 
 use std::io::{self, Write};
 
-use object_store::WriteMultipart;
+use object_store::{MultipartUpload, WriteMultipart};
 use tokio::runtime::Handle;
 
 use crate::flow::Growth;
-use crate::store_error;
+use crate::{store_error, RemoteOptions};
+use codec_core::header::{Header, HEADER_LEN};
 use codec_core::{Error, Result};
 
 /// Writes into a multipart upload. Nothing is stored under the object's name until
@@ -16,6 +17,10 @@ use codec_core::{Error, Result};
 /// the process dying first) leaves no object behind.
 pub(super) struct UploadWriter<'a> {
     handle: &'a Handle,
+    /// The upload until its part size is known (at the first write).
+    started: Option<Box<dyn MultipartUpload>>,
+    size: Option<u64>,
+    options: RemoteOptions,
     upload: Option<WriteMultipart>,
     part_size: usize,
     growth: Growth,
@@ -26,26 +31,48 @@ pub(super) struct UploadWriter<'a> {
 }
 
 impl<'a> UploadWriter<'a> {
+    /// Writes into `started`, an upload of `size` bytes if known.
     pub(super) fn new(
         handle: &'a Handle,
-        upload: WriteMultipart,
-        part_size: usize,
-        growth: Growth,
+        started: Box<dyn MultipartUpload>,
+        size: Option<u64>,
+        options: RemoteOptions,
         progress: &'a (dyn Fn(u64) + Sync),
     ) -> Self {
         UploadWriter {
             handle,
-            upload: Some(upload),
-            part_size,
-            growth,
+            started: Some(started),
+            size,
+            options,
+            upload: None,
+            part_size: options.part_for(size),
+            growth: Growth::new(options.upload_concurrency, options.upload_concurrency),
             parts: 0,
             failure: None,
             progress,
         }
     }
 
+    /// The upload, its parts sized once the first bytes are here: for the size given, or
+    /// else for the container whose header `first` begins with (a save's), or else as
+    /// configured.
+    fn parts(&mut self, first: &[u8]) -> Option<&mut WriteMultipart> {
+        if let Some(started) = self.started.take() {
+            let size = self.size.or_else(|| {
+                let header = Header::from_bytes(first.get(..HEADER_LEN)?).ok()?;
+                (HEADER_LEN as u64).checked_add(header.payload_len)
+            });
+            self.part_size = self.options.part_for(size);
+            let start = self.options.upload_concurrency.max(1);
+            self.growth = Growth::new(start, (self.options.memory / self.part_size).max(start));
+            self.upload = Some(WriteMultipart::new_with_chunk_size(started, self.part_size));
+        }
+        self.upload.as_mut()
+    }
+
     /// Uploads the last part and completes the upload: the object appears, whole.
     pub(super) fn finish(mut self) -> Result<()> {
+        self.parts(&[]);
         let upload = self.upload.take().ok_or_else(|| self.failed())?;
         // `finish` aborts the upload itself when a part or the completion fails.
         self.handle
@@ -57,6 +84,7 @@ impl<'a> UploadWriter<'a> {
     /// Aborts the upload (the store drops the parts it has); returns the failure of a part,
     /// if one made the writer fail, else `error`.
     pub(super) fn abort(mut self, error: Error) -> Error {
+        self.parts(&[]);
         if let Some(upload) = self.upload.take() {
             // The error that stopped the save is the one to report. A failed abort (or a
             // process killed mid-upload) leaves the parts stored, and billed, until a
@@ -73,13 +101,16 @@ impl<'a> UploadWriter<'a> {
 
 impl Write for UploadWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let Some(upload) = self.upload.as_mut() else {
+        if self.parts(buf).is_none() {
             return Err(io::Error::other("the upload failed"));
-        };
+        }
         // A part at a time, each after waiting for room: a whole polynomial handed over at
         // once never has more parts in memory than the growth allows.
         for part in buf.chunks(self.part_size.max(1)) {
             let limit = self.growth.limit();
+            let Some(upload) = self.upload.as_mut() else {
+                return Err(io::Error::other("the upload failed"));
+            };
             if let Err(err) = self.handle.block_on(upload.wait_for_capacity(limit)) {
                 self.failure = Some(store_error("upload a part of", err));
                 return Err(io::Error::other("an upload of a part failed"));
