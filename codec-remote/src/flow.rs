@@ -125,12 +125,13 @@ mod tests {
         for _ in 0..20 {
             let limit = growth.limit();
             let rate = (limit as f64 * per_stream).min(total);
-            // An epoch of `limit` requests of 1 MB, as long as the rate says.
-            let seconds = limit as f64 * 1e6 / rate;
+            // An epoch of `limit` requests of 100 MB, as long as the rate says (longer than
+            // the shortest epoch).
+            let seconds = limit as f64 * 1e8 / rate;
             growth.epoch = Instant::now() - Duration::from_secs_f64(seconds.max(0.06));
             growth.epoch_bytes = 0;
             for _ in 0..limit {
-                growth.completed(1_000_000);
+                growth.completed(100_000_000);
             }
         }
         growth.limit()
