@@ -3,9 +3,14 @@
 //! For each backend, one plan (so that the server holds one key at a time): the key
 //! uploaded every run, then, interleaved, a remote load (ranged GETs decoded as they
 //! arrive), the server's floor (the object's ranges fetched into memory, as many at once as
-//! a load keeps in flight), one plain GET into memory (what `curl` does), downloading to a
-//! file and then loading it (the remote load's reference), a pinned cache hit, and a load
-//! of the same backend's local file (the cache hit's reference).
+//! a load may keep in flight), one plain GET into memory (what `curl` does; not behind an
+//! emulated link, where one stream's time is the object over its cap per connection),
+//! downloading to a file and then loading it (the remote load's reference), a pinned cache
+//! hit, and a load of the same backend's local file (the cache hit's reference).
+//!
+//! `--link`: every connection to the servers crosses one emulated link
+//! (`keycodec_tests::link`), which adds a latency to each request and caps each connection
+//! and all of them together.
 //!
 //! Then the prover's cold start from storage, with the first backend selected: parameters
 //! by HTTP URL (published as halo2 writes them, pinned by their file's SHA-256) and the key
@@ -76,7 +81,7 @@ pub fn rows<C: Workload>(
         cache: &cache,
     };
     for &backend in &selected {
-        let plan = plan::<C>(inputs, backend, &context)?;
+        let plan = plan::<C>(inputs, backend, &context, link.is_none())?;
         let measured = runner.measure(&plan, buffer)?;
         all.rows.extend(measured.rows);
         all.saves.extend(measured.saves);
@@ -230,6 +235,7 @@ fn plan<'a, C: Workload>(
     inputs: &Inputs<'a, C>,
     backend: Backend,
     context: &Context<'a>,
+    single_stream: bool,
 ) -> Result<Plan<'a>, String> {
     let &Context {
         remote,
@@ -304,20 +310,25 @@ fn plan<'a, C: Workload>(
             Ok(sample(seconds, received == size))
         }),
     );
-    let at = location.clone();
-    let one_get = plan.case(
-        (Kind::Remote, name, "one GET", "-", State::Warm),
-        vec![object],
-        Box::new(move |_paths, _buffer| {
-            let size = remote.head(&at).map_err(|e| e.to_string())?.size;
-            let started = Instant::now();
-            let bytes = runtime
-                .block_on(async { store.get(&at).await?.bytes().await })
-                .map_err(|e| e.to_string())?;
-            let seconds = started.elapsed().as_secs_f64();
-            Ok(sample(seconds, bytes.len() as u64 == size))
-        }),
-    );
+    // Behind a link, one stream's time is the object over the link's cap per connection:
+    // known without a transfer that would take minutes.
+    if single_stream {
+        let at = location.clone();
+        let one_get = plan.case(
+            (Kind::Remote, name, "one GET", "-", State::Warm),
+            vec![object],
+            Box::new(move |_paths, _buffer| {
+                let size = remote.head(&at).map_err(|e| e.to_string())?.size;
+                let started = Instant::now();
+                let bytes = runtime
+                    .block_on(async { store.get(&at).await?.bytes().await })
+                    .map_err(|e| e.to_string())?;
+                let seconds = started.elapsed().as_secs_f64();
+                Ok(sample(seconds, bytes.len() as u64 == size))
+            }),
+        );
+        plan.compare(one_get, None, Some(floor));
+    }
     let at = location.clone();
     let download_then_load = plan.case(
         (Kind::Remote, name, "download, load", "checked", State::Warm),
@@ -391,7 +402,6 @@ fn plan<'a, C: Workload>(
     );
     plan.compare(load, Some(download_then_load), Some(floor));
     plan.compare(download_then_load, None, Some(floor));
-    plan.compare(one_get, None, Some(floor));
     plan.compare(hit, Some(local_load), None);
     Ok(plan)
 }
