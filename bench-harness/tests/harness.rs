@@ -736,3 +736,69 @@ fn an_unoptimised_harness_refuses_to_compare() {
     assert!(allowed.status.success());
     assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("DEBUG BUILD"));
 }
+
+/// `--link` emulates a link to the server of `--remote`: alone it is refused, before anything
+/// is measured; a link that does not parse is refused too.
+#[test]
+fn a_link_without_remote_rows_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (remote, link) in [(false, "cloud"), (true, "40ms,10MB/s")] {
+        let args = Args {
+            k: Some(9),
+            remote,
+            link: Some(link.into()),
+            cache_dir: Some(dir.path().to_path_buf()),
+            ..Args::defaults()
+        };
+        let error = run(&args)
+            .err()
+            .unwrap_or_else(|| panic!("--link {link} ran"));
+        assert!(
+            error.contains("--remote")
+                || error.contains("LATENCY,PER_STREAM,TOTAL")
+                || error.contains("no object storage"),
+            "{error}"
+        );
+    }
+}
+
+/// `--remote --link`: the remote rows run behind the emulated link, the report names it and
+/// gives its caps, and the one-GET row is left out.
+#[cfg(feature = "remote")]
+#[test]
+fn remote_rows_behind_an_emulated_link_are_fractions_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = Args {
+        circuit: CircuitName::Halo2Lib,
+        k: Some(9),
+        backends: vec!["rawbytes".into()],
+        remote: true,
+        s3_server: bench_harness::S3ServerName::Moto,
+        link: Some("2ms,200MB/s,400MB/s".into()),
+        repeat: Some(2),
+        states: vec![State::Warm],
+        cache_dir: Some(dir.path().to_path_buf()),
+        child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
+        ..Args::defaults()
+    };
+    let report = run(&args).unwrap();
+    let link = report.link.as_ref().expect("the link is reported");
+    assert_eq!(link.profile, "2ms,200MB/s,400MB/s");
+    assert_eq!(link.total_bytes_per_s, 400e6);
+    let size = only(&report);
+    let remote: Vec<_> = size
+        .rows
+        .iter()
+        .filter(|row| row.kind == Kind::Remote)
+        .collect();
+    let modes: Vec<&str> = remote.iter().map(|row| &*row.mode).collect();
+    assert_eq!(
+        modes.len(),
+        5,
+        "five rows behind a link, no one GET: {modes:?}"
+    );
+    assert!(!modes.contains(&"one GET"));
+    assert!(remote.iter().all(|row| row.verified));
+    let text = bench_harness::report::table(&report);
+    assert!(text.contains("of the link"), "{text}");
+}
