@@ -791,7 +791,7 @@ fn remote_rows_behind_an_emulated_link_are_fractions_of_it() {
         .iter()
         .filter(|row| row.kind == Kind::Remote)
         .collect();
-    let modes: Vec<&str> = remote.iter().map(|row| &*row.mode).collect();
+    let modes: Vec<&str> = remote.iter().map(|row| row.mode).collect();
     assert_eq!(
         modes.len(),
         5,
