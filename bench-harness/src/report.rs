@@ -513,27 +513,24 @@ fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::Link
         link.profile,
         link.total_bytes_per_s / 1e6
     );
-    for row in size.rows.iter().filter(|row| row.kind == Kind::Remote) {
+    let mut line = |backend: &str, mode: &str, validation: &str, bytes: u64, seconds: f64| {
         let _ = writeln!(
             out,
-            "  {:<13} {:<16} {:<8} {:>5.0}% of the link ({:.3} s)",
+            "  {backend:<13} {mode:<16} {validation:<8} {:>5.0}% of the link ({seconds:.3} s)",
+            100.0 * of_link(bytes, seconds),
+        );
+    };
+    for row in size.rows.iter().filter(|row| row.kind == Kind::Remote) {
+        line(
             row.backend,
             row.mode,
             row.validation,
-            100.0 * of_link(row.file_bytes, row.read_s),
-            row.read_s
+            row.file_bytes,
+            row.read_s,
         );
     }
     for save in size.saves.iter().filter(|save| save.kind == Kind::Remote) {
-        let _ = writeln!(
-            out,
-            "  {:<13} {:<16} {:<8} {:>5.0}% of the link ({:.3} s)",
-            save.backend,
-            save.mode,
-            "-",
-            100.0 * of_link(save.file_bytes, save.save_s),
-            save.save_s
-        );
+        line(save.backend, save.mode, "-", save.file_bytes, save.save_s);
     }
 }
 

@@ -3,9 +3,10 @@
 //! by ranged GETs decoded as they arrive, optionally through a local cache.
 //!
 //! A load is the file load with another source of bytes: the object's metadata first (its
-//! size and ETag), then the header and the small fields by buffered ranged reads, then the
-//! polynomials by ranges fetched straight into the key's memory, several at once. Every range
-//! is requested on the condition that the object is still the version the load started with
+//! size and ETag), then the header and the small fields from ranges fetched ahead of the
+//! decoder, then the polynomials by ranges fetched straight into the key's memory, as many
+//! at once as the link rewards (see [`RemoteOptions::concurrency`]). Every range is
+//! requested on the condition that the object is still the version the load started with
 //! (`If-Match`), so a key is never assembled from two versions ([`Error::ObjectChanged`]);
 //! the payload checksum and any digest pin are verified on exactly the bytes decoded, as
 //! for files. Failed requests and connections broken mid-body are retried by `object_store`
@@ -13,9 +14,10 @@
 //! range where it broke.
 //!
 //! A save encodes the container twice, first to learn its header (length, checksum, digest),
-//! then into a multipart upload of parts of [`RemoteOptions::part_size`], at most
-//! [`RemoteOptions::upload_concurrency`] in flight: memory stays at a few parts, whatever
-//! the key's size. The object appears only when the upload completes; a failed save aborts
+//! then into a multipart upload of parts sized from that length (see
+//! [`RemoteOptions::part_size`]), [`RemoteOptions::upload_concurrency`] in flight at the
+//! start and more while the upload's throughput grows with them: memory stays within
+//! [`RemoteOptions::memory`], whatever the key's size. The object appears only when the upload completes; a failed save aborts
 //! the upload, and a process that dies mid-save leaves no object either (an incomplete
 //! multipart upload is never visible). Its parts stay stored, and billed, until the upload is
 //! aborted: S3 keeps the parts of an upload that was neither completed nor aborted until a
