@@ -33,7 +33,7 @@ pub use crate::params::{halo2_params_format, ParamsOptions, ParamsPin};
 /// Opens KZG parameters at `location`: a keycodec container (any backend that stores them,
 /// from its header) or halo2's headerless file in any `SerdeFormat` (the format follows from
 /// the file's length), every point checked unless `options.validation` trusts them; an object
-/// (feature `remote`) goes through its cache (see [`fetch_params`](crate::remote::fetch_params):
+/// (feature `remote`) goes through its cache (see `remote::fetch_params`:
 /// downloaded and checked once, then a local load). `options.pin` refuses other parameters;
 /// `options.k` fits them to a circuit: larger ones are downsized to `2^k` points (halo2's
 /// `downsize`: `g` truncated, `g_lagrange` recomputed, `2^(k-1) * k` scalar multiplications of
