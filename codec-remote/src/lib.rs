@@ -35,7 +35,7 @@ mod upload;
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use halo2_proofs::plonk::Circuit;
 use halo2curves::bn256::Fr;
@@ -589,13 +589,6 @@ impl Remote {
             None => None,
         };
         let ceiling = self.options.ceiling();
-        // One thread per request the flow may allow; without threads of its own, a load
-        // still works, on rayon's pool.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(ceiling)
-            .thread_name(|index| format!("keycodec-fetch-{index}"))
-            .build()
-            .ok();
         Ok(ObjectSource {
             fetcher: Arc::new(Fetcher {
                 store: Arc::clone(&self.store),
@@ -606,7 +599,8 @@ impl Remote {
             }),
             handle: self.handle()?.clone(),
             range_size: self.options.largest_range(),
-            pool,
+            threads: ceiling,
+            pool: OnceLock::new(),
             readahead: Mutex::new(ReadAhead::default()),
             read_ahead: (self.options.memory as u64).min(READ_AHEAD),
             failure: Mutex::new(None),

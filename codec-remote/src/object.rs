@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
@@ -199,8 +199,10 @@ pub(super) struct ObjectSource {
     /// Bytes per ranged GET of a bulk read (a power of two, a multiple of the core's bulk
     /// step).
     pub(super) range_size: usize,
-    /// The threads bulk reads run on: one per request the flow may allow in flight.
-    pub(super) pool: Option<rayon::ThreadPool>,
+    /// The threads bulk reads run on: one per request the flow may allow in flight, started
+    /// by the first bulk read (a header's read or a download needs none).
+    pub(super) threads: usize,
+    pub(super) pool: OnceLock<Option<rayon::ThreadPool>>,
     pub(super) readahead: Mutex<ReadAhead>,
     /// The most bytes the read-ahead holds.
     pub(super) read_ahead: u64,
@@ -422,7 +424,15 @@ impl ReadAt for ObjectSource {
     }
 
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
-        self.pool.as_ref().map(|pool| (self.range_size, pool))
+        // Without threads of its own, a load still works, on rayon's pool.
+        let pool = self.pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.threads)
+                .thread_name(|index| format!("keycodec-fetch-{index}"))
+                .build()
+                .ok()
+        });
+        pool.as_ref().map(|pool| (self.range_size, pool))
     }
 }
 
