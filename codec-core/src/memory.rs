@@ -50,7 +50,9 @@ const _: () = assert!(std::mem::align_of::<G1Affine>() == std::mem::align_of::<u
 /// A type whose memory is plain 64-bit limbs: its size is its limbs' (no padding), any bytes
 /// are a value, and all-zero bytes are one (`Fr::ZERO`, the point at infinity). Sealed: `Fr`
 /// and `G1Affine` only, whose sizes the compile-time asserts above prove.
-pub(crate) trait PlainLimbs: Sized + PartialEq + sealed::Sealed + 'static {
+pub(crate) trait PlainLimbs:
+    Sized + PartialEq + SerdeObject + sealed::Sealed + 'static
+{
     /// Bytes of one value.
     const BYTES: usize;
     /// What an allocation failure names.
@@ -58,9 +60,15 @@ pub(crate) trait PlainLimbs: Sized + PartialEq + sealed::Sealed + 'static {
     /// Values whose limbs (and the bytes within them) all differ, and the edge values.
     fn samples() -> Vec<Self>;
     /// halo2curves' own raw encoding, and its decoding.
-    fn encode(&self) -> Vec<u8>;
+    fn encode(&self) -> Vec<u8> {
+        let mut encoded = Vec::with_capacity(Self::BYTES);
+        let _ = self.write_raw(&mut encoded);
+        encoded
+    }
     /// The value whose raw encoding is `bytes`.
-    fn decode(bytes: &[u8]) -> Self;
+    fn decode(bytes: &[u8]) -> Self {
+        Self::from_raw_bytes_unchecked(bytes)
+    }
     /// The cell this type's layout check is cached in.
     fn checked() -> &'static OnceLock<bool>;
     /// The all-zero value.
@@ -91,16 +99,6 @@ impl PlainLimbs for Fr {
         ]
     }
 
-    fn encode(&self) -> Vec<u8> {
-        let mut encoded = Vec::with_capacity(FR_BYTES);
-        let _ = self.write_raw(&mut encoded);
-        encoded
-    }
-
-    fn decode(bytes: &[u8]) -> Self {
-        Fr::from_raw_bytes_unchecked(bytes)
-    }
-
     fn checked() -> &'static OnceLock<bool> {
         static CHECKED: OnceLock<bool> = OnceLock::new();
         &CHECKED
@@ -122,16 +120,6 @@ impl PlainLimbs for G1Affine {
             (G1::from(generator) * Fr::from(0x0123_4567_89ab_cdef_u64)).to_affine(),
             G1Affine::identity(),
         ]
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        let mut encoded = Vec::with_capacity(G1_BYTES);
-        let _ = self.write_raw(&mut encoded);
-        encoded
-    }
-
-    fn decode(bytes: &[u8]) -> Self {
-        G1Affine::from_raw_bytes_unchecked(bytes)
     }
 
     fn checked() -> &'static OnceLock<bool> {
