@@ -556,6 +556,26 @@ fn k22_round_trip_every_backend() {
     }
 }
 
+/// `--remote` rows of `backends`, two runs, warm, on the smallest halo2-lib key, caching in
+/// `cache`.
+#[cfg(feature = "remote")]
+fn remote_args(cache: &Path, backends: &[&str]) -> Args {
+    Args {
+        // A key shaped like users' (the smallest the workload builds).
+        circuit: CircuitName::Halo2Lib,
+        k: Some(9),
+        backends: backends.iter().map(|&name| name.into()).collect(),
+        remote: true,
+        // moto, which the tests start anyway (s3s-fs installs from crates.io on first use).
+        s3_server: bench_harness::S3ServerName::Moto,
+        repeat: Some(2),
+        states: vec![State::Warm],
+        cache_dir: Some(cache.to_path_buf()),
+        child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
+        ..Args::defaults()
+    }
+}
+
 /// `--remote` (feature `remote`): the loopback S3 server, and per backend a remote load, the plain download,
 /// download-then-load, a cache hit and a local load, each compared as documented; then the
 /// cold start from storage, with an empty and a warm cache, against halo2's users' download
@@ -564,20 +584,7 @@ fn k22_round_trip_every_backend() {
 #[test]
 fn remote_rows_compare_with_the_download_and_the_local_load() {
     let dir = tempfile::tempdir().unwrap();
-    let args = Args {
-        // A key shaped like users' (the smallest the workload builds).
-        circuit: CircuitName::Halo2Lib,
-        k: Some(9),
-        backends: vec!["rawbytes".into(), "rkyv".into()],
-        remote: true,
-        // moto, which the tests start anyway (s3s-fs installs from crates.io on first use).
-        s3_server: bench_harness::S3ServerName::Moto,
-        repeat: Some(2),
-        states: vec![State::Warm],
-        cache_dir: Some(dir.path().to_path_buf()),
-        child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
-        ..Args::defaults()
-    };
+    let args = remote_args(dir.path(), &["rawbytes", "rkyv"]);
     let report = run(&args).unwrap();
     let size = only(&report);
     let remote: Vec<_> = size
@@ -769,17 +776,8 @@ fn a_link_without_remote_rows_is_refused() {
 fn remote_rows_behind_an_emulated_link_are_fractions_of_it() {
     let dir = tempfile::tempdir().unwrap();
     let args = Args {
-        circuit: CircuitName::Halo2Lib,
-        k: Some(9),
-        backends: vec!["rawbytes".into()],
-        remote: true,
-        s3_server: bench_harness::S3ServerName::Moto,
         link: Some("2ms,200MB/s,400MB/s".into()),
-        repeat: Some(2),
-        states: vec![State::Warm],
-        cache_dir: Some(dir.path().to_path_buf()),
-        child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
-        ..Args::defaults()
+        ..remote_args(dir.path(), &["rawbytes"])
     };
     let report = run(&args).unwrap();
     let link = report.link.as_ref().expect("the link is reported");
