@@ -273,6 +273,9 @@ fn vectors_for(
                     what: context,
                     bytes: (count.saturating_add(spare) as u64).saturating_mul(FR_BYTES as u64),
                 })?;
+            if let Some(memory) = crate::memory::uninit_bytes_mut(values.spare_capacity_mut()) {
+                crate::memory::advise_huge_pages(memory);
+            }
             group.push(values);
         }
         grouped.push(group);

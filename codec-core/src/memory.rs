@@ -1,6 +1,7 @@
 //! Every `unsafe` of the core but one call (the bulk read's `set_len`, on this module's
-//! contract): memory viewed as bytes, memory filled without being zeroed first, and the two
-//! kernel hints about memory and files (`MADV_POPULATE_WRITE`, `sync_file_range`).
+//! contract): memory viewed as bytes, memory filled without being zeroed first, and the
+//! kernel hints about memory and files (`MADV_HUGEPAGE`, `MADV_POPULATE_WRITE`,
+//! `sync_file_range`).
 //!
 //! Scalars and G1 points are viewed as their raw bytes, without conversion: the bulk path of
 //! the raw encoding, for keys (scalars) and parameters (points).
@@ -228,6 +229,11 @@ fn zeroed_plain<T: PlainLimbs>(count: usize) -> Result<Vec<T>> {
     if ptr.is_null() {
         return Err(out_of_memory());
     }
+    // SAFETY: `ptr` is a live allocation of `layout.size()` bytes that nothing else refers
+    // to yet; viewed as `MaybeUninit<u8>` (alignment 1, any bytes valid) only for this call.
+    advise_huge_pages(unsafe {
+        std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), layout.size())
+    });
     // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<T>(count)`,
     // that is `T`'s alignment and `count * size_of::<T>()` bytes, exactly what
     // `Vec::from_raw_parts` requires of a vector of capacity `count` (its deallocation uses
@@ -314,6 +320,39 @@ pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
                     start as *mut std::ffi::c_void,
                     end - start,
                     rustix::mm::Advice::LinuxPopulateWrite,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
+/// Bytes of a transparent huge page on x86-64 and aarch64 with 4 KiB pages.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages
+/// (Linux, `MADV_HUGEPAGE`), for memory about to be filled: where the system leaves huge
+/// pages to the program's choice (`enabled = madvise`, the usual default), a vector filled
+/// in fresh memory then takes one fault per 2 MiB instead of one per 4 KiB, and a fresh
+/// load's page faults cost about a quarter as much. A hint, ignored where the kernel does
+/// not support it or huge pages are off; memory is never rounded up (only whole huge pages
+/// inside `buf` are advised).
+pub(crate) fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = (buf.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
+        let end = (buf.as_ptr() as usize + buf.len()) / HUGE_PAGE * HUGE_PAGE;
+        if end > start {
+            // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
+            // (`&mut`) and that belongs to a live allocation; `MADV_HUGEPAGE` only marks how
+            // its pages are to be backed, it changes no byte of them (the test
+            // `huge_page_advice_keeps_every_byte` checks it on written memory).
+            let _ = unsafe {
+                rustix::mm::madvise(
+                    start as *mut std::ffi::c_void,
+                    end - start,
+                    rustix::mm::Advice::LinuxHugepage,
                 )
             };
         }
@@ -438,6 +477,27 @@ mod tests {
             zeroed(usize::MAX / 16),
             Err(Error::OutOfMemory { .. })
         ));
+    }
+
+    #[test]
+    fn huge_page_advice_keeps_every_byte() {
+        // Written memory of several huge pages, not aligned to one: advised, every byte is
+        // still what was written, and the vector still grows and drops.
+        let len = 3 * HUGE_PAGE + 12_345;
+        let mut bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        bytes.reserve_exact(HUGE_PAGE);
+        let view = bytes.as_mut_slice();
+        // SAFETY (test): the same initialised bytes, as `MaybeUninit<u8>`, for the call.
+        advise_huge_pages(unsafe {
+            std::slice::from_raw_parts_mut(view.as_mut_ptr().cast(), view.len())
+        });
+        advise_huge_pages(bytes.spare_capacity_mut());
+        assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+        bytes.extend(std::iter::repeat_n(7u8, HUGE_PAGE));
+        assert_eq!(bytes.len(), len + HUGE_PAGE);
+        // Zeroed memory advised at allocation is zero.
+        let values = zeroed(3 * HUGE_PAGE / FR_BYTES + 5).unwrap().unwrap();
+        assert!(values.iter().all(|v| *v == Fr::ZERO));
     }
 
     #[test]
