@@ -140,8 +140,37 @@ enum Loaded {
     Key(ProvingKey<G1Affine>),
     Params(KzgParams),
     Start(KzgParams, ProvingKey<G1Affine>, Origin),
-    /// A floor: its seconds, and whether every byte was read.
-    Read(f64, bool),
+    /// A floor: its seconds, whether every byte was read, and the memory read into (held
+    /// as a load's key is, until dropped).
+    Read {
+        seconds: f64,
+        complete: bool,
+        _held: Box<dyn std::any::Any>,
+    },
+}
+
+/// Runs `load` as a server that reloads the same key does: twice untimed first, the first
+/// copy freed while the second is still held (a server replacing its key with a new load),
+/// then timed (see [`run_here`]) with the second still held, so that the timed load meets
+/// the allocator as such a server's reload does, whatever ran before it: the memory of a
+/// copy of the same size just freed.
+///
+/// # Errors
+///
+/// The loader's error, as text.
+pub fn run_reloading<C: Workload>(
+    load: &Load,
+    paths: &[&Path],
+    circuit_params: &C::Params,
+    target: &Target,
+    buffer: Size,
+) -> Result<Sample, String> {
+    let first = execute::<C>(load, paths, circuit_params, target, buffer)?;
+    let held = execute::<C>(load, paths, circuit_params, target, buffer)?;
+    drop(first);
+    let sample = run_here::<C>(load, paths, circuit_params, target, buffer);
+    drop(held);
+    sample
 }
 
 /// Runs `load` on `paths` in this process, then checks what it loaded (untimed).
@@ -162,7 +191,7 @@ pub fn run_here<C: Workload>(
     let loaded = execute::<C>(load, paths, circuit_params, target, buffer)?;
     let seconds = match loaded {
         // The floor times itself: the faster of its two ways.
-        Loaded::Read(seconds, _) => seconds,
+        Loaded::Read { seconds, .. } => seconds,
         _ => started.elapsed().as_secs_f64(),
     };
     let rss_rise = match (measurable, before, rss::peak()) {
@@ -304,8 +333,12 @@ fn execute<C: Workload>(
             polynomial_bytes,
             domain,
         } => {
-            let (seconds, complete) = floor(first()?, *polynomial_bytes, *domain)?;
-            Loaded::Read(seconds, complete)
+            let (seconds, complete, held) = floor(first()?, *polynomial_bytes, *domain)?;
+            Loaded::Read {
+                seconds,
+                complete,
+                _held: held,
+            }
         }
     })
 }
@@ -341,7 +374,7 @@ fn check(load: &Load, loaded: &Loaded, target: &Target) -> Result<bool, String> 
         Loaded::Start(loaded, pk, origin) => {
             Ok(*origin == Origin::Loaded && params(loaded, &target.params)? && key(pk)?)
         }
-        Loaded::Read(_, complete) => Ok(*complete),
+        Loaded::Read { complete, .. } => Ok(*complete),
     }
 }
 
@@ -354,7 +387,7 @@ fn check(load: &Load, loaded: &Loaded, target: &Target) -> Result<bool, String> 
 /// zeroed first, pages mapped a piece at a time), and, for files under
 /// [`SMALL_FILE`] (where starting threads costs more than it saves), on one thread with
 /// `read_to_end` into each vector's spare capacity. Returns the seconds and whether every
-/// byte was read.
+/// byte was read, and the memory read into (the faster way's).
 ///
 /// # Errors
 ///
@@ -363,7 +396,7 @@ pub fn floor(
     path: &Path,
     polynomial_bytes: Option<u64>,
     domain: Option<(u32, u32)>,
-) -> Result<(f64, bool), String> {
+) -> Result<Floor, String> {
     let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
     let parallel = timed_with_domain(domain, || read_as_polynomials(path, len, polynomial_bytes))?;
@@ -378,16 +411,19 @@ pub fn floor(
     })
 }
 
+/// A floor's seconds, whether every byte was read, and the memory read into.
+pub type Floor = (f64, bool, Box<dyn std::any::Any>);
+
 /// Below this, the floor also reads on one thread.
 pub const SMALL_FILE: u64 = 256 << 20;
 
 /// Times `read` while the domain is built on another thread.
-fn timed_with_domain(
+fn timed_with_domain<T: 'static>(
     domain: Option<(u32, u32)>,
-    read: impl FnOnce() -> Result<bool, String>,
-) -> Result<(f64, bool), String> {
+    read: impl FnOnce() -> Result<(bool, T), String>,
+) -> Result<Floor, String> {
     let started = Instant::now();
-    let complete = std::thread::scope(|scope| {
+    let (complete, held) = std::thread::scope(|scope| {
         let building = domain.map(|(degree, k)| {
             scope.spawn(move || {
                 let domain = EvaluationDomain::<Fr>::new(degree, k);
@@ -396,13 +432,17 @@ fn timed_with_domain(
         });
         let read = read();
         let built = building.is_none_or(|thread| thread.join().is_ok());
-        read.map(|complete| complete && built)
+        read.map(|(complete, held)| (complete && built, held))
     })?;
-    Ok((started.elapsed().as_secs_f64(), complete))
+    Ok((started.elapsed().as_secs_f64(), complete, Box::new(held)))
 }
 
 /// Reads `path` on this thread into one vector per polynomial of `polynomial_bytes`.
-fn read_in_order(path: &Path, len: u64, polynomial_bytes: u64) -> Result<bool, String> {
+fn read_in_order(
+    path: &Path,
+    len: u64,
+    polynomial_bytes: u64,
+) -> Result<(bool, Vec<Vec<u8>>), String> {
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut vectors = Vec::new();
@@ -420,13 +460,16 @@ fn read_in_order(path: &Path, len: u64, polynomial_bytes: u64) -> Result<bool, S
         read += got as u64;
         vectors.push(piece);
     }
-    std::hint::black_box(&vectors);
-    Ok(read == len)
+    Ok((read == len, std::hint::black_box(vectors)))
 }
 
 /// Reads the `len` bytes of `path` as polynomials of `polynomial_bytes` bytes (whole
 /// elements; the bytes after the last whole polynomial as bytes).
-fn read_as_polynomials(path: &Path, len: u64, polynomial_bytes: u64) -> Result<bool, String> {
+fn read_as_polynomials(
+    path: &Path,
+    len: u64,
+    polynomial_bytes: u64,
+) -> Result<(bool, keycodec::backend_api::SpanData), String> {
     let elements = usize::try_from(polynomial_bytes / 32).map_err(|e| e.to_string())?;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut reader = PayloadReader::from_file(&file, len, 1 << 12);
@@ -453,8 +496,7 @@ fn read_as_polynomials(path: &Path, len: u64, polynomial_bytes: u64) -> Result<b
         .map(|values| (values.len() * 32) as u64)
         .sum::<u64>()
         + data.bytes.len() as u64;
-    std::hint::black_box(&data);
-    Ok(read == len)
+    Ok((read == len, std::hint::black_box(data)))
 }
 
 /// A load for a child process: everything it needs to run and check it.

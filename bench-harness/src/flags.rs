@@ -47,8 +47,10 @@ pub struct Args {
           value_parser = clap::builder::PossibleValuesParser::new(backend_names()))]
     pub backends: Vec<String>,
 
-    /// The states loads run in: warm (the harness's own process, after other loads: a
-    /// server reloading) and fresh (a new process per load: a prover's start)
+    /// The states loads run in: warm (the harness's own process reloading: each timed load
+    /// after the same load twice, the first copy freed while the second is held, as a server
+    /// replacing its key meets its allocator) and fresh (a new process per load: a prover's
+    /// start)
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [State::Warm, State::Fresh])]
     pub states: Vec<State>,
 

@@ -12,8 +12,10 @@
 //! `RawBytes` and `RawBytesUnchecked` through a 1 MiB `BufReader`), and the **floor** of each
 //! file (that file read into memory allocated as a key's, over every core, with the key's
 //! evaluation domain built meanwhile: what any loader of it must at least do), sampled four
-//! times a run; each row is compared with the floor of the file it reads. Every load runs in two states: **warm**, in the harness's own process after other
-//! loads (the allocator hands back the memory the last key freed: a server reloading), and
+//! times a run; each row is compared with the floor of the file it reads. Every load runs in two states: **warm**, in the harness's own process as a server
+//! replacing its key meets it (the same load run twice untimed first, the first copy freed
+//! while the second is held, so that the timed load gets the memory of a copy of its own
+//! size just freed, whatever ran before), and
 //! **fresh**, in a new process of its own (a prover's start); each is compared with halo2's
 //! reader in the same state. Every loaded artifact is checked against the original (by
 //! digest).

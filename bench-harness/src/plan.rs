@@ -5,9 +5,9 @@
 //! Every run writes every file, then times every case once (the floors four times), in an
 //! order rotated run by run (`stats::rotation`), so that compared rows see the same moments
 //! of a noisy machine and their ratios can be taken run by run (`stats::paired`). Each load
-//! runs in one of two states: `warm`, in the harness's own process, whose allocator hands
-//! back memory the previous load freed (a server reloading a key); `fresh`, in a child
-//! process of its own (a prover's start).
+//! runs in one of two states: `warm`, in the harness's own process as a server reloading its
+//! key (`exec::run_reloading`: the allocator hands back the memory of a copy just freed);
+//! `fresh`, in a child process of its own (a prover's start).
 
 use std::path::{Path, PathBuf};
 
@@ -57,8 +57,8 @@ pub enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum State {
-    /// The harness's own process, after other loads: its allocator hands back the memory
-    /// the last key freed (a server reloading).
+    /// The harness's own process reloading ([`exec::run_reloading`]): its allocator hands
+    /// back the memory of a copy of the same key just freed (a server replacing its key).
     Warm,
     /// A new process for the load alone (a prover's start).
     Fresh,
@@ -441,7 +441,7 @@ fn cases_of<'a, C: Workload>(
                 let (load, params, target) =
                     (load.clone(), inputs.circuit_params, inputs.target.clone());
                 Box::new(move |paths, buffer| {
-                    exec::run_here::<C>(&load, paths, params, &target, buffer)
+                    exec::run_reloading::<C>(&load, paths, params, &target, buffer)
                 })
             }
             State::Fresh => {
