@@ -307,28 +307,13 @@ fn bytes_of_mut<T: PlainLimbs>(values: &mut [T]) -> &mut [u8] {
 /// kernel does not support it.
 pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
     #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
-        let end = (buf.as_ptr() as usize + buf.len()) / PAGE * PAGE;
-        if end > start {
-            // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
-            // (`&mut`) and that belongs to a live allocation; `MADV_POPULATE_WRITE` only
-            // faults its pages in (as writing them would), it changes no byte of them.
-            let _ = unsafe {
-                rustix::mm::madvise(
-                    start as *mut std::ffi::c_void,
-                    end - start,
-                    rustix::mm::Advice::LinuxPopulateWrite,
-                )
-            };
-        }
-    }
+    advise(buf, PAGE, rustix::mm::Advice::LinuxPopulateWrite);
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
 }
 
-/// Bytes of a transparent huge page on x86-64 and aarch64 with 4 KiB pages.
+/// Bytes of a page, and of a transparent huge page (x86-64 and aarch64 with 4 KiB pages).
+const PAGE: usize = 4 << 10;
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages
@@ -340,25 +325,26 @@ const HUGE_PAGE: usize = 2 << 20;
 /// inside `buf` are advised).
 pub(crate) fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
     #[cfg(target_os = "linux")]
-    {
-        let start = (buf.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
-        let end = (buf.as_ptr() as usize + buf.len()) / HUGE_PAGE * HUGE_PAGE;
-        if end > start {
-            // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
-            // (`&mut`) and that belongs to a live allocation; `MADV_HUGEPAGE` only marks how
-            // its pages are to be backed, it changes no byte of them (the test
-            // `huge_page_advice_keeps_every_byte` checks it on written memory).
-            let _ = unsafe {
-                rustix::mm::madvise(
-                    start as *mut std::ffi::c_void,
-                    end - start,
-                    rustix::mm::Advice::LinuxHugepage,
-                )
-            };
-        }
-    }
+    advise(buf, HUGE_PAGE, rustix::mm::Advice::LinuxHugepage);
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
+}
+
+/// `madvise(advice)` on the whole `unit`s inside `buf` (aligned to `unit`, a page multiple).
+/// Only advice that changes no byte of the memory may be passed.
+#[cfg(target_os = "linux")]
+fn advise(buf: &mut [MaybeUninit<u8>], unit: usize, advice: rustix::mm::Advice) {
+    let start = (buf.as_ptr() as usize).next_multiple_of(unit);
+    let end = (buf.as_ptr() as usize + buf.len()) / unit * unit;
+    if end > start {
+        // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
+        // (`&mut`) and that belongs to a live allocation, and is page-aligned (`unit` is a
+        // page multiple). The two callers' advice changes no byte of it: `MADV_POPULATE_WRITE`
+        // only faults its pages in (as writing them would), `MADV_HUGEPAGE` only marks how
+        // they are to be backed (the test `memory_hints_keep_every_byte` checks both on
+        // written memory).
+        let _ = unsafe { rustix::mm::madvise(start as *mut std::ffi::c_void, end - start, advice) };
+    }
 }
 
 /// `buf` with every byte set to zero, as initialised bytes.
@@ -480,18 +466,21 @@ mod tests {
     }
 
     #[test]
-    fn huge_page_advice_keeps_every_byte() {
-        // Written memory of several huge pages, not aligned to one: advised, every byte is
-        // still what was written, and the vector still grows and drops.
+    fn memory_hints_keep_every_byte() {
+        // Written memory of several huge pages, not aligned to one: advised (and its spare
+        // capacity populated), every byte is still what was written, and the vector still
+        // grows and drops.
         let len = 3 * HUGE_PAGE + 12_345;
         let mut bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         bytes.reserve_exact(HUGE_PAGE);
         let view = bytes.as_mut_slice();
-        // SAFETY (test): the same initialised bytes, as `MaybeUninit<u8>`, for the call.
-        advise_huge_pages(unsafe {
-            std::slice::from_raw_parts_mut(view.as_mut_ptr().cast(), view.len())
-        });
+        // SAFETY (test): the same initialised bytes, as `MaybeUninit<u8>`, for the calls.
+        let written: &mut [MaybeUninit<u8>] =
+            unsafe { std::slice::from_raw_parts_mut(view.as_mut_ptr().cast(), view.len()) };
+        advise_huge_pages(written);
+        populate(written);
         advise_huge_pages(bytes.spare_capacity_mut());
+        populate(bytes.spare_capacity_mut());
         assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
         bytes.extend(std::iter::repeat_n(7u8, HUGE_PAGE));
         assert_eq!(bytes.len(), len + HUGE_PAGE);
