@@ -140,13 +140,8 @@ enum Loaded {
     Key(ProvingKey<G1Affine>),
     Params(KzgParams),
     Start(KzgParams, ProvingKey<G1Affine>, Origin),
-    /// A floor: its seconds, whether every byte was read, and the memory read into (held
-    /// as a load's key is, until dropped).
-    Read {
-        seconds: f64,
-        complete: bool,
-        _held: Box<dyn std::any::Any>,
-    },
+    /// A floor (its memory held as a load's key is, until dropped).
+    Read(Floor),
 }
 
 /// Runs `load` as a server that reloads the same key does: twice untimed first, the first
@@ -191,7 +186,7 @@ pub fn run_here<C: Workload>(
     let loaded = execute::<C>(load, paths, circuit_params, target, buffer)?;
     let seconds = match loaded {
         // The floor times itself: the faster of its two ways.
-        Loaded::Read { seconds, .. } => seconds,
+        Loaded::Read(Floor { seconds, .. }) => seconds,
         _ => started.elapsed().as_secs_f64(),
     };
     let rss_rise = match (measurable, before, rss::peak()) {
@@ -332,14 +327,7 @@ fn execute<C: Workload>(
         Load::Floor {
             polynomial_bytes,
             domain,
-        } => {
-            let (seconds, complete, held) = floor(first()?, *polynomial_bytes, *domain)?;
-            Loaded::Read {
-                seconds,
-                complete,
-                _held: held,
-            }
-        }
+        } => Loaded::Read(floor(first()?, *polynomial_bytes, *domain)?),
     })
 }
 
@@ -374,7 +362,7 @@ fn check(load: &Load, loaded: &Loaded, target: &Target) -> Result<bool, String> 
         Loaded::Start(loaded, pk, origin) => {
             Ok(*origin == Origin::Loaded && params(loaded, &target.params)? && key(pk)?)
         }
-        Loaded::Read { complete, .. } => Ok(*complete),
+        Loaded::Read(floor) => Ok(floor.complete),
     }
 }
 
@@ -404,15 +392,22 @@ pub fn floor(
         return Ok(parallel);
     }
     let single = timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))?;
-    Ok(if single.0 < parallel.0 {
+    Ok(if single.seconds < parallel.seconds {
         single
     } else {
         parallel
     })
 }
 
-/// A floor's seconds, whether every byte was read, and the memory read into.
-pub type Floor = (f64, bool, Box<dyn std::any::Any>);
+/// A floor's read: its seconds, whether every byte was read, and the memory read into.
+pub struct Floor {
+    /// Seconds the read took (the domain's build beside it included).
+    pub seconds: f64,
+    /// Whether every byte was read (and the domain built).
+    pub complete: bool,
+    /// The memory read into, held until the floor is dropped.
+    _held: Box<dyn std::any::Any>,
+}
 
 /// Below this, the floor also reads on one thread.
 pub const SMALL_FILE: u64 = 256 << 20;
@@ -434,7 +429,11 @@ fn timed_with_domain<T: 'static>(
         let built = building.is_none_or(|thread| thread.join().is_ok());
         read.map(|(complete, held)| (complete && built, held))
     })?;
-    Ok((started.elapsed().as_secs_f64(), complete, Box::new(held)))
+    Ok(Floor {
+        seconds: started.elapsed().as_secs_f64(),
+        complete,
+        _held: Box::new(held),
+    })
 }
 
 /// Reads `path` on this thread into one vector per polynomial of `polynomial_bytes`.
