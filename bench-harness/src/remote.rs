@@ -79,6 +79,7 @@ pub fn rows<C: Workload>(
         store: &store,
         runtime: &runtime,
         cache: &cache,
+        link: link.as_ref(),
     };
     for &backend in &selected {
         let plan = plan::<C>(inputs, backend, &context, link.is_none())?;
@@ -113,6 +114,8 @@ struct Context<'a> {
     runtime: &'a tokio::runtime::Runtime,
     /// The cache directory of cache hits and cold starts.
     cache: &'a std::path::Path,
+    /// The emulated link, if any: an upload is also timed to its last part.
+    link: Option<&'a Link>,
 }
 
 /// The server the remote rows use, and its name.
@@ -242,6 +245,7 @@ fn plan<'a, C: Workload>(
         store,
         runtime,
         cache,
+        link,
     } = context;
     let codec = backend.codec().map_err(|e| e.to_string())?;
     let (pk, scratch, params) = (inputs.pk, inputs.scratch, inputs.circuit_params);
@@ -258,16 +262,25 @@ fn plan<'a, C: Workload>(
     let object = plan.object(
         (Kind::Remote, name, "upload"),
         Box::new(move |_buffer| {
-            let started = Instant::now();
-            remote
-                .save::<C, _>(codec, &at, pk, params.clone())
-                .map_err(|e| e.to_string())?;
-            let seconds = started.elapsed().as_secs_f64();
+            let save = || {
+                remote
+                    .save::<C, _>(codec, &at, pk, params.clone())
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            };
+            let (seconds, carried) = match link {
+                Some(link) => watching_uploads(link, save)?,
+                None => {
+                    let started = Instant::now();
+                    save()?;
+                    (started.elapsed().as_secs_f64(), Vec::new())
+                }
+            };
             let size = remote.head(&at).map_err(|e| e.to_string())?.size;
             Ok((
                 Written {
                     seconds,
-                    unsynced: None,
+                    unsynced: link.and_then(|link| to_last_part(&carried, size, link)),
                 },
                 size,
             ))
@@ -406,6 +419,48 @@ fn plan<'a, C: Workload>(
     Ok(plan)
 }
 
+/// Runs `upload`, noting every millisecond how many bytes the link has carried up since it
+/// started: its seconds, and those notes (seconds since the start, bytes).
+fn watching_uploads(
+    link: &Link,
+    upload: impl FnOnce() -> Result<(), String>,
+) -> Result<(f64, Vec<(f64, u64)>), String> {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let before = link.bytes_up();
+    let started = Instant::now();
+    let (uploaded, carried) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut carried = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let bytes = link.bytes_up().saturating_sub(before);
+                carried.push((started.elapsed().as_secs_f64(), bytes));
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            carried
+        });
+        let uploaded = upload();
+        let seconds = started.elapsed().as_secs_f64();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (
+            uploaded.map(|()| seconds),
+            watcher.join().unwrap_or_default(),
+        )
+    });
+    Ok((uploaded?, carried))
+}
+
+/// When an upload's parts had all reached the server: the first note of the link having
+/// carried `size` bytes up (the parts' bodies; their requests' headers make it a little
+/// early, by under a millisecond's worth), plus the link's latency. What the upload takes
+/// after that is the parts' last answers and the completion, most of it the server's work
+/// (s3s-fs reads every part again to assemble the object).
+fn to_last_part(carried: &[(f64, u64)], size: u64, link: &Link) -> Option<f64> {
+    carried
+        .iter()
+        .find(|&&(_, bytes)| bytes >= size)
+        .map(|&(seconds, _)| seconds + link.profile().latency.as_secs_f64())
+}
+
 /// The server's floor for the object at `at` (`size` bytes): ranged GETs at once, as many as
 /// a remote load may keep in flight (`RemoteOptions::max_concurrency`), each into memory and
 /// dropped (nothing decoded, nothing written); seconds, and the bytes received.
@@ -416,9 +471,10 @@ fn ranged_gets(
     size: u64,
 ) -> Result<(f64, u64), String> {
     let lanes = keycodec::remote::RemoteOptions::default().max_concurrency as u64;
-    // Each lane fetches a few ranges (two per lane, of 1 to 16 MiB): every lane busy to the
-    // end at any size, as a download sizes its requests.
-    let range = size.div_ceil(2 * lanes).clamp(1 << 20, 16 << 20);
+    // Every lane fetches the same bytes in as few ranges of at most 16 MiB as it can (one
+    // each up to 1 GiB): the fewest round trips, and every lane busy to the end, at any size.
+    let rounds = size.div_ceil(lanes * (16 << 20)).max(1);
+    let range = size.div_ceil(lanes * rounds).max(64 << 10);
     let started = Instant::now();
     let received = runtime.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();

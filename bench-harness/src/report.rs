@@ -135,7 +135,9 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
     if !saves.is_empty() {
         let _ = writeln!(
             out,
-            "\nsaves (keycodec's: atomic and durable; halo2's: File::create, pk.write, sync_all)"
+            "\nsaves (keycodec's: atomic and durable; halo2's: File::create, pk.write, sync_all; \
+             an upload behind a link also to its last part: when the link had carried every \
+             byte, plus its latency, over the whole upload)"
         );
         let _ = writeln!(
             out,
@@ -159,6 +161,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 save.backend,
                 save.mode,
                 match (save.durable, save.backend) {
+                    (false, _) if save.kind == Kind::Remote => "to last part",
                     (false, _) => "write only",
                     (true, HALO2_NATIVE) => "write + sync",
                     (true, _) => "durable save",
@@ -325,7 +328,11 @@ fn save_label(save: &SaveRow) -> String {
         kind_name(save.kind),
         save.backend,
         save.mode,
-        if save.durable { "" } else { "(write only)" }
+        match (save.durable, save.kind) {
+            (true, _) => "",
+            (false, Kind::Remote) => "(to last part)",
+            (false, _) => "(write only)",
+        }
     )
     .trim_end()
     .to_owned()
@@ -516,7 +523,7 @@ fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::Link
     let mut line = |backend: &str, mode: &str, validation: &str, bytes: u64, seconds: f64| {
         let _ = writeln!(
             out,
-            "  {backend:<13} {mode:<16} {validation:<8} {:>5.0}% of the link ({seconds:.3} s)",
+            "  {backend:<13} {mode:<16} {validation:<12} {:>5.0}% of the link ({seconds:.3} s)",
             100.0 * of_link(bytes, seconds),
         );
     };
@@ -530,7 +537,12 @@ fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::Link
         );
     }
     for save in size.saves.iter().filter(|save| save.kind == Kind::Remote) {
-        line(save.backend, save.mode, "-", save.file_bytes, save.save_s);
+        let timed = if save.durable {
+            "whole"
+        } else {
+            "to last part"
+        };
+        line(save.backend, save.mode, timed, save.file_bytes, save.save_s);
     }
 }
 

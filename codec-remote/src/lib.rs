@@ -137,9 +137,10 @@ impl RemoteOptions {
     }
 
     /// A download's range for an object of `size` bytes: about two per request the flow may
-    /// keep in flight, from 1 MiB to the largest range.
+    /// keep in flight, from 256 KiB to the largest range (larger pieces would leave a small
+    /// object's last ones alone on the link, each capped as one stream is).
     fn download_piece(&self, size: u64) -> u64 {
-        (size / (2 * self.ceiling() as u64)).clamp(1 << 20, self.largest_range() as u64)
+        (size / (2 * self.ceiling() as u64)).clamp(256 << 10, self.largest_range() as u64)
     }
 }
 
@@ -474,10 +475,9 @@ impl Remote {
     ) -> Result<T> {
         let upload = || {
             let handle = self.handle()?;
-            let multipart = handle
-                .block_on(self.store.put_multipart(location))
-                .map_err(|err| store_error("start an upload of", err))?;
-            let mut writer = UploadWriter::new(handle, multipart, size, self.options, progress);
+            let (store, at) = (Arc::clone(&self.store), location.clone());
+            let started = handle.spawn(async move { store.put_multipart(&at).await });
+            let mut writer = UploadWriter::new(handle, started, size, self.options, progress);
             // Small writes (a verifying key's fields) are gathered before they reach the
             // part buffer.
             let written = {
@@ -607,6 +607,19 @@ impl Remote {
         })
     }
 
+    /// The object's size, ETag and version, with its first bytes when one ranged GET could
+    /// bring both (see [`object::opening`]), else by [`Remote::head`] alone.
+    fn describe(&self, location: &ObjectPath) -> Result<(ObjectInfo, Option<Vec<u8>>)> {
+        let opened = self
+            .handle()?
+            .block_on(object::opening(&*self.store, location, object::OPENING))
+            .map_err(|err| err.in_object(&self.name(location)))?;
+        match opened {
+            Some((info, bytes)) => Ok((info, Some(bytes))),
+            None => Ok((self.head(location)?, None)),
+        }
+    }
+
     /// Fetches `range` of the object into `source`'s tee, in ranges sized for the object, as
     /// many in flight as its flow allows.
     fn fill(
@@ -637,12 +650,13 @@ impl Remote {
         options: &LoadOptions,
         tee: Option<(&File, &ObjectInfo)>,
     ) -> Result<Decoded> {
-        let head;
-        let (tee, info) = match tee {
-            Some((file, info)) => (Some(file), info),
+        let described;
+        let (tee, info, opening) = match tee {
+            Some((file, info)) => (Some(file), info, None),
             None => {
-                head = self.head(location)?;
-                (None, &head)
+                let (info, opening) = self.describe(location)?;
+                described = info;
+                (None, &described, opening)
             }
         };
         let read = || {
@@ -651,6 +665,9 @@ impl Remote {
                     .map_err(|err| Error::io("size the cache file", err))?;
             }
             let source = self.source(location, info, tee)?;
+            if let Some(bytes) = opening {
+                source.seed(bytes);
+            }
             let decoded = transport::read(
                 codec,
                 request,

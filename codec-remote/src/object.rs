@@ -191,6 +191,59 @@ impl Fetcher {
     }
 }
 
+/// Bytes the first GET of a load asks for: a container's header and, for most circuits, its
+/// verifying key, so that what a decoder reads first is in hand after one round trip.
+pub(super) const OPENING: u64 = 64 << 10;
+
+/// The object's first `len` bytes (all of them if it is smaller), by one ranged GET, and what
+/// its response says of the object: its whole size, ETag and version. A load's first round
+/// trip thus both describes the object and brings the bytes read first (a HEAD and then a GET
+/// would take two). `Ok(None)` when the store did not answer so (a missing or empty object,
+/// a server that ignores ranges, a failed request): ask with a HEAD, whose answer or error
+/// stands.
+///
+/// # Errors
+///
+/// [`Error::Malformed`] when the store sent more bytes than the range it reported.
+pub(super) async fn opening(
+    store: &dyn ObjectStore,
+    location: &ObjectPath,
+    len: u64,
+) -> Result<Option<(ObjectInfo, Vec<u8>)>> {
+    let options = GetOptions {
+        range: Some(GetRange::Bounded(0..len)),
+        ..GetOptions::default()
+    };
+    let Ok(response) = store.get_opts(location, options).await else {
+        return Ok(None);
+    };
+    // `object_store` checked the reported range against the one asked for and the size it
+    // reports; the bytes are bounded by that range, never by the size.
+    let expected = len.min(response.meta.size);
+    if response.range != (0..expected) {
+        return Ok(None);
+    }
+    let info = ObjectInfo {
+        size: response.meta.size,
+        e_tag: response.meta.e_tag.clone(),
+        version: response.meta.version.clone(),
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
+    let mut body = response.into_stream();
+    while let Some(chunk) = body.next().await {
+        let Ok(chunk) = chunk else {
+            return Ok(None);
+        };
+        if (bytes.len() + chunk.len()) as u64 > expected {
+            return Err(Error::Malformed(
+                "the store sent more bytes than asked".into(),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((bytes.len() as u64 == expected).then_some((info, bytes)))
+}
+
 /// An object read by ranged GETs (see the module docs). A failure of the store is kept (the
 /// first one) for the caller: the reader above sees only that a read failed.
 pub(super) struct ObjectSource {
@@ -227,6 +280,14 @@ impl ObjectSource {
 
     fn size(&self) -> u64 {
         self.fetcher.info.size
+    }
+
+    /// Hands the object's first bytes, already fetched ([`opening`]), to the read-ahead: the
+    /// reader's first reads from offset 0 take them without a request.
+    pub(super) fn seed(&self, bytes: Vec<u8>) {
+        if let Ok(mut readahead) = self.readahead.lock() {
+            readahead.seed(bytes);
+        }
     }
 
     /// Fills `buf` with the object's bytes from `offset` (within the object): one ranged
@@ -285,6 +346,15 @@ impl ReadAhead {
         self.window = FIRST_WINDOW;
         self.taken = 0;
         self.front = None;
+    }
+
+    /// Starts again at 0 with `bytes`, the object's first ones, as the front window.
+    fn seed(&mut self, bytes: Vec<u8>) {
+        self.restart(0);
+        if !bytes.is_empty() {
+            self.next = bytes.len() as u64;
+            self.front = Some((0, bytes));
+        }
     }
 
     /// Starts fetching windows until enough are ahead of the reader.

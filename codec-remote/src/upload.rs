@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use object_store::{MultipartUpload, WriteMultipart};
 use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
 
 use crate::flow::Growth;
 use crate::{store_error, RemoteOptions};
@@ -17,24 +18,26 @@ use codec_core::{Error, Result};
 /// the process dying first) leaves no object behind.
 pub(super) struct UploadWriter<'a> {
     handle: &'a Handle,
-    /// The upload until its part size is known (at the first write).
-    started: Option<Box<dyn MultipartUpload>>,
+    /// The request starting the upload, until the first write (which needs the upload and
+    /// learns its part size): sent before the caller's encoding begins, so that its round
+    /// trip overlaps the work before the first byte.
+    started: Option<JoinHandle<object_store::Result<Box<dyn MultipartUpload>>>>,
     size: Option<u64>,
     options: RemoteOptions,
     upload: Option<WriteMultipart>,
     part_size: usize,
     growth: Growth,
-    /// Parts handed to the upload so far.
-    parts: usize,
+    /// Bytes handed to the upload so far.
+    handed: u64,
     failure: Option<Error>,
     progress: &'a (dyn Fn(u64) + Sync),
 }
 
 impl<'a> UploadWriter<'a> {
-    /// Writes into `started`, an upload of `size` bytes if known.
+    /// Writes into the upload `started` starts, of `size` bytes if known.
     pub(super) fn new(
         handle: &'a Handle,
-        started: Box<dyn MultipartUpload>,
+        started: JoinHandle<object_store::Result<Box<dyn MultipartUpload>>>,
         size: Option<u64>,
         options: RemoteOptions,
         progress: &'a (dyn Fn(u64) + Sync),
@@ -47,7 +50,7 @@ impl<'a> UploadWriter<'a> {
             upload: None,
             part_size: options.part_for(size),
             growth: Growth::new(options.upload_concurrency, options.upload_concurrency),
-            parts: 0,
+            handed: 0,
             failure: None,
             progress,
         }
@@ -58,6 +61,19 @@ impl<'a> UploadWriter<'a> {
     /// configured.
     fn parts(&mut self, first: &[u8]) -> Option<&mut WriteMultipart> {
         if let Some(started) = self.started.take() {
+            let started = match self.handle.block_on(started) {
+                Ok(Ok(started)) => started,
+                Ok(Err(err)) => {
+                    self.failure = Some(store_error("start an upload of", err));
+                    return None;
+                }
+                Err(_) => {
+                    self.failure = Some(Error::Internal(
+                        "the task starting the upload failed".into(),
+                    ));
+                    return None;
+                }
+            };
             let size = self.size.or_else(|| {
                 let header = Header::from_bytes(first.get(..HEADER_LEN)?).ok()?;
                 (HEADER_LEN as u64).checked_add(header.payload_len)
@@ -73,7 +89,9 @@ impl<'a> UploadWriter<'a> {
     /// Uploads the last part and completes the upload: the object appears, whole.
     pub(super) fn finish(mut self) -> Result<()> {
         self.parts(&[]);
-        let upload = self.upload.take().ok_or_else(|| self.failed())?;
+        let Some(upload) = self.upload.take() else {
+            return Err(self.failure.take().unwrap_or_else(|| self.failed()));
+        };
         // `finish` aborts the upload itself when a part or the completion fails.
         self.handle
             .block_on(upload.finish())
@@ -117,12 +135,17 @@ impl Write for UploadWriter<'_> {
             }
             // Spawning the part's upload needs the runtime's context.
             let _context = self.handle.enter();
-            // Once the parts in flight are at the limit, each part handed over waited for
-            // one to complete: its size is what the upload carried meanwhile.
-            if self.parts >= limit {
-                self.growth.completed(part.len() as u64);
+            // A write that fills a part hands it over (the upload sends it). Once the parts
+            // in flight are at the limit, each part handed over waited for one to complete:
+            // its size is what the upload carried meanwhile.
+            let part_size = self.part_size.max(1) as u64;
+            let handed = self.handed + part.len() as u64;
+            if handed / part_size > self.handed / part_size
+                && self.handed / part_size >= limit as u64
+            {
+                self.growth.completed(part_size);
             }
-            self.parts += 1;
+            self.handed = handed;
             upload.write(part);
             (self.progress)(part.len() as u64);
         }

@@ -313,6 +313,10 @@ impl Carry {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            // Acknowledged at once (Linux clears the flag as it acknowledges): a sender that
+            // does not set TCP_NODELAY (s3s-fs) would otherwise hold a response's first body
+            // bytes behind its headers until our delayed ACK, 40 ms, a stall no cloud link adds.
+            let _ = rustix::net::sockopt::set_tcp_quickack(&from, true);
             stream.pace(n);
             link.pace(n);
             let Some(bytes) = buf.get(..n) else { break };
@@ -350,6 +354,45 @@ mod tests {
         ] {
             assert!(bad.parse::<LinkProfile>().is_err(), "{bad:?} is refused");
         }
+    }
+
+    /// A server that does not set TCP_NODELAY (as s3s-fs does not) and answers each request
+    /// with a small head and then its body, in two writes, on one connection: its bodies are
+    /// not held back behind their heads until a delayed ACK (40 ms each, once a connection
+    /// has left Linux's quick-ACK start), as no cloud link would hold them.
+    #[test]
+    fn a_sender_without_nodelay_is_not_stalled_by_the_link() {
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream = server.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for conn in server.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut conn = conn;
+                    let mut ask = [0u8; 1];
+                    while conn.read_exact(&mut ask).is_ok() {
+                        let sent = conn.write_all(b"HTTP/1.1 200 OK\r\n\r\n").is_ok()
+                            && conn.write_all(&[7u8; 16 << 10]).is_ok();
+                        if !sent {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let link = Link::new("0ms,1GB/s,1GB/s".parse().unwrap());
+        let mut conn = TcpStream::connect(link.front(upstream)).unwrap();
+        let rounds = 40;
+        let started = Instant::now();
+        for _ in 0..rounds {
+            conn.write_all(b"?").unwrap();
+            let mut answer = vec![0u8; 19 + (16 << 10)];
+            conn.read_exact(&mut answer).unwrap();
+        }
+        let each = started.elapsed() / rounds;
+        assert!(
+            each < Duration::from_millis(15),
+            "{each:?} per answer: held back behind delayed ACKs"
+        );
     }
 
     /// An echo server behind the link: a request's answer comes a latency late, one

@@ -173,8 +173,49 @@ fn large_objects_upload_in_parts_and_download_whole() {
         .unwrap();
     assert!(std::fs::read(&target).unwrap() == bytes);
     // Downloaded by ranges sized from the object: two per request the flow may keep in
-    // flight (64), at least 1 MiB, at most the largest range (4 MiB).
-    assert_eq!(proxy.count("GET", true), 12);
+    // flight (64), at least 256 KiB, at most the largest range (4 MiB).
+    assert_eq!(proxy.count("GET", true), 48);
+}
+
+/// A load's first request both describes the object (its size, ETag, version) and brings its
+/// first bytes, which the decoder then reads without asking again: no HEAD. Where a ranged
+/// GET cannot open it (an empty object), the HEAD that follows says what is wrong.
+#[test]
+fn a_load_opens_the_object_with_one_ranged_get() {
+    let fixture = standard_plonk_k10();
+    let codec = &RawBytesCodec::default();
+    let (remote, store, proxy) = remote_behind_proxy("opening");
+    let at = ObjectPath::from("circuit.pk");
+    remote
+        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
+        .unwrap();
+    proxy.reset_counts();
+    let pk: ProvingKey<G1Affine> = remote
+        .load::<StandardPlonk, _>(codec, &at, (), &checked())
+        .unwrap();
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert_eq!(proxy.count("HEAD", false), 0, "no HEAD before a load");
+    assert_eq!(
+        proxy.count_target("GET", "circuit.pk"),
+        proxy.count("GET", true),
+        "every GET ranged"
+    );
+
+    let empty = ObjectPath::from("empty.pk");
+    put(&store, &empty, Vec::new());
+    proxy.reset_counts();
+    let err = remote
+        .load::<StandardPlonk, ProvingKey<G1Affine>>(codec, &empty, (), &checked())
+        .unwrap_err();
+    assert!(
+        matches!(err.cause(), Error::Truncated { .. }),
+        "an empty object: {err}"
+    );
+    assert_eq!(
+        proxy.count("HEAD", false),
+        1,
+        "the HEAD after a refused range"
+    );
 }
 
 /// A backend that decodes element by element (bincode) reads its stream through a small
