@@ -320,10 +320,12 @@ impl Carry {
             stream.pace(n);
             link.pace(n);
             let Some(bytes) = buf.get(..n) else { break };
+            // Counted before they are handed on: once the other side has them, so does the
+            // count.
+            carried.fetch_add(n as u64, Ordering::Relaxed);
             if !forward(bytes) {
                 break;
             }
-            carried.fetch_add(n as u64, Ordering::Relaxed);
         }
         let _ = from.shutdown(Shutdown::Read);
     }
