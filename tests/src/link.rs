@@ -358,28 +358,33 @@ mod tests {
         }
     }
 
+    /// A loopback server (TCP_NODELAY not set) answering each request of `N` bytes on a
+    /// connection with `answer`, until it returns `false`; its address.
+    fn serve<const N: usize>(
+        answer: impl Fn([u8; N], &mut TcpStream) -> bool + Copy + Send + 'static,
+    ) -> SocketAddr {
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = server.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut conn in server.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut ask = [0u8; N];
+                    while conn.read_exact(&mut ask).is_ok() && answer(ask, &mut conn) {}
+                });
+            }
+        });
+        addr
+    }
+
     /// A server that does not set TCP_NODELAY (as s3s-fs does not) and answers each request
     /// with a small head and then its body, in two writes, on one connection: its bodies are
     /// not held back behind their heads until a delayed ACK (40 ms each, once a connection
     /// has left Linux's quick-ACK start), as no cloud link would hold them.
     #[test]
     fn a_sender_without_nodelay_is_not_stalled_by_the_link() {
-        let server = TcpListener::bind("127.0.0.1:0").unwrap();
-        let upstream = server.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for conn in server.incoming().flatten() {
-                std::thread::spawn(move || {
-                    let mut conn = conn;
-                    let mut ask = [0u8; 1];
-                    while conn.read_exact(&mut ask).is_ok() {
-                        let sent = conn.write_all(b"HTTP/1.1 200 OK\r\n\r\n").is_ok()
-                            && conn.write_all(&[7u8; 16 << 10]).is_ok();
-                        if !sent {
-                            break;
-                        }
-                    }
-                });
-            }
+        let upstream = serve(|_: [u8; 1], conn| {
+            conn.write_all(b"HTTP/1.1 200 OK\r\n\r\n").is_ok()
+                && conn.write_all(&[7u8; 16 << 10]).is_ok()
         });
         let link = Link::new("0ms,1GB/s,1GB/s".parse().unwrap());
         let mut conn = TcpStream::connect(link.front(upstream)).unwrap();
@@ -402,21 +407,9 @@ mod tests {
     #[test]
     fn the_link_delays_requests_and_caps_streams_and_the_total() {
         // Serves, for each 8-byte request naming a length, that many bytes.
-        let server = TcpListener::bind("127.0.0.1:0").unwrap();
-        let upstream = server.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for conn in server.incoming().flatten() {
-                std::thread::spawn(move || {
-                    let mut conn = conn;
-                    let mut ask = [0u8; 8];
-                    while conn.read_exact(&mut ask).is_ok() {
-                        let body = vec![7u8; u64::from_le_bytes(ask) as usize];
-                        if conn.write_all(&body).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
+        let upstream = serve(|ask: [u8; 8], conn| {
+            conn.write_all(&vec![7u8; u64::from_le_bytes(ask) as usize])
+                .is_ok()
         });
         let link = Link::new("50ms,4MB/s,10MB/s".parse().unwrap());
         let front = link.front(upstream);
