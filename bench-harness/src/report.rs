@@ -161,8 +161,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 save.backend,
                 save.mode,
                 match (save.durable, save.backend) {
-                    (false, _) if save.kind == Kind::Remote => "to last part",
-                    (false, _) => "write only",
+                    (false, _) => short_of_durable(save),
                     (true, HALO2_NATIVE) => "write + sync",
                     (true, _) => "durable save",
                 },
@@ -322,16 +321,26 @@ fn sweep(out: &mut String, report: &Report) {
     }
 }
 
+/// What a save row that is not the durable save timed: halo2's write before its sync, or an
+/// upload to its last part.
+fn short_of_durable(save: &SaveRow) -> &'static str {
+    if save.kind == Kind::Remote {
+        "to last part"
+    } else {
+        "write only"
+    }
+}
+
 fn save_label(save: &SaveRow) -> String {
     format!(
         "save {} {} {} {}",
         kind_name(save.kind),
         save.backend,
         save.mode,
-        match (save.durable, save.kind) {
-            (true, _) => "",
-            (false, Kind::Remote) => "(to last part)",
-            (false, _) => "(write only)",
+        if save.durable {
+            String::new()
+        } else {
+            format!("({})", short_of_durable(save))
         }
     )
     .trim_end()
@@ -540,7 +549,7 @@ fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::Link
         let timed = if save.durable {
             "whole"
         } else {
-            "to last part"
+            short_of_durable(save)
         };
         line(save.backend, save.mode, timed, save.file_bytes, save.save_s);
     }

@@ -155,6 +155,17 @@ pub struct ObjectInfo {
     pub version: Option<String>,
 }
 
+impl From<object_store::ObjectMeta> for ObjectInfo {
+    /// What a HEAD's or a GET's response says of the object.
+    fn from(meta: object_store::ObjectMeta) -> Self {
+        ObjectInfo {
+            size: meta.size,
+            e_tag: meta.e_tag,
+            version: meta.version,
+        }
+    }
+}
+
 /// An object store and how keycodec uses it. Cheap to share by reference across threads.
 pub struct Remote {
     store: Arc<dyn ObjectStore>,
@@ -337,11 +348,7 @@ impl Remote {
                 .handle()?
                 .block_on(self.store.head(location))
                 .map_err(|err| store_error("read the metadata of", err))?;
-            Ok(ObjectInfo {
-                size: meta.size,
-                e_tag: meta.e_tag,
-                version: meta.version,
-            })
+            Ok(ObjectInfo::from(meta))
         };
         head().map_err(|err: Error| err.in_object(&self.name(location)))
     }

@@ -223,11 +223,7 @@ pub(super) async fn opening(
     if response.range != (0..expected) {
         return Ok(None);
     }
-    let info = ObjectInfo {
-        size: response.meta.size,
-        e_tag: response.meta.e_tag.clone(),
-        version: response.meta.version.clone(),
-    };
+    let info = ObjectInfo::from(response.meta.clone());
     let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     let mut body = response.into_stream();
     while let Some(chunk) = body.next().await {

@@ -139,13 +139,11 @@ impl Write for UploadWriter<'_> {
             // in flight are at the limit, each part handed over waited for one to complete:
             // its size is what the upload carried meanwhile.
             let part_size = self.part_size.max(1) as u64;
-            let handed = self.handed + part.len() as u64;
-            if handed / part_size > self.handed / part_size
-                && self.handed / part_size >= limit as u64
-            {
+            let parts_before = self.handed / part_size;
+            self.handed += part.len() as u64;
+            if self.handed / part_size > parts_before && parts_before >= limit as u64 {
                 self.growth.completed(part_size);
             }
-            self.handed = handed;
             upload.write(part);
             (self.progress)(part.len() as u64);
         }
