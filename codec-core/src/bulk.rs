@@ -363,6 +363,12 @@ impl Planned<'_> {
 
 /// From a source whose requests are costly: adjacent segments together, in requests of
 /// about a share of the payload per thread (two or more each), within the piece size.
+///
+/// A segment joins the request before it while that brings the request nearer the target
+/// than leaving it: a halo2-lib key's polynomials come with 4-byte prefixes, so a request
+/// of two 512 KiB polynomials is 8 bytes over a 1 MiB target, and a rule of "no more than
+/// the target" would send every polynomial alone. A request so ends under twice the target,
+/// or is one segment.
 fn coalesced<'s>(segments: Vec<Segment<'s>>, total: u64, workers: &Workers<'_>) -> Planned<'s> {
     let threads = workers.pool.map_or_else(
         rayon::current_num_threads,
@@ -376,7 +382,7 @@ fn coalesced<'s>(segments: Vec<Segment<'s>>, total: u64, workers: &Workers<'_>) 
         planned.roles.push((role, offset));
         let len = dst.len();
         match planned.requests.last_mut() {
-            Some(request) if request.dsts.iter().map(Dst::len).sum::<usize>() + len <= target => {
+            Some(request) if joins(request.dsts.iter().map(Dst::len).sum(), len, target) => {
                 request.dsts.push(dst);
             }
             _ => planned.requests.push(Request {
@@ -387,6 +393,13 @@ fn coalesced<'s>(segments: Vec<Segment<'s>>, total: u64, workers: &Workers<'_>) 
         }
     }
     planned
+}
+
+/// Whether a segment of `len` bytes joins a request of `sum` bytes aiming at `target`: when
+/// the request ends nearer the target with it than without it.
+fn joins(sum: usize, len: usize, target: usize) -> bool {
+    let end = sum.saturating_add(len);
+    sum < target && (end <= target || end - target <= target - sum)
 }
 
 /// From a file or memory: the small spans apart (read first, at once), then one request per
@@ -757,10 +770,12 @@ mod tests {
         .collect()
     }
 
-    /// Memory read as an object store is: every request costly, each counted.
+    /// Memory read as an object store is: every request costly, each counted; with its
+    /// own piece size and pool, as an object source has, if given.
     struct Costly<'a> {
         bytes: &'a [u8],
         requests: std::sync::atomic::AtomicUsize,
+        plan: Option<(usize, rayon::ThreadPool)>,
     }
 
     impl<'a> Costly<'a> {
@@ -768,6 +783,19 @@ mod tests {
             Costly {
                 bytes,
                 requests: std::sync::atomic::AtomicUsize::new(0),
+                plan: None,
+            }
+        }
+
+        /// Read in pieces of up to `piece` bytes by a pool of `threads`.
+        fn planned(bytes: &'a [u8], piece: usize, threads: usize) -> Self {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            Costly {
+                plan: Some((piece, pool)),
+                ..Costly::new(bytes)
             }
         }
 
@@ -798,6 +826,10 @@ mod tests {
 
         fn costly_requests(&self) -> bool {
             true
+        }
+
+        fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
+            self.plan.as_ref().map(|(piece, pool)| (*piece, pool))
         }
     }
 
@@ -937,6 +969,37 @@ mod tests {
         assert_eq!(data.groups[0], polys);
         // 4 MiB of payload in requests of at least 1 MiB (one per span would be 128).
         assert!(requests <= 5, "{requests} requests");
+        assert_eq!(reader.digest(), Some(xxh3_64(&bytes)));
+    }
+
+    /// Polynomials of half a request behind their 4-byte prefixes (a halo2-lib key's shape
+    /// at k = 14 from an object store: 512 KiB against 1 MiB requests) go two to a request,
+    /// though two with their prefixes are 8 bytes over it.
+    #[test]
+    fn costly_requests_pair_polynomials_of_half_a_request() {
+        let mut rng = rand::thread_rng();
+        let polys: Vec<Vec<Fr>> = (0..16)
+            .map(|_| {
+                (0..MIN_REQUEST / 2 / FR_BYTES)
+                    .map(|_| Fr::random(&mut rng))
+                    .collect()
+            })
+            .collect();
+        let (bytes, spans) = payload(&polys);
+        // 8 threads: a share of the payload per thread is under the smallest request.
+        let costly = Costly::planned(&bytes, 16 << 20, 8);
+        let len = bytes.len() as u64;
+        let mut reader = PayloadReader::at(&costly, 0, len, 1 << 10)
+            .narrow(len, true, true)
+            .unwrap();
+        let before = costly.requests();
+        let data = reader
+            .read_spans(&spans, &[16], Validation::Checked, |_, _| Ok(()), "test")
+            .unwrap();
+        let requests = costly.requests() - before;
+        assert_eq!(data.groups[0], polys);
+        // One request a polynomial would be 16.
+        assert_eq!(requests, 8, "{requests} requests");
         assert_eq!(reader.digest(), Some(xxh3_64(&bytes)));
     }
 
