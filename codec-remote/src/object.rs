@@ -307,8 +307,8 @@ impl ObjectSource {
 /// Ranges fetched ahead of a reader that reads in order (a decoder reading a stream through
 /// a small buffer), so that its reads do not each wait for a round trip: the first window
 /// small, each next one twice as large up to [`LARGEST_WINDOW`], as many in flight as the
-/// flow allows, and never more bytes ahead than 16 times what the reader has taken since it
-/// last moved elsewhere (nor than the source's `read_ahead` bound). A read elsewhere drops
+/// flow allows, and never more bytes ahead than [`AHEAD_PER_TAKEN`] times what the reader has
+/// taken since it last moved elsewhere (nor than the source's `read_ahead` bound). A read elsewhere drops
 /// the windows fetched ahead.
 #[derive(Default)]
 pub(super) struct ReadAhead {
@@ -326,6 +326,10 @@ pub(super) struct ReadAhead {
 
 /// The first window of a read-ahead.
 const FIRST_WINDOW: u64 = 256 << 10;
+/// Bytes fetched ahead per byte the reader has taken: a reader that takes a 4 KiB verifying
+/// key and moves elsewhere (a bulk read) has had a first window fetched for nothing, a
+/// decoder that reads on has 64 windows in flight after 1 MiB.
+const AHEAD_PER_TAKEN: u64 = 64;
 /// The largest window: small enough that a stream of 10 MB/s brings one in a tenth of a
 /// second (the reader waits for a whole window), so that many are in flight within the bound
 /// on bytes ahead.
@@ -357,7 +361,7 @@ impl ReadAhead {
     fn fill(&mut self, source: &ObjectSource) {
         let size = source.size();
         let ahead_allowed =
-            (16 * self.taken).clamp(FIRST_WINDOW, source.read_ahead.max(FIRST_WINDOW));
+            (AHEAD_PER_TAKEN * self.taken).clamp(FIRST_WINDOW, source.read_ahead.max(FIRST_WINDOW));
         while self.next < size && self.next - self.at < ahead_allowed {
             let start = self.next;
             let len = self.window.min(size - start);
