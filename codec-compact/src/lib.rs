@@ -75,6 +75,12 @@ impl KeyCodec for CompactCodec {
         MODE_RECOMPUTE
     }
 
+    /// Saving checks every polynomial is derivable and finds the permutation's exceptions:
+    /// seconds at k = 18, for a payload a few percent of the key.
+    fn costly_encoding(&self) -> bool {
+        true
+    }
+
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
         let parts = VkParts::of(key.vk())?;
         let mut buf = Vec::new();

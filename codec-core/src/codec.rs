@@ -60,6 +60,15 @@ pub trait KeyCodec: Send + Sync {
         false
     }
 
+    /// Whether encoding costs far more than writing the payload it makes (a codec that
+    /// computes what it stores, as compact does): a container written in order, to a writer
+    /// that cannot seek back (an upload), then keeps the first encoding's payload in memory,
+    /// within what its caller allows, instead of encoding the item a second time. Default
+    /// `false`: the item is encoded twice and nothing is held.
+    fn costly_encoding(&self) -> bool {
+        false
+    }
+
     /// Encodes KZG parameters' payload. The default refuses: only backends with a layout for
     /// them implement it.
     ///

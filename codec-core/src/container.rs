@@ -61,17 +61,34 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
 
 /// Writes a container to a writer that cannot seek back (an upload), in order: the payload
 /// is encoded twice, first only to learn the header (length, checksum, digest), then to
-/// `writer` behind that header. Nothing is held in memory but the codec's own buffers. The
-/// second encoding must hash as the first did, or this fails before the writer has all the
-/// bytes (a codec whose output is not deterministic).
+/// `writer` behind that header. Nothing is held in memory but the codec's own buffers, except
+/// for a codec whose encoding is costly ([`KeyCodec::costly_encoding`]): its first payload,
+/// if it comes to at most `keep` bytes, is kept and written as it is, and the item is encoded
+/// once. The second encoding must hash as the first did, or this fails before the writer has
+/// all the bytes (a codec whose output is not deterministic).
+///
+/// # Errors
+///
+/// The codec's and the writer's; [`Error::Internal`] when the two encodings differ.
 pub fn write_in_order<K: KeyCodec + ?Sized>(
     codec: &K,
     item: ItemRef<'_>,
     fingerprint: Fingerprint,
     writer: &mut dyn Write,
+    keep: usize,
 ) -> Result<KeyDigest> {
-    let (header, digest) = encode_beside_digest(codec, item, fingerprint, std::io::sink())?;
+    let mut kept = Kept::within(match codec.costly_encoding() {
+        true => keep,
+        false => 0,
+    });
+    let (header, digest) = encode_beside_digest(codec, item, fingerprint, &mut kept)?;
     writer.write_all(&header.to_bytes()).during("write")?;
+    if let Some(payload) = kept.bytes {
+        // The very bytes the header's length and checksum were computed on.
+        writer.write_all(&payload).during("write")?;
+        writer.flush().during("write")?;
+        return Ok(digest);
+    }
     let mut hashing = HashingWriter {
         inner: &mut *writer,
         hasher: Xxh3::new(),
@@ -90,6 +107,52 @@ pub fn write_in_order<K: KeyCodec + ?Sized>(
     }
     writer.flush().during("write")?;
     Ok(digest)
+}
+
+/// A first encoding's payload, kept while it comes to at most `limit` bytes (its memory never
+/// more than that) and dropped once it would come to more; what is written to it is
+/// otherwise discarded, as by [`io::sink`].
+struct Kept {
+    bytes: Option<Vec<u8>>,
+    limit: usize,
+}
+
+impl Kept {
+    /// Keeps up to `limit` bytes; none when `limit` is 0.
+    fn within(limit: usize) -> Self {
+        Kept {
+            bytes: (limit > 0).then(Vec::new),
+            limit,
+        }
+    }
+}
+
+impl Write for Kept {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(bytes) = &mut self.bytes {
+            let needed = bytes.len().saturating_add(buf.len());
+            let room = match needed <= self.limit {
+                // Grown by doubling, never past the limit; an allocation refused drops the
+                // bytes (the item is encoded again) rather than fail the write.
+                true if needed > bytes.capacity() => {
+                    let grown = needed
+                        .max(bytes.capacity().saturating_mul(2))
+                        .min(self.limit);
+                    bytes.try_reserve_exact(grown - bytes.len()).is_ok()
+                }
+                fits => fits,
+            };
+            match room {
+                true => bytes.extend_from_slice(buf),
+                false => self.bytes = None,
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Encodes `item`'s payload into `out` while its digest is computed on another thread;

@@ -421,8 +421,10 @@ impl Remote {
         circuit_params: C::Params,
     ) -> Result<KeyDigest> {
         let fingerprint = fingerprint::<C>(circuit_params);
-        self.upload(location, None, &|_| {}, |writer| {
-            transport::write_in_order(codec, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
+        let keep = self.kept_payload(codec);
+        self.upload(location, None, &|_| {}, keep, |writer| {
+            let item = ItemRef::Key(key.as_key_ref());
+            transport::write_in_order(codec, item, fingerprint, writer, keep)
         })
     }
 
@@ -438,14 +440,21 @@ impl Remote {
         location: &ObjectPath,
         params: &KzgParams,
     ) -> Result<KeyDigest> {
-        self.upload(location, None, &|_| {}, |writer| {
-            transport::write_in_order(
-                codec,
-                ItemRef::Params(params),
-                codec_core::Fingerprint::NONE,
-                writer,
-            )
+        let keep = self.kept_payload(codec);
+        self.upload(location, None, &|_| {}, keep, |writer| {
+            let item = ItemRef::Params(params);
+            transport::write_in_order(codec, item, codec_core::Fingerprint::NONE, writer, keep)
         })
+    }
+
+    /// Bytes of a save's first encoding kept to be uploaded as they are: half of
+    /// [`RemoteOptions::memory`] for a codec whose encoding is costly (the parts in flight
+    /// get the other half), none for the rest, which are encoded twice.
+    fn kept_payload(&self, codec: &dyn KeyCodec) -> usize {
+        match codec.costly_encoding() {
+            true => self.options.memory / 2,
+            false => 0,
+        }
     }
 
     /// Uploads a file as it is (a container saved earlier; check it first) to `location`,
@@ -465,26 +474,32 @@ impl Remote {
             .metadata()
             .map_err(|err| Error::io("read the size of", err).at_path(path))?
             .len();
-        self.upload(location, Some(size), progress, |writer| {
+        self.upload(location, Some(size), progress, 0, |writer| {
             std::io::copy(&mut file, writer)
                 .map_err(|err| Error::from_read(err, "the file").at_path(path))
         })
     }
 
     /// Uploads what `write` writes, in parts sized for `size` bytes when it is known (or
-    /// for the container whose header the bytes begin with).
+    /// for the container whose header the bytes begin with), the parts in flight within
+    /// [`RemoteOptions::memory`] less the `held` bytes `write` may hold itself.
     fn upload<T>(
         &self,
         location: &ObjectPath,
         size: Option<u64>,
         progress: &(dyn Fn(u64) + Sync),
+        held: usize,
         write: impl FnOnce(&mut dyn std::io::Write) -> Result<T>,
     ) -> Result<T> {
         let upload = || {
             let handle = self.handle()?;
             let (store, at) = (Arc::clone(&self.store), location.clone());
             let started = handle.spawn(async move { store.put_multipart(&at).await });
-            let mut writer = UploadWriter::new(handle, started, size, self.options, progress);
+            let options = RemoteOptions {
+                memory: self.options.memory.saturating_sub(held),
+                ..self.options
+            };
+            let mut writer = UploadWriter::new(handle, started, size, options, progress);
             // Small writes (a verifying key's fields) are gathered before they reach the
             // part buffer.
             let written = {

@@ -158,3 +158,88 @@ fn parameters_are_stored_by_the_backends_that_have_a_layout_for_them() {
         }
     }
 }
+
+/// Counts a codec's encodings; says its encoding is costly when told to.
+struct CountingEncodes<'c> {
+    codec: &'c dyn codec_core::KeyCodec,
+    costly: bool,
+    encodes: std::sync::atomic::AtomicUsize,
+}
+
+impl codec_core::KeyCodec for CountingEncodes<'_> {
+    fn name(&self) -> &'static str {
+        self.codec.name()
+    }
+    fn id(&self) -> codec_core::CodecId {
+        self.codec.id()
+    }
+    fn wire_modes(&self) -> &'static [codec_core::WireMode] {
+        self.codec.wire_modes()
+    }
+    fn wire_mode(&self) -> codec_core::WireMode {
+        self.codec.wire_mode()
+    }
+    fn encode(
+        &self,
+        key: codec_core::backend_api::KeyRef<'_>,
+        out: &mut dyn std::io::Write,
+    ) -> codec_core::Result<()> {
+        self.encodes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.codec.encode(key, out)
+    }
+    fn decode(
+        &self,
+        input: &mut codec_core::backend_api::PayloadReader<'_>,
+        context: &codec_core::backend_api::DecodeContext,
+    ) -> codec_core::Result<codec_core::backend_api::Key> {
+        self.codec.decode(input, context)
+    }
+    fn costly_encoding(&self) -> bool {
+        self.costly
+    }
+}
+
+/// A container written in order (to a writer that cannot seek back, as an upload is) is
+/// the file's bytes whether the item is encoded once or twice: once for a costly codec
+/// whose payload fits what the caller lets it keep, twice otherwise.
+#[test]
+fn a_container_written_in_order_encodes_a_costly_codec_once() {
+    use codec_core::transport::{fingerprint, write_in_order, ItemRef};
+    let fixture = standard_plonk();
+    let dir = tempfile::tempdir().unwrap();
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        let path = dir.path().join(format!("{backend}.pk"));
+        codec
+            .save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
+            .unwrap();
+        let file = std::fs::read(&path).unwrap();
+        // (costly, bytes it may keep, encodings expected)
+        for (costly, keep, encodes) in
+            [(true, usize::MAX, 1), (true, 64, 2), (false, usize::MAX, 2)]
+        {
+            let counting = CountingEncodes {
+                codec,
+                costly,
+                encodes: 0.into(),
+            };
+            let mut out = Vec::new();
+            let item = ItemRef::Key(codec_core::HaloKey::as_key_ref(&fixture.pk));
+            write_in_order(
+                &counting,
+                item,
+                fingerprint::<StandardPlonk>(()),
+                &mut out,
+                keep,
+            )
+            .unwrap();
+            assert_eq!(out, file, "{backend}, costly {costly}, keep {keep}");
+            assert_eq!(
+                counting.encodes.into_inner(),
+                encodes,
+                "{backend}, costly {costly}, keep {keep}"
+            );
+        }
+    }
+}
