@@ -35,6 +35,10 @@ const UNVERIFIED_PREALLOC_ELEMENTS: usize = 1 << 19;
 /// Bytes pre-allocated at once for a borrowed read from a stream.
 const UNVERIFIED_PREALLOC_BYTES: usize = 16 << 20;
 
+/// Reads of at least this many bytes handed out whole ([`PayloadReader::read_borrowed`]) from
+/// a source read at offsets go straight to the source, in one read.
+const DIRECT_READ: usize = 1 << 20;
+
 /// Reads a payload of known declared length.
 pub struct PayloadReader<'a> {
     source: Source<'a>,
@@ -581,9 +585,11 @@ impl<'a> PayloadReader<'a> {
         Ok(data)
     }
 
-    /// Takes the next `len` bytes: borrowed without copying when the payload is in memory,
-    /// read into a new vector that grows with the bytes actually read otherwise (a forged
-    /// length on a stream allocates no more than the stream delivers).
+    /// Takes the next `len` bytes: borrowed without copying when the payload is in memory;
+    /// from a source of checked length, read into a new vector, at once when it is
+    /// 1 MiB or more; otherwise read into a vector that grows with the bytes
+    /// actually read (a forged length on a stream allocates no more than the stream
+    /// delivers).
     ///
     /// # Errors
     ///
@@ -602,6 +608,21 @@ impl<'a> PayloadReader<'a> {
             self.hash.update(head);
             self.remaining -= len as u64;
             return Ok(Cow::Borrowed(head));
+        }
+        if let (Source::At { reader, .. }, true) =
+            (&mut self.source, self.length_verified && len >= DIRECT_READ)
+        {
+            // The source's length was checked: the bytes are there. One read for them all,
+            // which an object source fetches in ranges at once, rather than in order through
+            // the reader's buffer.
+            let mut owned = vec![0u8; len];
+            let read = reader.read_exact_direct(&mut owned);
+            self.hash
+                .after(read)
+                .map_err(|err| Error::from_read(err, context))?;
+            self.hash.update(&owned);
+            self.remaining -= len as u64;
+            return Ok(Cow::Owned(owned));
         }
         let mut owned = Vec::with_capacity(len.min(UNVERIFIED_PREALLOC_BYTES));
         (&mut *self)
@@ -884,6 +905,37 @@ mod tests {
         Ok(())
     }
 
+    /// A large read handed out whole from a source read at offsets is one read of the
+    /// source (an object source fetches it in ranges at once), not a read per buffer.
+    #[test]
+    fn a_large_borrowed_read_is_one_read_of_the_source() -> Result<()> {
+        struct Counted<'a>(Memory<'a>, std::sync::atomic::AtomicUsize);
+        impl ReadAt for Counted<'_> {
+            fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+                self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.0.read_exact_at(buf, offset)
+            }
+            fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+                self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.0.read_at(buf, offset)
+            }
+        }
+        let data = pattern(3 * DIRECT_READ);
+        let source = Counted(Memory(&data), 0.into());
+        let len = data.len() as u64;
+        let mut reader = PayloadReader::at(&source, 0, len, 1 << 10).narrow(len, true, true)?;
+        let small = reader.read_array::<10>("small")?;
+        let reads = source.1.load(std::sync::atomic::Ordering::Relaxed);
+        let whole = reader.read_borrowed(2 * DIRECT_READ, "whole")?;
+        assert_eq!(
+            source.1.load(std::sync::atomic::Ordering::Relaxed),
+            reads + 1
+        );
+        assert_eq!(&small[..], &data[..10]);
+        assert_eq!(&whole[..], &data[10..10 + 2 * DIRECT_READ]);
+        Ok(())
+    }
+
     /// Every source, read with every kind of read, hashes exactly the payload's bytes in
     /// order: the digest equals the XXH3 of the payload, and hashing it afresh agrees.
     #[test]
@@ -915,6 +967,8 @@ mod tests {
             reader.read_checked(&mut bulk, |_| Ok(()), "bulk")?;
             out.extend_from_slice(&bulk);
             out.extend_from_slice(&reader.read_borrowed(100, "borrowed")?);
+            // Straight from the source, past the buffer, for sources read at offsets.
+            out.extend_from_slice(&reader.read_borrowed(DIRECT_READ + 7, "borrowed whole")?);
             let mut tail = Vec::new();
             reader
                 .read_to_end(&mut tail)

@@ -331,6 +331,19 @@ impl<'a> AtSource<'a> {
         Ok(())
     }
 
+    /// Fills `dst` in order: what is buffered, then the rest with one positioned read
+    /// (which a source whose requests are costly splits as it sees fit), not through the
+    /// buffer.
+    pub(crate) fn read_exact_direct(&mut self, dst: &mut [u8]) -> io::Result<()> {
+        let from_buffer = self.take_buffered(dst);
+        let (_, rest) = dst.split_at_mut(from_buffer);
+        if !rest.is_empty() {
+            self.source.read_exact_at(rest, self.next)?;
+            self.next += rest.len() as u64;
+        }
+        Ok(())
+    }
+
     /// Reads at most `dst.len()` bytes in order; returns how many (0 at the end).
     pub(crate) fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
         if self.buffered().is_empty() {

@@ -136,12 +136,17 @@ impl RemoteOptions {
             .clamp(self.concurrency.max(1), MAX_CONCURRENCY_CEILING)
     }
 
-    /// A download's range for an object of `size` bytes: about two per request the flow may
-    /// keep in flight, from 256 KiB to the largest range (larger pieces would leave a small
-    /// object's last ones alone on the link, each capped as one stream is).
+    /// A download's range for an object of `size` bytes (see [`range_piece`]).
     fn download_piece(&self, size: u64) -> u64 {
-        (size / (2 * self.ceiling() as u64)).clamp(256 << 10, self.largest_range() as u64)
+        range_piece(size, self.ceiling(), self.largest_range())
     }
+}
+
+/// The range each GET fetches of `len` bytes fetched at once: about two per request the flow
+/// may keep in flight (`ceiling`), from 256 KiB to `largest` (larger pieces would leave a
+/// small read's last ones alone on the link, each capped as one stream is).
+pub(crate) fn range_piece(len: u64, ceiling: usize, largest: usize) -> u64 {
+    (len / (2 * ceiling.max(1) as u64)).clamp(256 << 10, (largest as u64).max(256 << 10))
 }
 
 /// What the store says about an object.

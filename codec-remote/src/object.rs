@@ -286,13 +286,15 @@ impl ObjectSource {
         }
     }
 
-    /// Fills `buf` with the object's bytes from `offset` (within the object): one ranged
-    /// GET per [`ObjectSource::range_size`] bytes, all sent at once.
+    /// Fills `buf` with the object's bytes from `offset` (within the object): ranged GETs
+    /// of a piece each ([`crate::range_piece`]), all sent at once (the flow lets as many
+    /// through as it keeps in flight).
     fn fetch(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         if buf.is_empty() {
             return Ok(());
         }
-        let step = self.range_size.max(1);
+        let piece = crate::range_piece(buf.len() as u64, self.threads, self.range_size);
+        let step = usize::try_from(piece).unwrap_or(self.range_size).max(1);
         let fetcher = &self.fetcher;
         let requests = buf.chunks_mut(step).enumerate().map(|(index, piece)| {
             fetcher.fetch_vectored(offset + (index * step) as u64, vec![Dst::Init(piece)])
