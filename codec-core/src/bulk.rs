@@ -941,35 +941,51 @@ mod tests {
         }
     }
 
-    /// From a source whose requests are costly, adjacent spans are asked for together:
-    /// fewer requests than pieces, none smaller than it must be, and every byte read once.
-    #[test]
-    fn costly_sources_get_few_large_requests() {
+    /// `count` random polynomials of `bytes` bytes each.
+    fn random_polys(count: usize, bytes: usize) -> Vec<Vec<Fr>> {
         let mut rng = rand::thread_rng();
-        // Many polynomials smaller than a piece, behind their prefixes: a halo2-lib key's
-        // shape.
-        let polys: Vec<Vec<Fr>> = (0..64)
+        (0..count)
             .map(|_| {
-                (0..(64 << 10) / FR_BYTES)
+                (0..bytes / FR_BYTES)
                     .map(|_| Fr::random(&mut rng))
                     .collect()
             })
-            .collect();
-        let (bytes, spans) = payload(&polys);
-        let costly = Costly::new(&bytes);
+            .collect()
+    }
+
+    /// Reads `polys` behind their prefixes (a halo2-lib key's shape) from `costly`, checks
+    /// every byte and the digest, and returns the requests the bulk read made.
+    fn requests_of_a_bulk_read(polys: &[Vec<Fr>], costly: impl Fn(&[u8]) -> Costly<'_>) -> usize {
+        let (bytes, spans) = payload(polys);
+        let costly = costly(&bytes);
         let len = bytes.len() as u64;
         let mut reader = PayloadReader::at(&costly, 0, len, 1 << 10)
             .narrow(len, true, true)
             .unwrap();
         let before = costly.requests();
         let data = reader
-            .read_spans(&spans, &[64], Validation::Checked, |_, _| Ok(()), "test")
+            .read_spans(
+                &spans,
+                &[polys.len()],
+                Validation::Checked,
+                |_, _| Ok(()),
+                "test",
+            )
             .unwrap();
-        let requests = costly.requests() - before;
         assert_eq!(data.groups[0], polys);
+        assert_eq!(reader.digest(), Some(xxh3_64(&bytes)));
+        costly.requests() - before
+    }
+
+    /// From a source whose requests are costly, adjacent spans are asked for together:
+    /// fewer requests than pieces, none smaller than it must be, and every byte read once.
+    #[test]
+    fn costly_sources_get_few_large_requests() {
+        // Many polynomials smaller than a piece.
+        let requests =
+            requests_of_a_bulk_read(&random_polys(64, 64 << 10), |bytes| Costly::new(bytes));
         // 4 MiB of payload in requests of at least 1 MiB (one per span would be 128).
         assert!(requests <= 5, "{requests} requests");
-        assert_eq!(reader.digest(), Some(xxh3_64(&bytes)));
     }
 
     /// Polynomials of half a request behind their 4-byte prefixes (a halo2-lib key's shape
@@ -977,30 +993,12 @@ mod tests {
     /// though two with their prefixes are 8 bytes over it.
     #[test]
     fn costly_requests_pair_polynomials_of_half_a_request() {
-        let mut rng = rand::thread_rng();
-        let polys: Vec<Vec<Fr>> = (0..16)
-            .map(|_| {
-                (0..MIN_REQUEST / 2 / FR_BYTES)
-                    .map(|_| Fr::random(&mut rng))
-                    .collect()
-            })
-            .collect();
-        let (bytes, spans) = payload(&polys);
         // 8 threads: a share of the payload per thread is under the smallest request.
-        let costly = Costly::planned(&bytes, 16 << 20, 8);
-        let len = bytes.len() as u64;
-        let mut reader = PayloadReader::at(&costly, 0, len, 1 << 10)
-            .narrow(len, true, true)
-            .unwrap();
-        let before = costly.requests();
-        let data = reader
-            .read_spans(&spans, &[16], Validation::Checked, |_, _| Ok(()), "test")
-            .unwrap();
-        let requests = costly.requests() - before;
-        assert_eq!(data.groups[0], polys);
+        let requests = requests_of_a_bulk_read(&random_polys(16, MIN_REQUEST / 2), |bytes| {
+            Costly::planned(bytes, 16 << 20, 8)
+        });
         // One request a polynomial would be 16.
         assert_eq!(requests, 8, "{requests} requests");
-        assert_eq!(reader.digest(), Some(xxh3_64(&bytes)));
     }
 
     /// From a costly source (small spans read with the polynomials), the error is the one
