@@ -131,17 +131,14 @@ impl Write for Kept {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if let Some(bytes) = &mut self.bytes {
             let needed = bytes.len().saturating_add(buf.len());
-            let room = match needed <= self.limit {
-                // Grown by doubling, never past the limit; an allocation refused drops the
-                // bytes (the item is encoded again) rather than fail the write.
-                true if needed > bytes.capacity() => {
-                    let grown = needed
-                        .max(bytes.capacity().saturating_mul(2))
-                        .min(self.limit);
-                    bytes.try_reserve_exact(grown - bytes.len()).is_ok()
-                }
-                fits => fits,
-            };
+            // Grown by doubling, never past the limit; an allocation refused drops the bytes
+            // (the item is encoded again) rather than fail the write.
+            let grown = needed
+                .max(bytes.capacity().saturating_mul(2))
+                .min(self.limit);
+            let room = needed <= self.limit
+                && (needed <= bytes.capacity()
+                    || bytes.try_reserve_exact(grown - bytes.len()).is_ok());
             match room {
                 true => bytes.extend_from_slice(buf),
                 false => self.bytes = None,

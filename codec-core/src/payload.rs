@@ -354,11 +354,22 @@ impl<'a> PayloadReader<'a> {
                 None => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
             },
         };
+        self.handed_out(read, buf, context)
+    }
+
+    /// Accounts for `bytes`, just read into by `read` (the running hash, the bytes left), or
+    /// reports the read's failure.
+    fn handed_out(
+        &mut self,
+        read: io::Result<()>,
+        bytes: &[u8],
+        context: &'static str,
+    ) -> Result<()> {
         self.hash
             .after(read)
             .map_err(|err| Error::from_read(err, context))?;
-        self.hash.update(buf);
-        self.remaining -= len;
+        self.hash.update(bytes);
+        self.remaining -= bytes.len() as u64;
         Ok(())
     }
 
@@ -617,11 +628,7 @@ impl<'a> PayloadReader<'a> {
             // the reader's buffer.
             let mut owned = vec![0u8; len];
             let read = reader.read_exact_direct(&mut owned);
-            self.hash
-                .after(read)
-                .map_err(|err| Error::from_read(err, context))?;
-            self.hash.update(&owned);
-            self.remaining -= len as u64;
+            self.handed_out(read, &owned, context)?;
             return Ok(Cow::Owned(owned));
         }
         let mut owned = Vec::with_capacity(len.min(UNVERIFIED_PREALLOC_BYTES));
