@@ -50,7 +50,8 @@ impl Writer {
 pub struct Written {
     /// Seconds until the file was durable (`sync_all` returned).
     pub seconds: f64,
-    /// For halo2's writer: seconds until its `write` returned, before the sync.
+    /// Seconds until a point short of durable, where the save times one: halo2's `write`
+    /// returning, before the sync; an upload behind a link having sent its last part.
     pub unsynced: Option<f64>,
 }
 

@@ -24,6 +24,15 @@ use crate::workload::Workload;
 /// The reference rows: halo2's own writer and reader.
 pub const HALO2_NATIVE: &str = "halo2-native";
 
+/// What a durable save row of `backend` timed: halo2's write and its sync, or keycodec's
+/// durable save.
+pub fn durable_save_name(backend: &str) -> &'static str {
+    match backend {
+        HALO2_NATIVE => "write + sync",
+        _ => "durable save",
+    }
+}
+
 /// The rows that bound every loader from below ([`exec::floor`]).
 pub const FLOOR: &str = "floor";
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use keycodec::Size;
 use plotters::prelude::*;
 
-use crate::plan::{Kind, FLOOR, HALO2_NATIVE};
+use crate::plan::{durable_save_name, Kind, FLOOR, HALO2_NATIVE};
 use crate::stats::Ratio;
 use crate::{Report, Row, SaveRow, SizeReport};
 
@@ -160,10 +160,9 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 kind_name(save.kind),
                 save.backend,
                 save.mode,
-                match (save.durable, save.backend) {
-                    (false, _) => short_of_durable(save),
-                    (true, HALO2_NATIVE) => "write + sync",
-                    (true, _) => "durable save",
+                match save.durable {
+                    false => short_of_durable(save),
+                    true => durable_save_name(save.backend),
                 },
                 Size(save.buffer_bytes).to_string(),
                 save.save_s,

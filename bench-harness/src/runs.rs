@@ -11,7 +11,7 @@ use keycodec::Size;
 
 use crate::exec::Sample;
 use crate::measure::{rss, Written};
-use crate::plan::{Kind, Plan, HALO2_NATIVE};
+use crate::plan::{durable_save_name, Plan, HALO2_NATIVE};
 use crate::stats::{paired, rotation, Summary};
 use crate::{Row, RowId, SaveRow};
 
@@ -324,18 +324,16 @@ fn rows(
             reference: reference.map(|(_, f)| RowId {
                 backend: f.backend,
                 mode: f.mode,
-                validation: "write + sync",
+                validation: durable_save_name(f.backend),
             }),
         });
-        // halo2's write before its sync; an upload to its last part (behind a link).
-        if file.backend == HALO2_NATIVE || file.kind == Kind::Remote {
-            let plain: Vec<f64> = writes
-                .get(index)
-                .map(|w| w.iter().filter_map(|written| written.unsynced).collect())
-                .unwrap_or_default();
-            if plain.is_empty() {
-                continue;
-            }
+        // A row for what the saves also timed short of durable, where they did: halo2's
+        // write before its sync; an upload behind a link to its last part.
+        let plain: Vec<f64> = writes
+            .get(index)
+            .map(|w| w.iter().filter_map(|written| written.unsynced).collect())
+            .unwrap_or_default();
+        if !plain.is_empty() {
             let summary = Summary::of(&plain);
             saves.push(SaveRow {
                 kind: file.kind,
@@ -350,11 +348,7 @@ fn rows(
                 reference: Some(RowId {
                     backend: file.backend,
                     mode: file.mode,
-                    validation: if file.kind == Kind::Remote {
-                        "durable save"
-                    } else {
-                        "write + sync"
-                    },
+                    validation: durable_save_name(file.backend),
                 }),
                 save_runs: plain,
                 file_bytes: bytes,
