@@ -43,6 +43,33 @@ fn remote_behind_proxy(prefix: &str) -> (Remote, Arc<dyn ObjectStore>, FaultyPro
     (remote, store(&server.endpoint(), &bucket), proxy)
 }
 
+/// What [`saved_behind_proxy`] made: the remote, the store behind its back, the proxy, where
+/// the key is and its digest.
+struct Saved {
+    remote: Remote,
+    direct: Arc<dyn ObjectStore>,
+    proxy: FaultyProxy,
+    at: ObjectPath,
+    digest: KeyDigest,
+}
+
+/// A fresh bucket behind a proxy (see [`remote_behind_proxy`]) holding the k = 10 key, saved
+/// by `codec` as `circuit.pk`.
+fn saved_behind_proxy(prefix: &str, codec: &dyn keycodec::KeyCodec) -> Saved {
+    let (remote, direct, proxy) = remote_behind_proxy(prefix);
+    let at = ObjectPath::from("circuit.pk");
+    let digest = remote
+        .save::<StandardPlonk, _>(codec, &at, &standard_plonk_k10().pk, ())
+        .unwrap();
+    Saved {
+        remote,
+        direct,
+        proxy,
+        at,
+        digest,
+    }
+}
+
 fn put(store: &Arc<dyn ObjectStore>, location: &ObjectPath, bytes: Vec<u8>) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime
@@ -184,11 +211,13 @@ fn large_objects_upload_in_parts_and_download_whole() {
 fn a_load_opens_the_object_with_one_ranged_get() {
     let fixture = standard_plonk_k10();
     let codec = &RawBytesCodec::default();
-    let (remote, store, proxy) = remote_behind_proxy("opening");
-    let at = ObjectPath::from("circuit.pk");
-    remote
-        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
-        .unwrap();
+    let Saved {
+        remote,
+        direct: store,
+        proxy,
+        at,
+        ..
+    } = saved_behind_proxy("opening", codec);
     proxy.reset_counts();
     let pk: ProvingKey<G1Affine> = remote
         .load::<StandardPlonk, _>(codec, &at, (), &checked())
@@ -226,11 +255,9 @@ fn a_load_opens_the_object_with_one_ranged_get() {
 fn a_decoder_that_reads_in_order_reads_ahead_in_large_ranges() {
     let fixture = standard_plonk_k10();
     let codec = &keycodec::BincodeCodec;
-    let (remote, _, proxy) = remote_behind_proxy("readahead");
-    let at = ObjectPath::from("circuit.pk");
-    remote
-        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
-        .unwrap();
+    let Saved {
+        remote, proxy, at, ..
+    } = saved_behind_proxy("readahead", codec);
     let size = remote.head(&at).unwrap().size;
     proxy.reset_counts();
     let pk: ProvingKey<G1Affine> = remote
@@ -302,11 +329,9 @@ fn truncated_corrupt_and_mispinned_objects_are_refused_naming_the_object() {
 fn failed_requests_and_broken_connections_are_retried() {
     let fixture = standard_plonk_k10();
     let codec = &RawBytesCodec::default();
-    let (remote, _, proxy) = remote_behind_proxy("retried");
-    let at = ObjectPath::from("circuit.pk");
-    remote
-        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
-        .unwrap();
+    let Saved {
+        remote, proxy, at, ..
+    } = saved_behind_proxy("retried", codec);
     // A small key loads in few requests: its header, then one for the rest (the small
     // spans and the polynomials coalesced).
     proxy.reset_counts();
@@ -344,11 +369,13 @@ fn failed_requests_and_broken_connections_are_retried() {
 fn an_object_replaced_during_a_load_is_refused() {
     let fixture = standard_plonk_k10();
     let codec = &RawBytesCodec::default();
-    let (remote, direct, proxy) = remote_behind_proxy("replaced");
-    let at = ObjectPath::from("circuit.pk");
-    remote
-        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
-        .unwrap();
+    let Saved {
+        remote,
+        direct,
+        proxy,
+        at,
+        ..
+    } = saved_behind_proxy("replaced", codec);
     // Another version of the same key (another codec's bytes), put after the load began.
     let replacement = keycodec::RkyvCodec
         .to_vec::<StandardPlonk, _>(&fixture.pk, ())
@@ -425,11 +452,13 @@ fn an_interrupted_upload_leaves_no_object() {
 fn the_cache_downloads_once_and_then_loads_locally() {
     let fixture = standard_plonk_k10();
     let codec = &RawBytesCodec::default();
-    let (remote, _, proxy) = remote_behind_proxy("cache");
-    let at = ObjectPath::from("circuit.pk");
-    let digest = remote
-        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
-        .unwrap();
+    let Saved {
+        remote,
+        proxy,
+        at,
+        digest,
+        ..
+    } = saved_behind_proxy("cache", codec);
     let cache = tempfile::tempdir().unwrap();
     let load = |options: &LoadOptions| {
         remote
@@ -498,11 +527,9 @@ fn the_cache_downloads_once_and_then_loads_locally() {
 fn concurrent_misses_download_once() {
     let fixture = standard_plonk_k10();
     let codec = &RawBytesCodec::default();
-    let (remote, _, proxy) = remote_behind_proxy("concurrent");
-    let at = ObjectPath::from("circuit.pk");
-    remote
-        .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
-        .unwrap();
+    let Saved {
+        remote, proxy, at, ..
+    } = saved_behind_proxy("concurrent", codec);
     let cache = tempfile::tempdir().unwrap();
     // One load alone: how many ranged reads one download takes.
     let alone = tempfile::tempdir().unwrap();
