@@ -156,8 +156,9 @@ impl Publisher<'_> {
         use keycodec_tests::s3::S3Server;
         match self.server {
             Server::S3sFs { public, .. } => {
+                let open = std::fs::File::open(file).map_err(|e| e.to_string())?;
                 self.remote
-                    .upload_file(file, &ObjectPath::from(name), &|_| {})
+                    .upload_file(&open, file, &ObjectPath::from(name), &|_| {})
                     .map_err(|e| e.to_string())?;
                 Ok(S3Server::public_url(
                     (self.front)(public.addr),
@@ -625,9 +626,10 @@ fn start_plan<'a, C: Workload>(
             Box::new(move |buffer| {
                 measure::write::<C>(writer, &local, pk, circuit_params.clone(), buffer)?;
                 let remote = Remote::new(Arc::clone(store)).map_err(|e| e.to_string())?;
+                let open = std::fs::File::open(&local).map_err(|e| e.to_string())?;
                 let started = Instant::now();
                 remote
-                    .upload_file(&local, &at, &|_| {})
+                    .upload_file(&open, &local, &at, &|_| {})
                     .map_err(|e| e.to_string())?;
                 let seconds = started.elapsed().as_secs_f64();
                 let size = std::fs::metadata(&local).map_err(|e| e.to_string())?.len();

@@ -9,7 +9,7 @@ use keycodec::remote::Remote;
 use keycodec::KeyDigest;
 use serde_json::json;
 
-use crate::check::{inspect, inspect_open, Failure, Inspection};
+use crate::check::{inspect_open, Failure, Inspection};
 
 /// A bar counting bytes, with throughput.
 fn bytes_bar(total: u64, message: String) -> ProgressBar {
@@ -59,14 +59,21 @@ pub(crate) fn push(
     digest: Option<KeyDigest>,
     json: bool,
 ) -> Result<(), Failure> {
-    let found = inspect(file)?;
+    // One open: the file checked is the file uploaded (a file that changes during the upload
+    // aborts it).
+    let opened = std::fs::File::open(file)
+        .map_err(|err| Failure::Io(format!("could not open {}: {err}", file.display())))?;
+    let found = inspect_open(&opened, file)?;
     check(&found, digest, &file.display().to_string())?;
     let (remote, location) = open(url)?;
     let bar = bytes_bar(found.file_bytes, format!("push {}", file.display()));
     let started = Instant::now();
     let sent = remote
-        .upload_file(file, &location, &|n| bar.inc(n))
-        .map_err(|err| Failure::Remote(err.to_string()))?;
+        .upload_file(&opened, file, &location, &|n| bar.inc(n))
+        .map_err(|err| match err.cause() {
+            keycodec::Error::FileChanged { .. } => Failure::Io(err.to_string()),
+            _ => Failure::Remote(err.to_string()),
+        })?;
     bar.finish_and_clear();
     report("pushed", file, url, sent, started, found.digest(), json);
     Ok(())

@@ -219,6 +219,17 @@ impl Request {
             digest: false,
         }
     }
+
+    /// A key of `kind` from any container that holds one: a verifying key from a verifying
+    /// key's container or a proving key's (as `KeyCodecExt::load_verifying_key` reads it).
+    /// What a load through a cache or an object asks for, so that a verifying key is found
+    /// the same way wherever it is.
+    pub fn for_key(kind: KeyKind) -> Self {
+        Request {
+            from_proving_key: kind == KeyKind::Verifying,
+            ..Request::of(kind)
+        }
+    }
 }
 
 /// What a container held and, when the load computed it, its digest.

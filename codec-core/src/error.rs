@@ -381,6 +381,15 @@ pub enum Error {
         origin: &'static str,
     },
 
+    /// Unpinned KZG parameters were asked for over plain `http://`: anyone on the path could
+    /// hand over other parameters (a test setup whose secret they know), and nothing would
+    /// tell. Pin them, or fetch them over `https://`.
+    #[error("{url}: unpinned KZG parameters over plain http:// are refused (anyone on the path could substitute them): pin them (ParamsPin::Sha256, a manifest's \"sha256\") or use https://")]
+    UnpinnedOverHttp {
+        /// The URL.
+        url: String,
+    },
+
     /// A manifest (a prover's artifacts declared once) is malformed, or does not name what
     /// was asked of it.
     #[error("{}: {message}", path.display())]
@@ -472,24 +481,54 @@ impl Error {
         )
     }
 
-    /// Whether the error proves the bytes are not the artifact asked for: damaged
-    /// ([`Error::is_damage`]) or another one (another circuit, `k`, kind or curve, another
-    /// digest or transcript than the pinned one). A cold start regenerates a key only on these
-    /// (or a missing file). Every other error says nothing against the file: an I/O failure,
-    /// the caller's own limits, budget or codecs, a newer format or codec, a file that
-    /// changed while it was read, a store that failed.
+    /// Whether the error came through a transport: the bytes were an object store's or a
+    /// server's answer ([`Error::Remote`] anywhere in the chain), not a file of this machine.
+    pub fn is_remote(&self) -> bool {
+        match self {
+            Error::Remote { .. } => true,
+            Error::Artifact { source, .. } => source.is_remote(),
+            _ => false,
+        }
+    }
+
+    /// **The one rule** by which keycodec replaces an artifact (a file, a cache entry, an
+    /// object): whether this error, from one complete read of one version of it, proves it is
+    /// not the artifact asked for.
+    ///
+    /// It does when the artifact's own bytes say so: another circuit, `k`, kind or curve,
+    /// another digest, transcript or file hash than the pinned one; or, for a file of this
+    /// machine, damage its checksums, lengths, structure or values prove
+    /// ([`Error::is_damage`]). It never does for:
+    ///
+    /// - damage seen through a transport ([`Error::is_remote`]): a short or long body, a size
+    ///   that disagrees with the header, a checksum over bytes a proxy or a broken connection
+    ///   handed over are the transfer's failure as much as the object's, so an object is never
+    ///   replaced for them (load it again; delete it to have it regenerated);
+    /// - a verifying key asked of a proving key's container ([`Error::KindMismatch`] with
+    ///   `expected` verifying and `found` proving): that container holds it;
+    /// - I/O and store failures, a file that changed while it was read
+    ///   ([`Error::FileChanged`]), the caller's own limits, budget or codecs, a newer format
+    ///   or codec, a fingerprint written by another halo2.
+    ///
+    /// A missing artifact ([`Error::is_missing`]) is not disproved: it is absent, and a start
+    /// creates it.
     pub fn disproves_artifact(&self) -> bool {
-        self.is_damage()
-            || matches!(
-                self.cause(),
-                Error::CurveMismatch { .. }
-                    | Error::KindMismatch { .. }
-                    | Error::KMismatch { .. }
-                    | Error::CircuitMismatch { .. }
-                    | Error::DigestMismatch { .. }
-                    | Error::TranscriptMismatch { .. }
-                    | Error::FileHashMismatch { .. }
-            )
+        let cause = self.cause();
+        let another = match cause {
+            Error::KindMismatch {
+                expected: KeyKind::Verifying,
+                found: KeyKind::Proving,
+            } => false,
+            Error::CurveMismatch { .. }
+            | Error::KindMismatch { .. }
+            | Error::KMismatch { .. }
+            | Error::CircuitMismatch { .. }
+            | Error::DigestMismatch { .. }
+            | Error::TranscriptMismatch { .. }
+            | Error::FileHashMismatch { .. } => true,
+            _ => false,
+        };
+        another || (cause.is_damage() && !self.is_remote())
     }
 
     /// Maps an I/O error raised while reading `context`, turning an early end of data into

@@ -352,28 +352,26 @@ fn sync_dir(_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Takes an exclusive lock on `.{name}.keycodec.lock` beside `path` (creating it), waiting
-/// while another thread or process holds it; the lock lasts until the returned file is
-/// dropped (or its process dies: the kernel releases it). keycodec takes it where two
-/// processes would otherwise both do the same expensive work on `path`: generate a key,
-/// download an object into a cache. Waits as long as it takes: see [`lock_beside_within`].
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the lock file.
-pub fn lock_beside(path: &Path) -> Result<File> {
-    lock_beside_within(path, None)
-}
+/// How long keycodec waits by default for a lock another process holds (one generating a
+/// key, or downloading an object into a cache): three hours, longer than keygen takes at
+/// `k = 24` on two cores. Every lock keycodec takes has a deadline; the options that set
+/// one (`StartOptions::lock_timeout`, `RemoteOptions::lock_timeout`) default to this.
+pub const DEFAULT_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3 * 3600);
 
-/// [`lock_beside`], waiting at most `timeout` (`None`: as long as it takes). The holder
-/// writes its process id into the lock file, so that a wait that times out names the
-/// process that kept it (a hung keygen, a stuck download) instead of blocking silently.
+/// Takes an exclusive lock on `.{name}.keycodec.lock` beside `path` (creating it), waiting
+/// at most `timeout` while another thread or process holds it; the lock lasts until the
+/// returned file is dropped (or its process dies: the kernel releases it, so a killed
+/// holder's lock is taken over at once). keycodec takes it where two processes would
+/// otherwise both do the same expensive work on `path`: generate a key, download an object
+/// into a cache. The holder writes its process id into the lock file, so that a wait that
+/// times out names the process that kept it (a hung keygen, a stopped download) instead of
+/// blocking silently.
 ///
 /// # Errors
 ///
 /// [`Error::Io`] naming the lock file; past `timeout`, one of kind
 /// [`std::io::ErrorKind::TimedOut`] that names the holder.
-pub fn lock_beside_within(path: &Path, timeout: Option<std::time::Duration>) -> Result<File> {
+pub fn lock_beside(path: &Path, timeout: std::time::Duration) -> Result<File> {
     let mut name = OsString::from(".");
     name.push(path.file_name().unwrap_or_default());
     name.push(".keycodec.lock");
@@ -385,17 +383,63 @@ pub fn lock_beside_within(path: &Path, timeout: Option<std::time::Duration>) -> 
         .write(true)
         .open(&lock_path)
         .map_err(|err| Error::io("create the lock file", err).at_path(&lock_path))?;
-    let locked = match timeout {
-        None => file.lock().map_err(|err| Error::io("lock", err)),
-        Some(timeout) => wait_for_lock(&file, timeout),
-    };
-    locked.map_err(|err| err.at_path(&lock_path))?;
+    wait_for_lock(&file, timeout).map_err(|err| err.at_path(&lock_path))?;
     // Who holds it, for those that time out waiting (a hint: the lock is the flock).
     let pid = format!("{}\n", std::process::id());
     let _ = file
         .set_len(0)
         .and_then(|()| write_all_at(&file, pid.as_bytes(), 0));
     Ok(file)
+}
+
+/// What tells one version of a file from another: its device and inode (a file renamed
+/// over the path is another), its length, and its modification and change times (a file
+/// rewritten in place; the change time cannot be set back from user space). A read whose
+/// file has the same stamp before and after read one version of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    identity: (u64, u64, i64, i64),
+}
+
+impl FileStamp {
+    /// The stamp of an open file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when its metadata cannot be read.
+    pub fn of(file: &File) -> Result<FileStamp> {
+        file.metadata()
+            .map(|meta| FileStamp::of_metadata(&meta))
+            .during("read the metadata of")
+    }
+
+    /// The stamp of the file `path` names now (following links), `None` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming `path` when its metadata cannot be read for another reason.
+    pub fn of_path(path: &Path) -> Result<Option<FileStamp>> {
+        match std::fs::metadata(path) {
+            Ok(meta) => Ok(Some(FileStamp::of_metadata(&meta))),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(Error::io("read the metadata of", err).at_path(path)),
+        }
+    }
+
+    fn of_metadata(meta: &std::fs::Metadata) -> FileStamp {
+        FileStamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            #[cfg(unix)]
+            identity: {
+                use std::os::unix::fs::MetadataExt;
+                (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
+            },
+        }
+    }
 }
 
 /// Polls for the lock until `timeout` has passed.
@@ -413,7 +457,7 @@ fn wait_for_lock(file: &File, timeout: std::time::Duration) -> Result<()> {
             let _ = std::io::Read::read_to_string(&mut &*file, &mut holder);
             let holder = match holder.trim() {
                 "" => "another process".to_owned(),
-                pid => format!("process {pid}"),
+                pid => format!("process {pid}{}", process_state(pid)),
             };
             return Err(Error::io(
                 "lock",
@@ -429,6 +473,21 @@ fn wait_for_lock(file: &File, timeout: std::time::Duration) -> Result<()> {
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_millis(200));
+    }
+}
+
+/// What Linux says of process `pid` when it is not simply running or sleeping: " (stopped)"
+/// for one stopped by a signal (`SIGSTOP`, a debugger), " (a zombie)"; "" otherwise.
+fn process_state(pid: &str) -> &'static str {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name, which is in parentheses and may hold any byte.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    match state {
+        Some("T" | "t") => " (stopped)",
+        Some("Z") => " (a zombie)",
+        _ => "",
     }
 }
 

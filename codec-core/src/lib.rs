@@ -59,7 +59,8 @@ pub mod test_setup;
 pub use codec::{HaloKey, KeyCodec};
 pub use error::{Error, Result};
 pub use file::{
-    drop_cached_pages, lock_beside, lock_beside_within, replace_atomically, temp_beside,
+    drop_cached_pages, lock_beside, replace_atomically, temp_beside, FileStamp,
+    DEFAULT_LOCK_TIMEOUT,
 };
 pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;

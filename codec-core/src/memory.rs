@@ -214,6 +214,34 @@ pub(crate) fn zeroed_points(count: usize) -> Result<Option<Vec<G1Affine>>> {
     }
 }
 
+/// `len` zero bytes from the allocator's zeroed memory (fresh pages for a large buffer, so a
+/// length a server claimed costs only the pages its bytes fill).
+///
+/// # Errors
+///
+/// [`Error::OutOfMemory`] naming `what` when the allocator cannot provide them (instead of
+/// aborting the process, as `vec![0u8; len]` would).
+pub(crate) fn zeroed_bytes(len: usize, what: &'static str) -> Result<Vec<u8>> {
+    let out_of_memory = || Error::OutOfMemory {
+        what,
+        bytes: len as u64,
+    };
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = Layout::array::<u8>(len).map_err(|_| out_of_memory())?;
+    // SAFETY: `layout` has a non-zero size (`len > 0`).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(out_of_memory());
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<u8>(len)`
+    // (alignment 1, `len` bytes), the layout a `Vec<u8>` of capacity `len` deallocates with;
+    // its `len` bytes are initialised (zeroed); the pointer has no other owner. The test
+    // `zeroed_bytes_are_zero_and_refuse_what_cannot_be_had` checks both.
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
 /// `count` all-zero values of `T` from the allocator's zeroed memory.
 fn zeroed_plain<T: PlainLimbs>(count: usize) -> Result<Vec<T>> {
     let out_of_memory = || Error::OutOfMemory {
@@ -505,6 +533,21 @@ mod tests {
 
 #[cfg(test)]
 mod point_tests {
+    #[test]
+    fn zeroed_bytes_are_zero_and_refuse_what_cannot_be_had() {
+        let mut bytes = zeroed_bytes(3 << 20, "a test").unwrap_or_default();
+        assert_eq!(bytes.len(), 3 << 20);
+        assert!(bytes.iter().all(|&b| b == 0));
+        bytes.push(7);
+        assert_eq!(bytes.last(), Some(&7));
+        assert!(zeroed_bytes(0, "a test").is_ok_and(|b| b.is_empty()));
+        // More than any machine has: an error, not an abort.
+        assert!(matches!(
+            zeroed_bytes(usize::MAX / 2, "a test"),
+            Err(Error::OutOfMemory { what: "a test", .. })
+        ));
+    }
+
     use super::*;
 
     fn layout_matches() -> bool {

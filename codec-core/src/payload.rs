@@ -626,7 +626,9 @@ impl<'a> PayloadReader<'a> {
             // The source's length was checked: the bytes are there. One read for them all,
             // which an object source fetches in ranges at once, rather than in order through
             // the reader's buffer.
-            let mut owned = vec![0u8; len];
+            // The length may be a server's claim for an object: an error, not an abort, when
+            // it cannot be had.
+            let mut owned = crate::memory::zeroed_bytes(len, context)?;
             let read = reader.read_exact_direct(&mut owned);
             self.handed_out(read, &owned, context)?;
             return Ok(Cow::Owned(owned));

@@ -72,7 +72,7 @@ impl Remote {
             let loaded = read_file(
                 codec,
                 &path,
-                Request::of(K::KIND),
+                Request::for_key(K::KIND),
                 Some(cs.clone()),
                 options,
             )
@@ -88,7 +88,7 @@ impl Remote {
         if let Some(key) = cached()? {
             return Ok((key, CacheOutcome::Hit(path)));
         }
-        let _lock = lock_beside(&path)?;
+        let _lock = lock_beside(&path, self.options.lock_timeout)?;
         // Another process may have downloaded it while this one waited; a file that is still
         // not what its name says is removed, under the lock, so no fresh fetch is lost.
         if let Some(key) = cached()? {
@@ -109,7 +109,7 @@ impl Remote {
             let decoded = self.read(
                 codec,
                 location,
-                Request::of(K::KIND),
+                Request::for_key(K::KIND),
                 Some(cs.clone()),
                 options,
                 Some((writer.get_ref().file(), &info)),

@@ -85,6 +85,11 @@ pub struct RemoteOptions {
     /// Bytes a transfer may hold beyond the key itself: an upload's parts in flight, a
     /// streamed decoder's reads ahead. Default 1 GiB.
     pub memory: usize,
+    /// How long a load through a cache ([`Remote::load_cached`], and the facade's fetches of
+    /// parameters and keys) waits for another process that holds the lock on the same cached
+    /// file (downloading it) before it reports that process: an [`Error::Io`] of kind
+    /// `TimedOut` naming the holder. Default [`codec_core::DEFAULT_LOCK_TIMEOUT`].
+    pub lock_timeout: std::time::Duration,
 }
 
 impl Default for RemoteOptions {
@@ -96,6 +101,7 @@ impl Default for RemoteOptions {
             concurrency: 32,
             max_concurrency: 64,
             memory: 1 << 30,
+            lock_timeout: codec_core::DEFAULT_LOCK_TIMEOUT,
         }
     }
 }
@@ -132,8 +138,14 @@ impl RemoteOptions {
 
     /// The most requests in flight.
     fn ceiling(&self) -> usize {
-        self.max_concurrency
-            .clamp(self.concurrency.max(1), MAX_CONCURRENCY_CEILING)
+        // Every bound within the ceiling first: `clamp` panics when its least is over its most.
+        let least = self.concurrency.clamp(1, MAX_CONCURRENCY_CEILING);
+        self.max_concurrency.clamp(least, MAX_CONCURRENCY_CEILING)
+    }
+
+    /// Ranged GETs in flight at the start, within [`RemoteOptions::ceiling`].
+    fn starting(&self) -> usize {
+        self.concurrency.clamp(1, self.ceiling())
     }
 
     /// A download's range for an object of `size` bytes (see [`range_piece`]).
@@ -323,6 +335,17 @@ impl Remote {
         self
     }
 
+    /// Its transfer options.
+    pub fn options(&self) -> &RemoteOptions {
+        &self.options
+    }
+
+    /// Whether it fetches over plain `http://` (an `http://` URL): nothing authenticates
+    /// what it hands over but a pin.
+    pub fn is_plain_http(&self) -> bool {
+        self.base.starts_with("http://")
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.store
@@ -462,26 +485,38 @@ impl Remote {
         }
     }
 
-    /// Uploads a file as it is (a container saved earlier; check it first) to `location`,
-    /// reporting bytes sent to `progress`; returns the bytes uploaded.
+    /// Uploads the open `file` as it is (a container saved earlier: check it first, from the
+    /// same open file), from its start whatever its cursor, to `location`, reporting bytes
+    /// sent to `progress`; returns the bytes uploaded. `path` names it in errors. A file that
+    /// changes while it is uploaded (its length, times or inode move) is not uploaded: the
+    /// upload is aborted, and no object appears.
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] naming the file, and as [`Remote::save`].
+    /// [`Error::Io`] naming the file, [`Error::FileChanged`], and as [`Remote::save`].
     pub fn upload_file(
         &self,
+        file: &File,
         path: &Path,
         location: &ObjectPath,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<u64> {
-        let mut file = File::open(path).map_err(|err| Error::io("open", err).at_path(path))?;
+        let before = codec_core::FileStamp::of(file).map_err(|err| err.at_path(path))?;
         let size = file
             .metadata()
             .map_err(|err| Error::io("read the size of", err).at_path(path))?
             .len();
         self.upload(location, Some(size), progress, 0, |writer| {
-            std::io::copy(&mut file, writer)
-                .map_err(|err| Error::from_read(err, "the file").at_path(path))
+            let mut reader = PositionedReader { file, offset: 0 };
+            let sent = std::io::copy(&mut reader, writer)
+                .map_err(|err| Error::from_read(err, "the file").at_path(path))?;
+            // Checked before the upload completes: a changed file aborts it.
+            if sent != size || codec_core::FileStamp::of(file).ok().as_ref() != Some(&before) {
+                return Err(Error::FileChanged {
+                    path: path.to_path_buf(),
+                });
+            }
+            Ok(sent)
         })
     }
 
@@ -542,7 +577,7 @@ impl Remote {
         let decoded = self.read(
             codec,
             location,
-            Request::of(K::KIND),
+            Request::for_key(K::KIND),
             Some(cs),
             options,
             None,
@@ -622,7 +657,7 @@ impl Remote {
                 location: location.clone(),
                 info: info.clone(),
                 tee,
-                flow: Flow::new(Growth::new(self.options.concurrency, ceiling)),
+                flow: Flow::new(Growth::new(self.options.starting(), ceiling)),
             }),
             handle: self.handle()?.clone(),
             range_size: self.options.largest_range(),
@@ -722,6 +757,21 @@ impl Remote {
     }
 }
 
+/// Reads a file from an offset by positioned reads (its cursor, shared with every clone of
+/// the handle, is left alone).
+struct PositionedReader<'f> {
+    file: &'f File,
+    offset: u64,
+}
+
+impl std::io::Read for PositionedReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = codec_core::transport::ReadAt::read_at(self.file, buf, self.offset)?;
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
 /// The key a load decoded, its errors naming `object`.
 fn into_key<K: HaloKey>(decoded: Decoded, object: &str) -> Result<K> {
     transport::into_key(decoded).map_err(|err| err.in_object(object))
@@ -736,5 +786,32 @@ fn outside_async() -> Result<()> {
                 .into(),
         )),
         Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Concurrencies past the ceiling, or a most below a least, are bounded, not a panic
+    /// (`clamp` with its least over its most panicked for `concurrency` over 256).
+    #[test]
+    fn any_concurrency_is_bounded_without_a_panic() {
+        for (concurrency, max_concurrency) in [
+            (0, 0),
+            (1000, 64),
+            (64, 1000),
+            (usize::MAX, usize::MAX),
+            (300, 0),
+        ] {
+            let options = RemoteOptions {
+                concurrency,
+                max_concurrency,
+                ..RemoteOptions::default()
+            };
+            let ceiling = options.ceiling();
+            assert!((1..=MAX_CONCURRENCY_CEILING).contains(&ceiling));
+            assert!((1..=ceiling).contains(&options.starting()));
+        }
     }
 }

@@ -496,6 +496,9 @@ fn validate_in_place(mut values: Vec<Fr>, rows: usize, root: &[u8; ROOT_LEN]) ->
 /// are, copied into an aligned buffer otherwise.
 enum SectionBytes<'a> {
     Borrowed(&'a [u8]),
+    /// Read into a vector of its own that happens to be aligned (the system allocator's
+    /// large blocks are): used as it is, not copied.
+    Owned(Vec<u8>),
     Aligned(AlignedVec<SECTION_ALIGN>),
 }
 
@@ -503,6 +506,7 @@ impl SectionBytes<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
             SectionBytes::Borrowed(bytes) => bytes,
+            SectionBytes::Owned(vec) => vec,
             SectionBytes::Aligned(vec) => vec.as_slice(),
         }
     }
@@ -515,11 +519,14 @@ fn read_section<'a>(
     what: &'static str,
 ) -> Result<SectionBytes<'a>> {
     let archive = input.read_borrowed(len, what)?;
-    if let Cow::Borrowed(archive) = archive {
-        if (archive.as_ptr() as usize).is_multiple_of(SECTION_ALIGN) {
-            return Ok(SectionBytes::Borrowed(archive));
-        }
+    if (archive.as_ptr() as usize).is_multiple_of(SECTION_ALIGN) {
+        return Ok(match archive {
+            Cow::Borrowed(archive) => SectionBytes::Borrowed(archive),
+            Cow::Owned(archive) => SectionBytes::Owned(archive),
+        });
     }
+    // The bytes are here, so their length is justified; a second copy of them is what an
+    // unaligned buffer costs.
     let mut aligned = AlignedVec::<SECTION_ALIGN>::with_capacity(len);
     aligned.extend_from_slice(&archive);
     Ok(SectionBytes::Aligned(aligned))

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::header::HEADER_LEN;
 use codec_core::{
-    downsize, lock_beside_within, Error, KeyCodec, KeyCodecExt, KzgParams, LoadOptions, Result,
+    downsize, lock_beside, Error, KeyCodec, KeyCodecExt, KzgParams, LoadOptions, Result,
     SaveOptions, Validation,
 };
 use codec_remote::{CacheOutcome, ObjectInfo};
@@ -35,10 +35,6 @@ use codec_remote::{CacheOutcome, ObjectInfo};
 use crate::location::Object;
 use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
 use crate::Backend;
-
-/// How long a process waits for another that holds the lock on the same cached file (a
-/// download, a downsize) before it reports that process instead of waiting silently.
-pub const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3 * 3600);
 
 /// Parameters fetched through the cache, and where they are cached.
 #[derive(Debug)]
@@ -81,6 +77,9 @@ pub fn fetch_params(
         }
         Some(ParamsPin::Digest(digest)) => format!("params-{digest}"),
         None => {
+            if object.remote.is_plain_http() {
+                return Err(Error::UnpinnedOverHttp { url: name });
+            }
             let head = object.remote.head(&object.path)?;
             let version = object.remote.version_name(&object.path, &head)?;
             info = Some(head);
@@ -111,7 +110,7 @@ pub fn fetch_params(
             return Err(too_small(&full, k));
         }
     }
-    let _lock = lock_beside_within(&entries.full, Some(LOCK_TIMEOUT))?;
+    let _lock = lock_beside(&entries.full, object.remote.options().lock_timeout)?;
     // Another process may have fetched or downsized them while this one waited.
     if let Some(fetched) = entries.ready(true)? {
         return entries.within_limits(fetched, options);
@@ -135,7 +134,9 @@ pub fn fetch_params(
         None => object.remote.head(&object.path)?,
     };
     let params = download(object, &info, &entries.full, options, progress)?;
-    save_params(&entries.full, &params)?;
+    // The cache is a copy: parameters checked and in memory are returned even when it cannot
+    // be written (a full or read-only disk); the next start downloads them again.
+    let _ = save_params(&entries.full, &params);
     let (k, full_k) = (options.k.unwrap_or(params.k()), params.k());
     let params = entries.downsized(params, k)?;
     Ok(Fetched {
@@ -220,7 +221,7 @@ pub(crate) fn fetch_key(
     if cached(false)? {
         return Ok(CacheOutcome::Hit(path));
     }
-    let _lock = lock_beside_within(&path, Some(LOCK_TIMEOUT))?;
+    let _lock = lock_beside(&path, object.remote.options().lock_timeout)?;
     if cached(true)? {
         return Ok(CacheOutcome::Hit(path));
     }
@@ -231,13 +232,20 @@ pub(crate) fn fetch_key(
     let check = || {
         let header = codec_core::header::Header::from_bytes(first)?;
         expect(&header)?;
-        let declared = codec_core::header::Header::len_of(first)? as u64 + header.payload_len;
-        if header.payload_len > codec_core::Limits::default().max_payload_bytes
-            || declared != info.size
-        {
+        let header_len = codec_core::header::Header::len_of(first)? as u64;
+        let max_payload = codec_core::Limits::default().max_payload_bytes;
+        if header.payload_len > max_payload {
+            return Err(Error::LimitExceeded {
+                what: "the key's payload",
+                requested: header.payload_len,
+                limit: max_payload,
+            });
+        }
+        // Both within bounds now: the sum cannot overflow.
+        if header_len.saturating_add(header.payload_len) != info.size {
             return Err(Error::LengthMismatch {
                 declared: header.payload_len,
-                available: info.size.saturating_sub(declared - header.payload_len),
+                available: info.size.saturating_sub(header_len),
             });
         }
         Ok(())
@@ -341,7 +349,8 @@ impl Entries<'_> {
             return Ok(params);
         }
         let params = downsize(params, k).map_err(|err| err.at_path(&self.full))?;
-        save_params(&self.small(k), &params)?;
+        // Kept when the cache cannot be written: the next start downsizes again.
+        let _ = save_params(&self.small(k), &params);
         Ok(params)
     }
 

@@ -26,6 +26,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use codec_core::halo2_proofs::plonk::{keygen_pk, keygen_vk, Circuit, ProvingKey};
+use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use codec_core::halo2_proofs::SerdeFormat;
 use codec_core::halo2curves::bn256::{Bn256, Fr, G1Affine};
@@ -33,6 +34,7 @@ use codec_core::{Error, LoadOptions};
 use codec_rawbytes::RawBytesCodec;
 
 use crate::params::ParamsOptions;
+use crate::replace::{judge_file, Found};
 
 /// Reads the proving key at `path`, as snark-verifier-sdk's `read_pk` does (`params` are the
 /// circuit's, `circuit.params()`): a keycodec container of any backend, or halo2's headerless
@@ -44,24 +46,28 @@ use crate::params::ParamsOptions;
 /// file, `InvalidData` for one that is truncated, damaged or another circuit's key (what
 /// [`gen_pk`] regenerates), the operating system's kind for an I/O failure, `OutOfMemory`.
 pub fn read_pk<C: Circuit<Fr>>(path: &Path, params: C::Params) -> io::Result<ProvingKey<G1Affine>> {
-    load_pk::<C>(path, params).map_err(into_io)
+    load_pk::<C>(path, params, &LoadOptions::default()).map_err(into_io)
 }
 
-fn load_pk<C: Circuit<Fr>>(path: &Path, params: C::Params) -> Result<ProvingKey<G1Affine>, Error> {
-    let options = LoadOptions::default();
+fn load_pk<C: Circuit<Fr>>(
+    path: &Path,
+    params: C::Params,
+    options: &LoadOptions,
+) -> Result<ProvingKey<G1Affine>, Error> {
     let file = std::fs::File::open(path).map_err(|err| Error::io("open", err).at_path(path))?;
     if crate::params::is_container(&file).map_err(|err| err.at_path(path))? {
-        crate::load_any::<C, _>(path, params, &options)
+        crate::load_any::<C, _>(path, params, options)
     } else {
-        RawBytesCodec::new(SerdeFormat::RawBytes).import_file::<C, _>(path, params, &options)
+        RawBytesCodec::new(SerdeFormat::RawBytes).import_file::<C, _>(path, params, options)
     }
 }
 
 /// The proving key at `path`, as snark-verifier-sdk's `gen_pk`: read when it is there and is
-/// this circuit's key; generated with halo2's keygen (and written to `path`, its folder
+/// this circuit's key for `params`'s `k`; generated with halo2's keygen (and written to `path`, its folder
 /// created) when `path` is `None`, the file is missing, or it is provably not this key
-/// (truncated, damaged, another circuit's: a torn file snark-verifier-sdk left is regenerated,
-/// where its `gen_pk` panicked on it).
+/// (truncated, damaged, another circuit's or `k`'s: a torn file snark-verifier-sdk left is
+/// regenerated, where its `gen_pk` panicked on it). A file that changes while it is read or
+/// while the key is generated (a deploy copying a key over it) is not replaced.
 ///
 /// The signature has no room for an error, so: a file that cannot be read for another reason
 /// (permissions, an I/O error) is not overwritten, and the generated key is returned; a save
@@ -74,18 +80,22 @@ pub fn gen_pk<C: Circuit<Fr>>(
     circuit: &C,
     path: Option<&Path>,
 ) -> ProvingKey<G1Affine> {
-    let mut replace = path.is_some();
+    // halo2-lib's `configure` does not depend on `k`: only `expected_k` tells a key for
+    // another `k` (a user who changed it) from this one.
+    let options = LoadOptions {
+        expected_k: Some(params.k()),
+        ..LoadOptions::default()
+    };
+    let mut witness = None;
     if let Some(path) = path {
-        match load_pk::<C>(path, circuit.params()) {
-            Ok(pk) => return pk,
-            Err(err) if err.is_missing() || disproves(&err) => {}
-            Err(err) => {
-                eprintln!(
-                    "keycodec: {} could not be read ({err}); generating the key without replacing the file",
-                    path.display()
-                );
-                replace = false;
-            }
+        let read = || load_pk::<C>(path, circuit.params(), &options);
+        match judge_file(path, read, disproves) {
+            Ok(Found::Usable(pk)) => return pk,
+            Ok(Found::Replaceable(_, found)) => witness = Some(found),
+            Err(err) => eprintln!(
+                "keycodec: {} could not be read ({err}); generating the key without replacing the file",
+                path.display()
+            ),
         }
     }
     #[allow(clippy::expect_used)] // As snark-verifier-sdk: keygen fails only on a circuit's bug.
@@ -93,10 +103,10 @@ pub fn gen_pk<C: Circuit<Fr>>(
         let vk = keygen_vk(params, circuit).expect("halo2's keygen_vk failed for this circuit");
         keygen_pk(params, vk, circuit).expect("halo2's keygen_pk failed for this circuit")
     };
-    if let (Some(path), true) = (path, replace) {
-        if let Err(err) = write_pk(path, &pk) {
+    if let (Some(path), Some(witness)) = (path, witness) {
+        if let Err(err) = witness.still(path).and_then(|()| write_pk(path, &pk)) {
             eprintln!(
-                "keycodec: the generated key could not be saved to {} ({err}); the file is as it was",
+                "keycodec: the generated key was not saved to {} ({err}); the file is as it was",
                 path.display()
             );
         }

@@ -14,6 +14,7 @@ pub mod compat;
 mod location;
 pub mod manifest;
 mod params;
+mod replace;
 pub mod start;
 
 pub use backend::{load_any, Backend, ParseBackendError};
@@ -44,7 +45,7 @@ pub mod remote {
     pub use codec_remote::*;
 
     pub use crate::backend::RemoteExt;
-    pub use crate::cache::{fetch_params, Fetched, LOCK_TIMEOUT};
+    pub use crate::cache::{fetch_params, Fetched};
 }
 
 #[cfg(feature = "bincode")]

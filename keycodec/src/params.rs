@@ -107,7 +107,7 @@ pub(crate) fn read_pinned_file(
     options: &ParamsOptions,
     shared: Shared,
 ) -> Result<KzgParams> {
-    let before = Stamp::of(file)?;
+    let before = codec_core::FileStamp::of(file)?;
     if let Some(ParamsPin::Sha256(expected)) = options.pin {
         let found = sha256_of(file)?;
         if found != expected {
@@ -123,7 +123,7 @@ pub(crate) fn read_pinned_file(
         Some(ParamsPin::Sha256(expected)) if shared == Shared::Yes => sha256_of(file)? == expected,
         _ => true,
     };
-    if !rehashed || Stamp::of(file)? != before {
+    if !rehashed || codec_core::FileStamp::of(file)? != before {
         return Err(Error::FileChanged {
             path: path.to_path_buf(),
         });
@@ -335,33 +335,6 @@ pub(crate) fn sha256_of(file: &File) -> Result<[u8; 32]> {
         }
     }
     Ok(hasher.finalize().into())
-}
-
-/// What changes when a file is written: its length and its modification and change times
-/// (the change time cannot be set back from user space).
-#[derive(Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    #[cfg(unix)]
-    changed: (i64, i64),
-}
-
-impl Stamp {
-    fn of(file: &File) -> Result<Stamp> {
-        let meta = file
-            .metadata()
-            .map_err(|err| Error::io("read the metadata of", err))?;
-        Ok(Stamp {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            #[cfg(unix)]
-            changed: {
-                use std::os::unix::fs::MetadataExt;
-                (meta.ctime(), meta.ctime_nsec())
-            },
-        })
-    }
 }
 
 #[cfg(test)]

@@ -21,9 +21,11 @@ use codec_core::halo2_proofs::plonk::{
 use codec_core::halo2_proofs::poly::commitment::Params as _;
 use codec_core::halo2curves::bn256::{Fr, G1Affine};
 use codec_core::{
-    lock_beside_within, CodecSet, Error, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KzgParams,
+    lock_beside, CodecSet, Error, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, KzgParams,
     Limits, LoadOptions, Result, SaveOptions, Validation,
 };
+
+use crate::replace::{file_kind, judge_file, judge_object, refuse_vk_over_pk, Found};
 
 pub use crate::location::Location;
 #[cfg(feature = "remote")]
@@ -100,10 +102,10 @@ impl KeyOptions {
     }
 }
 
-/// How long a start waits for another process that holds the lock on the same key (one that
-/// is generating it) by default: three hours, longer than keygen takes at `k = 24` on two
-/// cores.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(3 * 3600);
+/// How long a start waits by default for another process that holds the lock on the same
+/// key (one that is generating it): three hours, longer than keygen takes at `k = 24` on two
+/// cores. The one default of every lock keycodec takes.
+pub use codec_core::DEFAULT_LOCK_TIMEOUT;
 
 /// How a cold start loads, pins, saves and generates.
 #[derive(Clone, Copy, Debug)]
@@ -118,9 +120,11 @@ pub struct StartOptions {
     /// Whether keygen compresses selectors (halo2-axiom's `keygen_vk` does not).
     pub compress_selectors: bool,
     /// How long to wait for another process generating the same key before reporting it
-    /// (an [`Error::Io`] of kind `TimedOut` naming the lock and its holder). `None` waits as
-    /// long as it takes. Default [`DEFAULT_LOCK_TIMEOUT`].
-    pub lock_timeout: Option<Duration>,
+    /// (an [`Error::Io`] of kind `TimedOut` naming the lock and its holder, and whether it
+    /// is stopped). Default [`DEFAULT_LOCK_TIMEOUT`]; `Duration::MAX` waits as long as it
+    /// takes. (A load through an object's cache waits on the cache's lock as
+    /// `RemoteOptions::lock_timeout` says.)
+    pub lock_timeout: Duration,
 }
 
 impl Default for StartOptions {
@@ -130,7 +134,7 @@ impl Default for StartOptions {
             params: ParamsOptions::default(),
             save: SaveOptions::default(),
             compress_selectors: false,
-            lock_timeout: Some(DEFAULT_LOCK_TIMEOUT),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
         }
     }
 }
@@ -202,7 +206,7 @@ pub fn load_or_generate_vk<C: Circuit<Fr>>(
 }
 
 /// A key of kind `K` at `location` for `2^k` rows: loaded when usable, otherwise generated,
-/// checked against the pin and saved.
+/// checked against the pin and saved, under the rule of [`crate::replace`].
 fn key_at<C: Circuit<Fr>, K: StartKey>(
     codec: &dyn KeyCodec,
     location: &Location,
@@ -214,41 +218,63 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
     let load = options.key.load(k);
     match location {
         Location::File(path) => {
-            let attempt = || K::load_file::<C>(codec, path, circuit.params(), &load);
-            if let Some(key) = usable(attempt())? {
+            let attempt = || {
+                judge_file(
+                    path,
+                    || K::load_file::<C>(codec, path, circuit.params(), &load),
+                    Error::disproves_artifact,
+                )
+            };
+            if let Found::Usable(key) = attempt()? {
                 return Ok((key, Origin::Loaded));
             }
-            let _lock = lock_beside_within(path, options.lock_timeout)?;
+            let _lock = lock_beside(path, options.lock_timeout)?;
             // Another process may have generated it while this one waited.
-            if let Some(key) = usable(attempt())? {
-                return Ok((key, Origin::Loaded));
-            }
+            let (proof, witness) = match attempt()? {
+                Found::Usable(key) => return Ok((key, Origin::Loaded)),
+                Found::Replaceable(proof, witness) => (proof, witness),
+            };
+            refuse_vk_over_pk(K::KIND, file_kind(path), proof)?;
             let key = pinned(generate()?, &load, path)?;
+            witness.still(path)?;
             codec.save::<C, _>(path, &key, circuit.params(), &options.save)?;
             Ok((key, Origin::Generated))
         }
         #[cfg(feature = "remote")]
         Location::Object(object) => {
-            let attempt = || cached_key::<C, K>(codec, object, circuit, &load);
-            if let Some(key) = usable(attempt())? {
+            let attempt = || judge_object(cached_key::<C, K>(codec, object, circuit, &load));
+            if let Found::Usable(key) = attempt()? {
                 return Ok((key, Origin::Loaded));
             }
             std::fs::create_dir_all(&object.cache).map_err(|err| {
                 Error::io("create the cache directory", err).at_path(&object.cache)
             })?;
-            let _lock =
-                lock_beside_within(&crate::cache::generate_lock(object), options.lock_timeout)?;
-            if let Some(key) = usable(attempt())? {
-                return Ok((key, Origin::Loaded));
+            let _lock = lock_beside(&crate::cache::generate_lock(object), options.lock_timeout)?;
+            let proof = match attempt()? {
+                Found::Usable(key) => return Ok((key, Origin::Loaded)),
+                Found::Replaceable(proof, _) => proof,
+            };
+            if K::KIND == KeyKind::Verifying {
+                let kind = match object.remote.header(&object.path) {
+                    Ok(header) => Some(header.kind),
+                    Err(err) if err.is_missing() => None,
+                    // The object is there but its header cannot be read now: nothing is
+                    // written over what may be a proving key.
+                    Err(err) => return Err(err),
+                };
+                refuse_vk_over_pk(K::KIND, kind, proof)?;
             }
             let name = object.name();
             let key = pinned(generate()?, &load, Path::new(&name))?;
-            if let Some(path) = crate::cache::pinned_key_path(object, codec, &load) {
-                codec.save::<C, _>(&path, &key, circuit.params(), &options.save)?;
-            }
+            // Uploaded first: the object is what other machines start from. The cache is a
+            // copy of it, and a cache that cannot be written (a full or read-only disk) loses
+            // nothing: the next start downloads the object.
             object
                 .remote
                 .save::<C, K>(codec, &object.path, &key, circuit.params())?;
+            if let Some(path) = crate::cache::pinned_key_path(object, codec, &load) {
+                let _ = codec.save::<C, _>(&path, &key, circuit.params(), &options.save);
+            }
             Ok((key, Origin::Generated))
         }
     }

@@ -1,7 +1,9 @@
 //! A loopback HTTP/1.1 proxy in front of the test S3 server that can be told to fail
-//! requests: answer with an error status, or cut a response off mid-body (a connection reset),
-//! or run a hook before forwarding (to replace the object between two requests). It counts
-//! what it forwarded, so a test can check that its fault was met.
+//! requests as misbehaving servers and networks do: answer with an error status, cut a
+//! response off mid-body (a connection reset), send a short or a long body, answer a ranged
+//! GET with the whole object (200), announce another `Content-Range`, stall, or run a hook
+//! before forwarding (to replace the object between two requests). It counts what it
+//! forwarded, so a test can check that its fault was met and that nothing was uploaded.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -15,6 +17,17 @@ pub enum Fault {
     ResetMidBody,
     /// Run this, then forward as usual.
     Hook(Box<dyn FnMut() + Send>),
+    /// Forward, then send the first half of the body as if it were all of it (its
+    /// `Content-Length` says so; `Content-Range` still names the range asked for).
+    ShortBody,
+    /// Forward, then send the body with this many more bytes (its `Content-Length` says so).
+    ExtraBytes(usize),
+    /// Forward without the `Range` header: the whole object, with status 200.
+    WholeObject,
+    /// Forward, then announce a `Content-Range` this many bytes further on (the same bytes).
+    ShiftContentRange(u64),
+    /// Wait this long, then forward as usual.
+    Stall(std::time::Duration),
 }
 
 /// Which requests a fault applies to.
@@ -155,6 +168,11 @@ fn serve(client: TcpStream, upstream: SocketAddr, state: &Mutex<State>) -> std::
                             hook();
                             None
                         }
+                        Fault::ShortBody => Some(Fault::ShortBody),
+                        Fault::ExtraBytes(n) => Some(Fault::ExtraBytes(*n)),
+                        Fault::WholeObject => Some(Fault::WholeObject),
+                        Fault::ShiftContentRange(n) => Some(Fault::ShiftContentRange(*n)),
+                        Fault::Stall(pause) => Some(Fault::Stall(*pause)),
                     };
                     state.injected += 1;
                     fault
@@ -170,10 +188,44 @@ fn serve(client: TcpStream, upstream: SocketAddr, state: &Mutex<State>) -> std::
             )?;
             continue;
         }
-        server.write_all(&request.head)?;
+        if let Some(Fault::Stall(pause)) = fault {
+            std::thread::sleep(pause);
+        }
+        match fault {
+            Some(Fault::WholeObject) => {
+                server.write_all(&without_header(&request.head, "range"))?
+            }
+            _ => server.write_all(&request.head)?,
+        }
         server.write_all(&request.body)?;
-        let response = read_message(&mut server_reader, Some(&method))?
+        let mut response = read_message(&mut server_reader, Some(&method))?
             .ok_or_else(|| std::io::Error::other("the server closed the connection"))?;
+        match fault {
+            Some(Fault::ShortBody) => {
+                response.body.truncate(response.body.len() / 2);
+                response.head = with_header(
+                    &response.head,
+                    "content-length",
+                    &response.body.len().to_string(),
+                );
+            }
+            Some(Fault::ExtraBytes(n)) => {
+                response.body.extend(std::iter::repeat_n(0x5a, n));
+                response.head = with_header(
+                    &response.head,
+                    "content-length",
+                    &response.body.len().to_string(),
+                );
+            }
+            Some(Fault::ShiftContentRange(shift)) => {
+                let text = String::from_utf8_lossy(&response.head).to_string();
+                if let Some(range) = header(&text, "content-range") {
+                    let shifted = shift_content_range(range, shift);
+                    response.head = with_header(&response.head, "content-range", &shifted);
+                }
+            }
+            _ => {}
+        }
         client.write_all(&response.head)?;
         if let Some(Fault::ResetMidBody) = fault {
             let half = response
@@ -249,6 +301,43 @@ fn read_message(
         }
     }
     Ok(Some(Message { head, body }))
+}
+
+/// `head` without the header `name`.
+fn without_header(head: &[u8], name: &str) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let kept: Vec<&str> = text
+        .split_inclusive("\r\n")
+        .filter(|line| {
+            line.split_once(':')
+                .is_none_or(|(key, _)| !key.trim().eq_ignore_ascii_case(name))
+        })
+        .collect();
+    kept.concat().into_bytes()
+}
+
+/// `head` with the header `name` set to `value` (replaced, or added before the blank line).
+fn with_header(head: &[u8], name: &str, value: &str) -> Vec<u8> {
+    let mut out = without_header(head, name);
+    let end = out.len().saturating_sub(2);
+    let line = format!("{name}: {value}\r\n");
+    out.splice(end..end, line.into_bytes());
+    out
+}
+
+/// `bytes A-B/N` moved `shift` bytes on.
+fn shift_content_range(range: &str, shift: u64) -> String {
+    let parsed = range
+        .strip_prefix("bytes ")
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(span, total)| {
+            let (a, b) = span.split_once('-')?;
+            Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?, total))
+        });
+    match parsed {
+        Some((a, b, total)) => format!("bytes {}-{}/{total}", a + shift, b + shift),
+        None => range.to_owned(),
+    }
 }
 
 /// A header's value (names compared case-insensitively).

@@ -345,20 +345,25 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     codec
         .save::<DenseCircuit, _>(&pk_path, &other.pk, (), &SaveOptions::default())
         .unwrap();
-    let (vk, origin) = load_or_generate_vk(
+    let others = std::fs::read(&pk_path).unwrap();
+    let refused = load_or_generate_vk(
         codec_dyn(&codec),
         &pk_path,
         &fixture.params,
         &fixture.circuit,
         &vk_pinned,
-    )
-    .unwrap();
-    assert_eq!(
-        origin,
-        Origin::Generated,
-        "the other key's verifying key is not the pinned one"
     );
-    assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
+    // The other key's verifying key is not the pinned one; but the file is someone's proving
+    // key, and a verifying key is never written over it.
+    assert!(
+        matches!(
+            refused.as_ref().map_err(Error::cause),
+            Err(Error::DigestMismatch { .. })
+        ),
+        "{:?}",
+        refused.err()
+    );
+    assert_eq!(std::fs::read(&pk_path).unwrap(), others, "the file stays");
 }
 
 #[cfg(feature = "rawbytes")]

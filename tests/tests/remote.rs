@@ -178,7 +178,7 @@ fn large_objects_upload_in_parts_and_download_whole() {
     let at = ObjectPath::from("big.bin");
     let sent = std::sync::atomic::AtomicU64::new(0);
     let uploaded = remote
-        .upload_file(&source, &at, &|n| {
+        .upload_file(&std::fs::File::open(&source).unwrap(), &source, &at, &|n| {
             sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         })
         .unwrap();
@@ -428,7 +428,8 @@ fn an_interrupted_upload_leaves_no_object() {
     let big = dir.path().join("big.bin");
     std::fs::write(&big, vec![1u8; 11 << 20]).unwrap();
     let big_at = ObjectPath::from("big.bin");
-    assert!(remote.upload_file(&big, &big_at, &|_| {}).is_err());
+    let open = std::fs::File::open(&big).unwrap();
+    assert!(remote.upload_file(&open, &big, &big_at, &|_| {}).is_err());
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     for location in [&at, &big_at] {
