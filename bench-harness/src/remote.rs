@@ -28,7 +28,7 @@ use halo2_proofs::plonk::ProvingKey;
 use halo2curves::bn256::G1Affine;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt};
-use keycodec::remote::{CacheOutcome, Remote};
+use keycodec::remote::{CacheOutcome, Remote, RemoteExt};
 use keycodec::{Backend, KeyCodecExt, KeyDigest, Size, Validation};
 use keycodec_tests::link::{Link, LinkProfile};
 

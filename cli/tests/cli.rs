@@ -668,3 +668,129 @@ fn a_test_setup_is_called_insecure() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(!text(&out.stdout).contains("INSECURE"));
 }
+
+/// Temporary files left in `dir` (a download's, a save's).
+fn temporary_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|entry| entry.file_name().to_string_lossy().ends_with(".tmp"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// `pull` and `fetch --manifest` through a server that answers every ranged GET oddly (a short
+/// body, extra bytes, the whole object for a range, another `Content-Range`), and `push`
+/// through one that fails every upload request: an error or the right bytes, the destination
+/// and the cache as they were (no temporary file), no object pushed.
+#[test]
+fn pull_fetch_and_push_under_a_servers_odd_answers_keep_what_was_there() {
+    use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
+    let server = keycodec_tests::s3::server();
+    let bucket = server.bucket("cli-odd");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, digest) = saved(dir.path());
+    let bytes = std::fs::read(&path).unwrap();
+    server.put_public(&bucket, "key.pk", &bytes);
+    type Case = (&'static str, fn() -> Fault);
+    let cases: [Case; 4] = [
+        ("a short body", || Fault::ShortBody),
+        ("extra bytes", || Fault::ExtraBytes(1000)),
+        ("200 for a ranged GET", || Fault::WholeObject),
+        ("a wrong Content-Range", || Fault::ShiftContentRange(7)),
+    ];
+    for (name, fault) in cases {
+        let proxy = FaultyProxy::start(server.addr);
+        proxy.inject(Rule {
+            method: "GET",
+            target_contains: "key.pk",
+            ranged: true,
+            skip: 0,
+            times: usize::MAX,
+            fault: fault(),
+        });
+        let url = keycodec_tests::s3::S3Server::public_url(proxy.addr, &bucket, "key.pk");
+        let pulled = dir.path().join("pulled.pk");
+        std::fs::write(&pulled, b"before").unwrap();
+        let out = keycodec(&["pull", &url, pulled.to_str().unwrap()]);
+        let after = std::fs::read(&pulled).unwrap();
+        match out.status.code() {
+            Some(0) => assert!(after == bytes, "{name}: pulled other bytes"),
+            Some(1 | 4) => assert_eq!(after, b"before", "{name}"),
+            other => panic!("{name}: exit {other:?}: {}", text(&out.stderr)),
+        }
+        assert_eq!(temporary_files(dir.path()), 0, "{name}");
+
+        let manifest = serde_json::json!({
+            "manifest": 1,
+            "params": { "path": "kzg.params", "k": 6 },
+            "keys": { "prover": {
+                "kind": "proving",
+                "url": url,
+                "codec": "rkyv",
+                "digest": digest.to_string(),
+            } },
+        });
+        let manifest_path = dir.path().join("odd.json");
+        std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+        let cache = dir.path().join(format!("cache-{}", proxy.addr.port()));
+        let out = keycodec(&[
+            "fetch",
+            "--manifest",
+            manifest_path.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "--json",
+        ]);
+        let cached = cache.join(keycodec::remote::pinned_name(digest, "rkyv"));
+        match cached.exists() {
+            true => assert!(std::fs::read(&cached).unwrap() == bytes, "{name}"),
+            false => assert_ne!(out.status.code(), Some(0), "{name}"),
+        }
+        assert_eq!(temporary_files(&cache), 0, "{name}");
+    }
+
+    // Every upload request refused: no object appears.
+    let proxy = FaultyProxy::start(server.addr);
+    for method in ["PUT", "POST"] {
+        proxy.inject(Rule {
+            method,
+            target_contains: "",
+            ranged: false,
+            skip: 0,
+            times: usize::MAX,
+            fault: Fault::Status(403),
+        });
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_keycodec"))
+        .args(["push", &path, &format!("s3://{bucket}/pushed.pk")])
+        .env("AWS_ENDPOINT", proxy.endpoint())
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "keycodec-test")
+        .env("AWS_SECRET_ACCESS_KEY", "keycodec-test")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let check = Command::new(env!("CARGO_BIN_EXE_keycodec"))
+        .args([
+            "pull",
+            &format!("s3://{bucket}/pushed.pk"),
+            dir.path().join("check.pk").to_str().unwrap(),
+        ])
+        .env("AWS_ENDPOINT", server.endpoint())
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "keycodec-test")
+        .env("AWS_SECRET_ACCESS_KEY", "keycodec-test")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(4),
+        "no object: {}",
+        text(&check.stderr)
+    );
+}

@@ -1,6 +1,6 @@
 //! Keys and parameters in object storage (S3 and compatible stores), through the
 //! [`object_store`] crate: saved by a multipart upload streamed from the key's memory, loaded
-//! by ranged GETs decoded as they arrive, optionally through a local cache.
+//! by ranged GETs decoded as they arrive (the facade's `keycodec::remote` adds the cache).
 //!
 //! A load is the file load with another source of bytes: the object's metadata first (its
 //! size and ETag), then the header and the small fields from ranges fetched ahead of the
@@ -28,7 +28,6 @@
 //! Call it from ordinary threads (in async code, from `spawn_blocking`); called from an
 //! async task it returns [`Error::Internal`] rather than block the executor.
 
-mod cache;
 mod flow;
 mod object;
 mod upload;
@@ -45,8 +44,6 @@ pub use object_store;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::runtime::{Handle, Runtime};
-
-pub use cache::{pinned_name, CacheOutcome};
 
 use codec_core::backend_api::circuit::configure;
 use codec_core::header::{Header, HEADER_LEN};
@@ -85,8 +82,8 @@ pub struct RemoteOptions {
     /// Bytes a transfer may hold beyond the key itself: an upload's parts in flight, a
     /// streamed decoder's reads ahead. Default 1 GiB.
     pub memory: usize,
-    /// How long a load through a cache ([`Remote::load_cached`], and the facade's fetches of
-    /// parameters and keys) waits for another process that holds the lock on the same cached
+    /// How long a load through a cache (the facade's `RemoteExt::load_cached` and its
+    /// fetches of parameters and keys) waits for another process that holds the lock on the same cached
     /// file (downloading it) before it reports that process: an [`Error::Io`] of kind
     /// `TimedOut` naming the holder. Default [`codec_core::DEFAULT_LOCK_TIMEOUT`].
     pub lock_timeout: std::time::Duration,
@@ -581,6 +578,36 @@ impl Remote {
             Some(cs),
             options,
             None,
+        )?;
+        into_key(decoded, &self.name(location))
+    }
+
+    /// Loads a key from `location` as [`Remote::load`] does, for the circuit whose constraint
+    /// system `configure` built (`cs`, as `codec_core::backend_api::circuit::configure` gives
+    /// it), from the version of the object `info` describes (as [`Remote::head`] gave it),
+    /// writing every byte of that version into `file` too (sized to `info.size` first; ranges
+    /// the load did not need are fetched after it): a cache's miss, whose file holds exactly
+    /// the bytes the load checked. A verifying key may come from a proving key's container.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::load`], and [`Error::Io`] writing the file.
+    pub fn load_into<K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        info: &ObjectInfo,
+        file: &File,
+        cs: halo2_proofs::plonk::ConstraintSystem<Fr>,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        let decoded = self.read(
+            codec,
+            location,
+            Request::for_key(K::KIND),
+            Some(cs),
+            options,
+            Some((file, info)),
         )?;
         into_key(decoded, &self.name(location))
     }

@@ -38,15 +38,8 @@ pub use codec_core::test_setup;
 /// field encodings a backend is written with (see the module's docs).
 pub use codec_core::backend_api;
 
-/// Keys and parameters in object storage (S3 and compatible; HTTP(S) for parameters), with a
-/// local cache.
 #[cfg(feature = "remote")]
-pub mod remote {
-    pub use codec_remote::*;
-
-    pub use crate::backend::RemoteExt;
-    pub use crate::cache::{fetch_params, Fetched};
-}
+pub mod remote;
 
 #[cfg(feature = "bincode")]
 pub use codec_bincode::BincodeCodec;

@@ -386,10 +386,10 @@ impl Manifest {
                 let Location::Object(object) = Location::url(url, cache)? else {
                     return Err(Error::Internal("a URL that is no object".into()));
                 };
-                match crate::cache::cached_params(&object, &self.params_options())? {
+                match crate::cache::params::cached_params(&object, &self.params_options())? {
                     Some(fetched) => Ok(ArtifactState::Cached(match fetched.outcome {
-                        codec_remote::CacheOutcome::Hit(path)
-                        | codec_remote::CacheOutcome::Miss(path) => path,
+                        crate::cache::CacheOutcome::Hit(path)
+                        | crate::cache::CacheOutcome::Miss(path) => path,
                     })),
                     None => Err(not_cached(cache)),
                 }
@@ -437,7 +437,7 @@ impl Manifest {
                     let Location::Object(object) = Location::url(url, cache)? else {
                         return Err(Error::Internal("a URL that is no object".into()));
                     };
-                    crate::cache::fetch_key(&object, key.codec, key.kind, digest, &|n| {
+                    crate::cache::key::fetch_key(&object, key.codec, key.kind, digest, &|n| {
                         progress(&key.name, n);
                     })
                     .map(state_of)
@@ -465,10 +465,10 @@ impl Manifest {
 }
 
 #[cfg(feature = "remote")]
-fn state_of(outcome: codec_remote::CacheOutcome) -> ArtifactState {
+fn state_of(outcome: crate::cache::CacheOutcome) -> ArtifactState {
     match outcome {
-        codec_remote::CacheOutcome::Hit(path) => ArtifactState::Cached(path),
-        codec_remote::CacheOutcome::Miss(path) => ArtifactState::Downloaded(path),
+        crate::cache::CacheOutcome::Hit(path) => ArtifactState::Cached(path),
+        crate::cache::CacheOutcome::Miss(path) => ArtifactState::Downloaded(path),
     }
 }
 
@@ -492,7 +492,7 @@ fn verify_key(key: &KeyEntry, cache: &Path) -> Result<ArtifactState> {
         (Source::Path(path), _) => (path.clone(), ArtifactState::Present),
         #[cfg(feature = "remote")]
         (Source::Url(_), Some(digest)) => (
-            cache.join(codec_remote::pinned_name(digest, key.codec.name())),
+            cache.join(crate::cache::pinned_name(digest, key.codec.name())),
             ArtifactState::Cached,
         ),
         #[cfg(not(feature = "remote"))]

@@ -249,7 +249,10 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
             std::fs::create_dir_all(&object.cache).map_err(|err| {
                 Error::io("create the cache directory", err).at_path(&object.cache)
             })?;
-            let _lock = lock_beside(&crate::cache::generate_lock(object), options.lock_timeout)?;
+            let _lock = lock_beside(
+                &crate::cache::key::generate_lock(object),
+                options.lock_timeout,
+            )?;
             let proof = match attempt()? {
                 Found::Usable(key) => return Ok((key, Origin::Loaded)),
                 Found::Replaceable(proof, _) => proof,
@@ -272,7 +275,7 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
             object
                 .remote
                 .save::<C, K>(codec, &object.path, &key, circuit.params())?;
-            if let Some(path) = crate::cache::pinned_key_path(object, codec, &load) {
+            if let Some(path) = crate::cache::key::pinned_key_path(object, codec, &load) {
                 let _ = codec.save::<C, _>(&path, &key, circuit.params(), &options.save);
             }
             Ok((key, Origin::Generated))
@@ -333,10 +336,15 @@ fn cached_key<C: Circuit<Fr>, K: StartKey>(
     circuit: &C,
     load: &LoadOptions,
 ) -> Result<K> {
-    object
-        .remote
-        .load_cached::<C, K>(codec, &object.path, &object.cache, circuit.params(), load)
-        .map(|(key, _)| key)
+    crate::cache::key::load_cached::<C, K>(
+        &object.remote,
+        codec,
+        &object.path,
+        &object.cache,
+        circuit.params(),
+        load,
+    )
+    .map(|(key, _)| key)
 }
 
 /// `key`, unless the load pins another digest ([`Error::DigestMismatch`] naming `at`).

@@ -28,7 +28,7 @@ use codec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, S
 use keycodec::manifest::Manifest;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use keycodec::remote::{Remote, RemoteOptions};
+use keycodec::remote::{Remote, RemoteExt, RemoteOptions};
 use keycodec::start::{
     load_or_generate_pk, load_or_generate_vk, KeyOptions, Location, Object, Origin, StartOptions,
 };
@@ -456,6 +456,62 @@ fn a_full_cache_disk_loses_no_generated_key() {
         .unwrap();
     assert_eq!(pk_bytes(&loaded), pk_bytes(&fixture.pk));
     assert!(temporary_files(cache.path()).is_empty());
+}
+
+/// The key's own folder full, then read-only, under a torn key file: the start generates,
+/// cannot save, and returns a typed error; the torn file is byte for byte as it was and no
+/// temporary file is left.
+#[test]
+fn a_full_or_read_only_key_folder_is_an_error_and_the_file_stays() {
+    let fixture = standard_plonk();
+    let codec = RawBytesCodec::default();
+    let good = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
+    let torn = &good[..good.len() / 2];
+    // Room for the torn file and the lock, not for a whole key beside it.
+    let Some(folder) = Tmpfs::mount(good.len()) else {
+        eprintln!("skipped: mounting a tmpfs needs root (CI runs as root)");
+        return;
+    };
+    let path = folder.path().join("prover.pk");
+    std::fs::write(&path, torn).unwrap();
+    let start = load_or_generate_pk(
+        &codec,
+        &path,
+        &fixture.params,
+        &fixture.circuit,
+        &StartOptions::default(),
+    );
+    assert!(
+        matches!(start.as_ref().map_err(Error::cause), Err(Error::Io { .. })),
+        "full: {:?}",
+        start.err()
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), torn, "full: the file stays");
+    assert!(temporary_files(folder.path()).is_empty());
+
+    let remounted = std::process::Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(folder.path())
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(remounted, "remount read-only");
+    let start = load_or_generate_pk(
+        &codec,
+        &path,
+        &fixture.params,
+        &fixture.circuit,
+        &StartOptions::default(),
+    );
+    assert!(
+        matches!(start.as_ref().map_err(Error::cause), Err(Error::Io { .. })),
+        "read-only: {:?}",
+        start.err()
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        torn,
+        "read-only: the file stays"
+    );
 }
 
 /// StandardPlonk, whose keygen runs `deploy` once (a deploy's `cp` of a key over the file,

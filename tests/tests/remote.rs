@@ -18,7 +18,7 @@ use keycodec::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use keycodec::remote::{CacheOutcome, Remote, RemoteOptions};
+use keycodec::remote::{CacheOutcome, Remote, RemoteExt, RemoteOptions};
 use keycodec::{
     Backend, BufferConfig, Error, KeyCodecExt, KeyDigest, LoadOptions, RawBytesCodec, SaveOptions,
     Size, Validation,

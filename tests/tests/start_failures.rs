@@ -306,7 +306,7 @@ mod remote {
     use keycodec::halo2curves::bn256::G1Affine;
     use keycodec::remote::object_store::path::Path as ObjectPath;
     use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-    use keycodec::remote::{fetch_params, CacheOutcome, Remote};
+    use keycodec::remote::{fetch_params, CacheOutcome, Remote, RemoteExt};
     use keycodec::start::{Location, Object};
     use keycodec::{KeyDigest, LoadOptions};
     use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};

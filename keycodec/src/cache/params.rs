@@ -1,36 +1,31 @@
-//! A cold start's artifacts in object storage, through a local cache: KZG parameters fetched
-//! from S3 or any HTTP(S) server (`kzg_bn254_22.srs` as a project publishes it, pinned by its
-//! SHA-256), and proving and verifying keys in S3.
+//! KZG parameters through the cache: fetched from S3 or any HTTP(S) server
+//! (`kzg_bn254_22.srs` as a project publishes it, pinned by its SHA-256).
 //!
-//! Parameters: the cache holds the checked container of the parameters and, for a smaller
-//! `k`, their downsized container, named by the pin (`params-sha256-{hex}`, `params-{digest}`)
-//! or, unpinned, by the object's name, ETag and size. A hit is a local load of that container
-//! with the cache's own options (its own codec, values trusted: they were checked when it was
-//! made; the payload checksum is still verified), with no request when the parameters are
-//! pinned. A miss downloads the object once per machine (a lock beside the cached file: a
-//! second process waits, then loads what the first cached): the object's size is checked
-//! against what its first bytes say the parameters hold (their `k` within
-//! [`Limits::max_k`](codec_core::Limits::max_k), the layout's length) before any disk is
-//! spent on it; the download goes into a temporary file of the cache, its SHA-256 is checked
-//! on that open file before anything is read from it, it is imported with every point
+//! The cache holds the checked container of the parameters and, for a smaller `k`, their
+//! downsized container, named by the pin (`params-sha256-{hex}`, `params-{digest}`) or,
+//! unpinned (`https://` and `s3://` only), by the object's name, ETag and size. A hit is a
+//! local load of that container with the cache's own options (its own codec, values trusted:
+//! they were checked when it was made; the payload checksum is still verified), with no
+//! request when the parameters are pinned. A miss downloads the object once per machine: the
+//! object's size is checked against what its first bytes say the parameters hold (their `k`
+//! within [`Limits::max_k`](codec_core::Limits::max_k), the layout's length) before any disk
+//! is spent on it; the download goes into a temporary file of the cache, its SHA-256 is
+//! checked on that open file before anything is read from it, it is imported with every point
 //! checked, a digest pin is checked, and only then is the container saved: a tampered,
 //! truncated, oversized or substituted download is refused and never left in the cache.
-//! Downsizing happens under the same lock: once per machine. A cached file is removed only
-//! when it is damaged (its checksums or structure say so), under the lock; any other failure
-//! is the caller's error and the file stays.
-//!
-//! The cache must be as trusted as the program: like a package cache, nothing checks who
-//! wrote it.
+//! Downsizing happens under the same lock: once per machine. Parameters checked and in memory
+//! are returned even when the cache cannot keep them (a full disk).
 
 use std::path::{Path, PathBuf};
 
 use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::header::HEADER_LEN;
 use codec_core::{
     downsize, lock_beside, Error, KeyCodec, KeyCodecExt, KzgParams, LoadOptions, Result,
     SaveOptions, Validation,
 };
-use codec_remote::{CacheOutcome, ObjectInfo};
+use codec_remote::ObjectInfo;
+
+use super::{first_bytes, version_name, CacheOutcome};
 
 use crate::location::Object;
 use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
@@ -81,7 +76,7 @@ pub fn fetch_params(
                 return Err(Error::UnpinnedOverHttp { url: name });
             }
             let head = object.remote.head(&object.path)?;
-            let version = object.remote.version_name(&object.path, &head)?;
+            let version = version_name(&object.remote, &object.path, &head)?;
             info = Some(head);
             format!("params-{version}")
         }
@@ -172,93 +167,6 @@ pub(crate) fn cached_params(object: &Object, options: &ParamsOptions) -> Result<
         Some(fetched) => entries.within_limits(fetched, options).map(Some),
         None => Ok(None),
     }
-}
-
-/// Fetches the key container at `object` into its cache as a pinned load would find it
-/// (`{digest}-{codec}.kc`), without the circuit: the header (its codec `codec`, its kind, the
-/// recorded digest when the container is of that kind, its length against the server's
-/// size) is checked before the download, the payload checksum after; only then does the file
-/// take its name. A cached file already intact is a hit, with no request.
-///
-/// # Errors
-///
-/// [`Error::CodecMismatch`], [`Error::KindMismatch`], [`Error::DigestMismatch`],
-/// [`Error::LengthMismatch`], [`Error::PayloadChecksum`] naming the object; the store's and the
-/// cache's errors.
-pub(crate) fn fetch_key(
-    object: &Object,
-    backend: Backend,
-    kind: codec_core::KeyKind,
-    digest: codec_core::KeyDigest,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<CacheOutcome> {
-    let name = object.name();
-    std::fs::create_dir_all(&object.cache)
-        .map_err(|err| Error::io("create the cache directory", err).at_path(&object.cache))?;
-    let path = object
-        .cache
-        .join(codec_remote::pinned_name(digest, backend.name()));
-    let expect = |header: &codec_core::header::Header| {
-        crate::backend::expect_key(header, backend, kind, Some(digest))
-    };
-    let cached = |locked: bool| -> Result<bool> {
-        let checked = std::fs::File::open(&path)
-            .map_err(|err| Error::io("open", err))
-            .and_then(|file| codec_core::header::verify_file(&file))
-            .and_then(|header| expect(&header));
-        match checked {
-            Ok(()) => Ok(true),
-            Err(err) if err.is_missing() => Ok(false),
-            Err(err) if err.disproves_artifact() => {
-                if locked {
-                    let _ = std::fs::remove_file(&path);
-                }
-                Ok(false)
-            }
-            Err(err) => Err(err.at_path(&path)),
-        }
-    };
-    if cached(false)? {
-        return Ok(CacheOutcome::Hit(path));
-    }
-    let _lock = lock_beside(&path, object.remote.options().lock_timeout)?;
-    if cached(true)? {
-        return Ok(CacheOutcome::Hit(path));
-    }
-    let remote = &object.remote;
-    let info = remote.head(&object.path)?;
-    let first = first_bytes(object, &info)?;
-    let first = first.as_slice();
-    let check = || {
-        let header = codec_core::header::Header::from_bytes(first)?;
-        expect(&header)?;
-        let header_len = codec_core::header::Header::len_of(first)? as u64;
-        let max_payload = codec_core::Limits::default().max_payload_bytes;
-        if header.payload_len > max_payload {
-            return Err(Error::LimitExceeded {
-                what: "the key's payload",
-                requested: header.payload_len,
-                limit: max_payload,
-            });
-        }
-        // Both within bounds now: the sum cannot overflow.
-        if header_len.saturating_add(header.payload_len) != info.size {
-            return Err(Error::LengthMismatch {
-                declared: header.payload_len,
-                available: info.size.saturating_sub(header_len),
-            });
-        }
-        Ok(())
-    };
-    check().map_err(|err| err.in_object(&name))?;
-    codec_core::replace_atomically(&path, |file| {
-        remote.download_to(&object.path, &info, file, progress)?;
-        codec_core::header::verify_file(file)
-            .and_then(|header| expect(&header))
-            .map_err(|err| err.in_object(&name))
-    })
-    .map_err(|err| err.at_path(&path))?;
-    Ok(CacheOutcome::Miss(path))
 }
 
 /// The cache files of one set of parameters.
@@ -433,17 +341,6 @@ fn download(
     read_pinned_file(download.as_file(), download.path(), &checked, Shared::No).map_err(as_object)
 }
 
-/// The object's first bytes (as many as the longest container header, or the whole object):
-/// what it must be is read from them before its size is believed.
-fn first_bytes(object: &Object, info: &ObjectInfo) -> Result<Vec<u8>> {
-    let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
-    let mut first = vec![0u8; len];
-    object
-        .remote
-        .read_range(&object.path, info, &mut first, 0)?;
-    Ok(first)
-}
-
 /// The cache's own codec.
 fn rawbytes() -> Result<&'static dyn KeyCodec> {
     Backend::all()
@@ -457,26 +354,4 @@ fn save_params(path: &Path, params: &KzgParams) -> Result<()> {
     rawbytes()?
         .save_params(path, params, &SaveOptions::default())
         .map(drop)
-}
-
-/// Where a generated key is cached when its load is pinned (where a pinned load looks first:
-/// the next start needs no request).
-pub(crate) fn pinned_key_path(
-    object: &Object,
-    codec: &dyn KeyCodec,
-    load: &LoadOptions,
-) -> Option<PathBuf> {
-    load.expected_digest.map(|digest| {
-        object
-            .cache
-            .join(codec_remote::pinned_name(digest, codec.name()))
-    })
-}
-
-/// The lock a machine's generators of `object` take.
-pub(crate) fn generate_lock(object: &Object) -> PathBuf {
-    object.cache.join(format!(
-        "generate-{}",
-        blake3::hash(object.name().as_bytes()).to_hex()
-    ))
 }
