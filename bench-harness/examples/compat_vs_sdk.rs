@@ -20,12 +20,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use bench_harness::fixture::load_or_build;
-use codec_testkit::halo2_lib::Halo2LibCircuit;
 use halo2_base::gates::circuit::BaseCircuitParams;
 use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::G1Affine;
 use keycodec::KeyCodecExt;
+use keycodec_testkit::halo2_lib::Halo2LibCircuit;
 
 fn sdk_read_pk(path: &Path, params: BaseCircuitParams) -> ProvingKey<G1Affine> {
     let f = File::open(path).unwrap();

@@ -1,9 +1,9 @@
 //! The driver: from the flags to a report, size after size (the fixture, the plan, the runs).
 
-use codec_testkit::halo2_lib::Halo2LibCircuit;
-use codec_testkit::{DenseCircuit, StandardPlonk};
 use halo2_proofs::poly::commitment::Params as _;
 use keycodec::KeyDigest;
+use keycodec_testkit::halo2_lib::Halo2LibCircuit;
+use keycodec_testkit::{DenseCircuit, StandardPlonk};
 
 use crate::flags::{Args, CircuitName};
 use crate::measure::rss;

@@ -296,7 +296,7 @@ pub fn machine_limits(
         drop(file);
 
         if cold {
-            codec_core::drop_cached_pages(path);
+            keycodec_core::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut fresh = vec![0u8; len];
@@ -307,7 +307,7 @@ pub fn machine_limits(
         drop(fresh);
 
         if cold {
-            codec_core::drop_cached_pages(path);
+            keycodec_core::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut fresh = vec![0u8; len];
@@ -316,7 +316,7 @@ pub fn machine_limits(
         drop(fresh);
 
         if cold {
-            codec_core::drop_cached_pages(path);
+            keycodec_core::drop_cached_pages(path);
         }
         let started = Instant::now();
         let mut touched = vec![1u8; len];

@@ -146,7 +146,7 @@ impl Runner {
                 if self.cold {
                     for path in &paths {
                         // The harness's files are clean when read: every save was synced.
-                        self.cold_effective &= codec_core::drop_cached_pages(path);
+                        self.cold_effective &= keycodec_core::drop_cached_pages(path);
                     }
                 }
                 self.harness_peak = self.harness_peak.max(rss::peak());

@@ -2,11 +2,11 @@
 //! configuration parameters (halo2-lib's `BaseCircuitParams`; nothing for the others), which
 //! the fixture caches beside the key and child processes receive as JSON.
 
-use codec_testkit::halo2_lib::{halo2_lib_keygen, Halo2LibCircuit};
-use codec_testkit::{DenseCircuit, StandardPlonk};
 use halo2_base::gates::circuit::builder::BaseCircuitBuilder;
 use halo2_proofs::plonk::Circuit;
 use halo2curves::bn256::Fr;
+use keycodec_testkit::halo2_lib::{halo2_lib_keygen, Halo2LibCircuit};
+use keycodec_testkit::{DenseCircuit, StandardPlonk};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -62,7 +62,7 @@ impl Workload for DenseCircuit {
 }
 
 /// Keys shaped like users': halo2-lib's builder with [`HALO2_LIB_ADVICE`] advice columns of
-/// Poseidon hashes and 64-bit range checks (`codec_testkit::halo2_lib`).
+/// Poseidon hashes and 64-bit range checks (`keycodec_testkit::halo2_lib`).
 impl Workload for Halo2LibCircuit {
     const NAME: &'static str = "halo2-lib";
     // Below, halo2-base runs out of rows for its gates beside the blinding rows.

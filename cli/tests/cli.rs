@@ -11,8 +11,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use codec_testkit::{lookup, LookupCircuit};
 use keycodec::{KeyCodecExt, RkyvCodec, SaveOptions};
+use keycodec_testkit::{lookup, LookupCircuit};
 
 fn keycodec(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_keycodec"))
@@ -132,9 +132,9 @@ fn damage_is_exit_code_1_a_missing_file_3_and_a_bad_command_line_2() {
 
 #[test]
 fn parameters_import_inspect_downsize_and_export() {
-    use codec_core::halo2_proofs::poly::commitment::Params as _;
-    use codec_core::halo2_proofs::SerdeFormat;
-    let params = &codec_testkit::standard_plonk().params;
+    use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+    use keycodec_core::halo2_proofs::SerdeFormat;
+    let params = &keycodec_testkit::standard_plonk().params;
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name).display().to_string();
     let mut halo2 = Vec::new();
@@ -286,8 +286,8 @@ fn push_and_pull_check_both_ends() {
 /// SHA-256 is refused (1) and caches nothing, a malformed one is a usage error (2).
 #[test]
 fn params_fetch_checks_the_pin_and_caches() {
-    use codec_core::halo2_proofs::poly::commitment::Params as _;
-    use codec_core::halo2_proofs::SerdeFormat;
+    use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+    use keycodec_core::halo2_proofs::SerdeFormat;
     use sha2::{Digest, Sha256};
 
     let server = keycodec_tests::s3::server();
@@ -510,7 +510,7 @@ fn pull_refuses_a_backend_not_allowed() {
 /// without fetching: before the fetch it fails (1) naming what is missing, after it passes.
 #[test]
 fn fetch_and_verify_a_manifest() {
-    use codec_core::halo2_proofs::SerdeFormat;
+    use keycodec_core::halo2_proofs::SerdeFormat;
     use sha2::{Digest, Sha256};
     let server = keycodec_tests::s3::server();
     let bucket = server.bucket("cli-manifest");
@@ -528,7 +528,7 @@ fn fetch_and_verify_a_manifest() {
         "manifest": 1,
         "params": {
             "url": format!("{origin}/{bucket}/kzg.srs"),
-            "sha256": codec_core::hex::encode(&Sha256::digest(&srs)),
+            "sha256": keycodec_core::hex::encode(&Sha256::digest(&srs)),
             "k": 6,
         },
         "keys": {
@@ -608,7 +608,7 @@ fn fetch_and_verify_a_manifest() {
 /// `--allow-test-setup`; the project's own fixtures (other seeds) verify.
 #[test]
 fn a_test_setup_is_called_insecure() {
-    use codec_core::halo2_proofs::SerdeFormat;
+    use keycodec_core::halo2_proofs::SerdeFormat;
     use rand_chacha::rand_core::SeedableRng;
     let dir = tempfile::tempdir().unwrap();
     let srs = dir.path().join("kzg_bn254_4.srs");

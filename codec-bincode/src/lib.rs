@@ -19,7 +19,7 @@
 //! about the size of halo2's `RawBytes`.
 //!
 //! Loads are always value-checked: decoding a canonical encoding is a range check and a
-//! conversion into Montgomery form, so [`codec_core::Validation::Trusted`] has nothing to
+//! conversion into Montgomery form, so [`keycodec_core::Validation::Trusted`] has nothing to
 //! skip. A raw-limb mode would skip the conversions, but it would be `codec-rawbytes` with
 //! extra framing; it is not offered.
 //!
@@ -41,7 +41,7 @@ mod scalars;
 use std::io::{BufReader, BufWriter, Write};
 
 use bincode::Options;
-use codec_core::backend_api::{
+use keycodec_core::backend_api::{
     CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyKind, KeyRef, PayloadReader,
     Result, Validation, WireMode,
 };

@@ -1,8 +1,8 @@
 //! serde mirrors of the key's data: borrowed for writing, owned for reading.
 
-use codec_core::backend_api::{DecodeContext, PkParts, Result, VkParts};
-use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::backend_api::{DecodeContext, PkParts, Result, VkParts};
+use keycodec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use serde::{Deserialize, Serialize};
 
 use crate::scalars::{Scalars, ScalarsRef};

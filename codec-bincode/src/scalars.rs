@@ -9,9 +9,11 @@
 
 use std::fmt;
 
-use codec_core::backend_api::field::{decode_fr_chunk, encode_fr_chunk, FieldEncoding, FR_BYTES};
-use codec_core::backend_api::Validation;
-use codec_core::halo2curves::bn256::Fr;
+use keycodec_core::backend_api::field::{
+    decode_fr_chunk, encode_fr_chunk, FieldEncoding, FR_BYTES,
+};
+use keycodec_core::backend_api::Validation;
+use keycodec_core::halo2curves::bn256::Fr;
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -3,16 +3,16 @@
 // Test code: failing loudly is its job.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
-use codec_bincode::BincodeCodec;
+use keycodec_bincode::BincodeCodec;
 
-codec_testkit::conformance_tests!(BincodeCodec);
+keycodec_testkit::conformance_tests!(BincodeCodec);
 
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::header::HEADER_LEN;
-use codec_core::{Error, KeyCodecExt, LoadOptions};
-use codec_testkit::conformance::{refresh_checksums, small_pk_file};
-use codec_testkit::StandardPlonk;
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_core::header::HEADER_LEN;
+use keycodec_core::{Error, KeyCodecExt, LoadOptions};
+use keycodec_testkit::conformance::{refresh_checksums, small_pk_file};
+use keycodec_testkit::StandardPlonk;
 
 /// Offset of l0 in the payload: after k (4), the flag (1), the two point vectors (8-byte
 /// length + 32 bytes per compressed point) and the selector list (8). l0 starts with its
@@ -23,7 +23,7 @@ fn l0_len_offset() -> usize {
 }
 
 fn standard_plonk_vk_counts() -> (usize, usize) {
-    let vk = codec_testkit::standard_plonk().vk();
+    let vk = keycodec_testkit::standard_plonk().vk();
     (
         vk.fixed_commitments().len(),
         vk.permutation().commitments().len(),
@@ -36,7 +36,7 @@ fn standard_plonk_vk_counts() -> (usize, usize) {
 #[test]
 fn forged_vector_length_is_refused_without_allocating() {
     let mut file = small_pk_file(&BincodeCodec);
-    let rows = 1usize << codec_testkit::STANDARD_PLONK_K;
+    let rows = 1usize << keycodec_testkit::STANDARD_PLONK_K;
     let offset = file.len() - rows * 32 - 8;
     assert_eq!(file[offset..offset + 8], (rows as u64 * 32).to_le_bytes());
     for forged in [u64::MAX, u64::from(u32::MAX), 1 << 40] {

@@ -1,11 +1,11 @@
 //! Saving: the proof that every polynomial the layout does not store is what loading
 //! will recompute, so that saving compactly never changes a key.
 
-use codec_core::backend_api::{Error, Result};
-use codec_core::halo2_proofs::arithmetic::Field;
-use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::backend_api::{Error, Result};
+use keycodec_core::halo2_proofs::arithmetic::Field;
+use keycodec_core::halo2_proofs::halo2curves::ff::PrimeField;
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use rayon::prelude::*;
 
 use crate::domain_math::{inverse_of, powers, Base};
@@ -155,7 +155,9 @@ impl<'a> Interpolator<'a> {
             .map(|&j| self.x - self.omega_at(j))
             .collect();
         inverses.par_chunks_mut(1 << 16).for_each(|chunk| {
-            codec_core::halo2_proofs::halo2curves::ff::BatchInvert::batch_invert(chunk.iter_mut());
+            keycodec_core::halo2_proofs::halo2curves::ff::BatchInvert::batch_invert(
+                chunk.iter_mut(),
+            );
         });
         rows.par_iter()
             .zip(inverses.par_iter())
@@ -221,7 +223,7 @@ mod tests {
     use super::*;
     use crate::domain_math::powers;
     use crate::recompute::inverse_fft;
-    use codec_core::halo2_proofs::poly::EvaluationDomain;
+    use keycodec_core::halo2_proofs::poly::EvaluationDomain;
 
     #[test]
     fn parallel_horner_agrees_with_plain_horner() {

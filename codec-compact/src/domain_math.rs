@@ -1,10 +1,10 @@
 //! Field arithmetic over a domain's rows that saving and loading both need: powers of a
 //! generator, `1/n`, and the closed forms of the Lagrange vectors the layout recognises.
 
-use codec_core::backend_api::field::zeros;
-use codec_core::backend_api::Result;
-use codec_core::halo2_proofs::arithmetic::Field;
-use codec_core::halo2curves::bn256::Fr;
+use keycodec_core::backend_api::field::zeros;
+use keycodec_core::backend_api::Result;
+use keycodec_core::halo2_proofs::arithmetic::Field;
+use keycodec_core::halo2curves::bn256::Fr;
 use rayon::prelude::*;
 
 /// `1/n` in the field (`0` for `n = 0`, which has no inverse).

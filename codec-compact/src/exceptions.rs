@@ -2,12 +2,12 @@
 
 use std::collections::HashMap;
 
-use codec_core::backend_api::field::{encode_fr, FieldEncoding};
-use codec_core::backend_api::{Error, Result};
-use codec_core::halo2_proofs::arithmetic::Field;
-use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::backend_api::field::{encode_fr, FieldEncoding};
+use keycodec_core::backend_api::{Error, Result};
+use keycodec_core::halo2_proofs::arithmetic::Field;
+use keycodec_core::halo2_proofs::halo2curves::ff::PrimeField;
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use rayon::prelude::*;
 
 use crate::domain_math::powers;

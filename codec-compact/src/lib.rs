@@ -22,9 +22,9 @@
 //! A compact file expands on load by design (a StandardPlonk key at k = 22 is a few hundred
 //! bytes on disk and 3.2 GiB in memory with its evaluation domain). Every run and mapping
 //! entry is checked against `2^k`, and the whole expansion against
-//! [`codec_core::Limits::memory_budget`] before any of it is allocated: memory the file's
+//! [`keycodec_core::Limits::memory_budget`] before any of it is allocated: memory the file's
 //! bytes do not justify. Loading a large compact key may need a larger budget; restricting
-//! [`codec_core::LoadOptions::codecs`] keeps an untrusted file from choosing this backend.
+//! [`keycodec_core::LoadOptions::codecs`] keeps an untrusted file from choosing this backend.
 
 #![forbid(unsafe_code)]
 
@@ -37,9 +37,9 @@ mod wire;
 
 use std::io::Write;
 
-use codec_core::backend_api::circuit::rows;
-use codec_core::backend_api::field::{FieldEncoding, FR_BYTES};
-use codec_core::backend_api::{
+use keycodec_core::backend_api::circuit::rows;
+use keycodec_core::backend_api::field::{FieldEncoding, FR_BYTES};
+use keycodec_core::backend_api::{
     assemble_pk, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyKind, KeyRef,
     PayloadReader, Result, VkParts, VkPlan, WireMode,
 };
@@ -84,7 +84,7 @@ impl KeyCodec for CompactCodec {
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
         let parts = VkParts::of(key.vk())?;
         let mut buf = Vec::new();
-        codec_core::backend_api::vk_layout::write(&parts, FieldEncoding::Raw, &mut buf)?;
+        keycodec_core::backend_api::vk_layout::write(&parts, FieldEncoding::Raw, &mut buf)?;
         if let KeyRef::Proving(pk) = key {
             // The ω powers the check and the permutation's mapping both need, computed once.
             let domain = pk.get_vk().get_domain();
@@ -99,7 +99,7 @@ impl KeyCodec for CompactCodec {
 
     fn decode(&self, input: &mut PayloadReader<'_>, context: &DecodeContext) -> Result<Key> {
         let vk_parts =
-            codec_core::backend_api::vk_layout::read(input, context, FieldEncoding::Raw)?;
+            keycodec_core::backend_api::vk_layout::read(input, context, FieldEncoding::Raw)?;
         match context.kind {
             // Parameters never reach here: this codec stores none.
             KeyKind::Verifying | KeyKind::Params => context.assemble_vk(vk_parts),

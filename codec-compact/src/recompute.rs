@@ -1,15 +1,15 @@
 //! Loading: every polynomial the layout does not store, recomputed exactly as halo2-axiom's
 //! keygen computes it.
 
-use codec_core::backend_api::circuit::{expect_count, rows};
-use codec_core::backend_api::field::zeros;
-use codec_core::backend_api::{Error, PkParts, Result};
-use codec_core::halo2_proofs::arithmetic::Field;
-use codec_core::halo2_proofs::fft;
-use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
-use codec_core::halo2_proofs::plonk::VerifyingKey;
-use codec_core::halo2_proofs::poly::EvaluationDomain;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::backend_api::circuit::{expect_count, rows};
+use keycodec_core::backend_api::field::zeros;
+use keycodec_core::backend_api::{Error, PkParts, Result};
+use keycodec_core::halo2_proofs::arithmetic::Field;
+use keycodec_core::halo2_proofs::fft;
+use keycodec_core::halo2_proofs::halo2curves::ff::PrimeField;
+use keycodec_core::halo2_proofs::plonk::VerifyingKey;
+use keycodec_core::halo2_proofs::poly::EvaluationDomain;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use rayon::prelude::*;
 
 use crate::domain_math::{inverse_of, powers, Base};

@@ -1,6 +1,6 @@
 //! LEB128 unsigned integers.
 
-use codec_core::backend_api::{Error, PayloadReader, Result};
+use keycodec_core::backend_api::{Error, PayloadReader, Result};
 
 /// Appends `value` as LEB128.
 pub(crate) fn write(out: &mut Vec<u8>, mut value: u64) {

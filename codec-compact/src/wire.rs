@@ -8,10 +8,10 @@
 //!     varint row it maps to; every other cell maps to itself
 //! ```
 
-use codec_core::backend_api::{Error, PayloadReader, PkShape, Result};
-use codec_core::halo2_proofs::arithmetic::Field;
-use codec_core::halo2_proofs::halo2curves::ff::PrimeField;
-use codec_core::halo2curves::bn256::Fr;
+use keycodec_core::backend_api::{Error, PayloadReader, PkShape, Result};
+use keycodec_core::halo2_proofs::arithmetic::Field;
+use keycodec_core::halo2_proofs::halo2curves::ff::PrimeField;
+use keycodec_core::halo2curves::bn256::Fr;
 
 use crate::varint;
 

@@ -3,15 +3,15 @@
 // Test code: failing loudly is its job.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
-use codec_compact::CompactCodec;
+use keycodec_compact::CompactCodec;
 
-codec_testkit::conformance_tests!(CompactCodec);
+keycodec_testkit::conformance_tests!(CompactCodec);
 
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::{Error, KeyCodecExt, LoadOptions};
-use codec_testkit::conformance::{refresh_checksums, small_pk_file};
-use codec_testkit::StandardPlonk;
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_core::{Error, KeyCodecExt, LoadOptions};
+use keycodec_testkit::conformance::{refresh_checksums, small_pk_file};
+use keycodec_testkit::StandardPlonk;
 
 /// StandardPlonk's copy cycle through a[2], b[3] and c[4] leaves one exception in the last
 /// permutation column (row 4 maps to column 1, row 3): the payload ends with its varints

@@ -4,12 +4,12 @@
 // Test code: failing loudly is its job.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
-use codec_compact::CompactCodec;
-use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey};
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{KeyCodecExt, LoadOptions};
-use codec_testkit::{
+use keycodec_compact::CompactCodec;
+use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey};
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::{KeyCodecExt, LoadOptions};
+use keycodec_testkit::{
     dense, generate, pk_bytes, prove_and_verify, standard_plonk, DenseCircuit, Fixture,
     StandardPlonk,
 };
@@ -47,7 +47,7 @@ fn dense_circuit_round_trips_and_stays_under_35_percent() {
     let fixture = dense();
     // The premise: the permutation really is dense. A cell maps to itself when its value is
     // its own delta^column * omega^row; count those that do not.
-    use codec_core::halo2_proofs::halo2curves::ff::{Field, PrimeField};
+    use keycodec_core::halo2_proofs::halo2curves::ff::{Field, PrimeField};
     let omega = fixture.pk.get_vk().get_domain().get_omega();
     let moved: usize = fixture
         .pk
@@ -63,7 +63,7 @@ fn dense_circuit_round_trips_and_stays_under_35_percent() {
         })
         .sum();
     assert!(
-        moved >= 2 * codec_testkit::circuits::DENSE_ROWS - 2,
+        moved >= 2 * keycodec_testkit::circuits::DENSE_ROWS - 2,
         "only {moved} cells move"
     );
     let ratio = round_trip("dense k=8", fixture);
@@ -93,8 +93,9 @@ fn standard_plonk_is_tiny() {
 #[test]
 fn dense_circuit_constants_are_full_size() {
     // Guard the test's premise: the constants are not small integers.
-    let repr =
-        codec_core::halo2_proofs::halo2curves::ff::PrimeField::to_repr(&DenseCircuit::constant(5));
+    let repr = keycodec_core::halo2_proofs::halo2curves::ff::PrimeField::to_repr(
+        &DenseCircuit::constant(5),
+    );
     assert!(repr[8..].iter().any(|b| *b != 0));
 }
 
@@ -102,8 +103,8 @@ fn dense_circuit_constants_are_full_size() {
 /// load would otherwise recompute the original coefficient and silently change the key).
 #[test]
 fn a_single_inconsistent_coefficient_is_refused() {
-    use codec_core::halo2_proofs::plonk::permutation;
-    use codec_core::halo2_proofs::poly::Polynomial;
+    use keycodec_core::halo2_proofs::plonk::permutation;
+    use keycodec_core::halo2_proofs::poly::Polynomial;
     let pk = &dense().pk;
     let mut fixed_polys: Vec<_> = pk.fixed_polys().to_vec();
     let mut coeffs = fixed_polys[0].values().to_vec();
@@ -123,7 +124,7 @@ fn a_single_inconsistent_coefficient_is_refused() {
     );
     let result = CompactCodec.to_vec::<DenseCircuit, _>(&altered, ());
     assert!(
-        matches!(result, Err(codec_core::Error::NotStorable { .. })),
+        matches!(result, Err(keycodec_core::Error::NotStorable { .. })),
         "{:?}",
         result.err()
     );
@@ -133,8 +134,8 @@ fn a_single_inconsistent_coefficient_is_refused() {
 /// changed permutation value or a changed `l_active_row` coefficient is refused too.
 #[test]
 fn sparse_columns_with_one_inconsistency_are_refused() {
-    use codec_core::halo2_proofs::plonk::permutation;
-    use codec_core::halo2_proofs::poly::Polynomial;
+    use keycodec_core::halo2_proofs::plonk::permutation;
+    use keycodec_core::halo2_proofs::poly::Polynomial;
     let pk = &standard_plonk().pk;
     for case in 0..3 {
         let mut fixed_values: Vec<_> = pk.fixed_values().to_vec();
@@ -164,7 +165,7 @@ fn sparse_columns_with_one_inconsistency_are_refused() {
         );
         let result = CompactCodec.to_vec::<StandardPlonk, _>(&altered, ());
         assert!(
-            matches!(result, Err(codec_core::Error::NotStorable { .. })),
+            matches!(result, Err(keycodec_core::Error::NotStorable { .. })),
             "case {case}: {:?}",
             result.err()
         );

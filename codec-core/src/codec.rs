@@ -25,7 +25,7 @@ use crate::vk_parts::VkParts;
 /// object-safe: `&dyn KeyCodec` is how codecs are chosen at run time.
 ///
 /// A backend's tests run the conformance kit in one line
-/// (`codec_testkit::conformance_tests!(MyCodec::default());`, in the `codec-testkit` crate).
+/// (`keycodec_testkit::conformance_tests!(MyCodec::default());`, in the `codec-testkit` crate).
 pub trait KeyCodec: Send + Sync {
     /// The codec's name, as users type it (`rawbytes`).
     fn name(&self) -> &'static str;

@@ -114,7 +114,7 @@ pub mod backend_api {
     //!
     //! An encoder writes the key's parts ([`VkParts::of`], [`parts::groups`]) to the writer it
     //! is given, mapping I/O errors with [`IoContext::during`]. The conformance kit
-    //! (`codec_testkit::conformance_tests!(MyCodec::default());`, crate `codec-testkit`)
+    //! (`keycodec_testkit::conformance_tests!(MyCodec::default());`, crate `codec-testkit`)
     //! checks all of it; the facade's backend list is the one place a backend is registered.
 
     pub use crate::assembly::{assemble_pk, VkPlan};

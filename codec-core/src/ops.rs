@@ -26,13 +26,13 @@ use crate::params::KzgParams;
 /// fingerprint the container records.
 ///
 /// ```no_run
-/// use codec_core::{KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
-/// # use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey};
-/// # use codec_core::halo2curves::bn256::{Fr, G1Affine};
+/// use keycodec_core::{KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
+/// # use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey};
+/// # use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 /// fn roundtrip<C: Circuit<Fr, Params = ()>>(
 ///     codec: &dyn KeyCodec,
 ///     pk: &ProvingKey<G1Affine>,
-/// ) -> codec_core::Result<ProvingKey<G1Affine>> {
+/// ) -> keycodec_core::Result<ProvingKey<G1Affine>> {
 ///     codec.save::<C, _>("circuit.pk".as_ref(), pk, (), &SaveOptions::default())?;
 ///     codec.load::<C, _>("circuit.pk".as_ref(), (), &LoadOptions::default())
 /// }

@@ -1,11 +1,11 @@
 //! Reads halo2's key layout with every count, length and value checked.
 
-use codec_core::backend_api::circuit::expect_count;
-use codec_core::backend_api::field::{read_polynomial, FieldEncoding};
-use codec_core::backend_api::{
+use keycodec_core::backend_api::circuit::expect_count;
+use keycodec_core::backend_api::field::{read_polynomial, FieldEncoding};
+use keycodec_core::backend_api::{
     DecodeContext, Error, Key, PayloadReader, PkParts, PkShape, PolyGroup, Result, Span, Validation,
 };
-use codec_core::halo2curves::bn256::Fr;
+use keycodec_core::halo2curves::bn256::Fr;
 
 use crate::encode::VK_VERSION;
 
@@ -20,7 +20,7 @@ pub(crate) fn read_key(
             "halo2 verifying key version byte {version:#04x}, expected {VK_VERSION:#04x}"
         )));
     }
-    let vk = codec_core::backend_api::vk_layout::read(input, context, encoding)?;
+    let vk = keycodec_core::backend_api::vk_layout::read(input, context, encoding)?;
     context.assemble(vk, input, |input, shape| {
         read_pk_polys(input, shape, encoding, context.validation)
     })
@@ -104,7 +104,7 @@ mod tests {
     /// The groups are read in halo2's order, which is what `PolyGroup::ALL` lists.
     #[test]
     fn groups_follow_halo2s_order() {
-        use codec_core::backend_api::PolyGroup;
+        use keycodec_core::backend_api::PolyGroup;
         let names: Vec<_> = PolyGroup::ALL.iter().map(|g| g.name()).collect();
         assert_eq!(
             names,

@@ -2,10 +2,10 @@
 
 use std::io::Write;
 
-use codec_core::backend_api::field::{write_fr_slice, FieldEncoding};
-use codec_core::backend_api::parts::groups;
-use codec_core::backend_api::{Error, IoContext, KeyRef, Result, VkParts};
-use codec_core::halo2curves::bn256::Fr;
+use keycodec_core::backend_api::field::{write_fr_slice, FieldEncoding};
+use keycodec_core::backend_api::parts::groups;
+use keycodec_core::backend_api::{Error, IoContext, KeyRef, Result, VkParts};
+use keycodec_core::halo2curves::bn256::Fr;
 
 /// halo2-axiom's verifying-key version byte.
 pub(crate) const VK_VERSION: u8 = 0x02;
@@ -17,7 +17,7 @@ pub(crate) fn write_key(
     out: &mut dyn Write,
 ) -> Result<()> {
     out.write_all(&[VK_VERSION]).during("write")?;
-    codec_core::backend_api::vk_layout::write(&VkParts::of(key.vk())?, encoding, out)?;
+    keycodec_core::backend_api::vk_layout::write(&VkParts::of(key.vk())?, encoding, out)?;
     if let KeyRef::Proving(pk) = key {
         for (group, polys) in groups(pk) {
             if group.is_list() {

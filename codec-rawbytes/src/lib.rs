@@ -20,7 +20,7 @@
 //!
 //! Loading accepts either wire mode whatever the codec's own format: the header says which.
 //!
-//! It also stores KZG parameters ([`KeyCodecExt::save_params`](codec_core::KeyCodecExt)):
+//! It also stores KZG parameters ([`KeyCodecExt::save_params`](keycodec_core::KeyCodecExt)):
 //! the payload is halo2's own parameters file, so [`RawBytesCodec::import_params`] reads the
 //! files `ParamsKZG::write_custom` writes (`kzg_bn254_22.srs`) and
 //! [`RawBytesCodec::export_params`] writes them.
@@ -34,16 +34,16 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use codec_core::backend_api::circuit::configure;
-use codec_core::backend_api::field::FieldEncoding;
-use codec_core::backend_api::{
+use keycodec_core::backend_api::circuit::configure;
+use keycodec_core::backend_api::field::FieldEncoding;
+use keycodec_core::backend_api::{
     read_params, write_params, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef,
     KzgParams, PayloadReader, Result, Validation, WireMode,
 };
-use codec_core::halo2_proofs::plonk::Circuit;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::halo2curves::bn256::Fr;
-use codec_core::{HaloKey, KeyKind, LoadOptions};
+use keycodec_core::halo2_proofs::plonk::Circuit;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_core::{HaloKey, KeyKind, LoadOptions};
 
 /// This backend's id in the container header.
 pub const ID: CodecId = CodecId::RAWBYTES;
@@ -143,7 +143,7 @@ impl RawBytesCodec {
 
     /// Reads a headerless halo2 parameters file (as `ParamsKZG::write_custom(.., format)`
     /// writes it, `kzg_bn254_22.srs` and the like; the format is this codec's) with every
-    /// check this crate makes: its `k` against [`Limits::max_k`](codec_core::Limits) before
+    /// check this crate makes: its `k` against [`Limits::max_k`](keycodec_core::Limits) before
     /// anything is allocated, every point unless trusted (`RawBytesUnchecked` trusts them),
     /// compressed points decompressed on every core. The stream's length is unknown, so
     /// allocations grow with the data actually read.
@@ -159,7 +159,7 @@ impl RawBytesCodec {
         let context = self.params_context(options);
         let mut payload = PayloadReader::new(reader, options.limits.max_payload_bytes, false);
         let params = self.decode_params(&mut payload, &context)?;
-        codec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+        keycodec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
         Ok(params)
     }
 
@@ -190,7 +190,7 @@ impl RawBytesCodec {
         let params = headerless(file, options, "parameters file length", |payload| {
             self.decode_params(payload, &context)
         })?;
-        codec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+        keycodec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
         Ok(params)
     }
 
@@ -292,7 +292,7 @@ fn encoding_of(mode: WireMode) -> FieldEncoding {
     }
 }
 /// The one framing of a headerless halo2 file (a key or parameters): the file's length,
-/// within [`Limits::max_payload_bytes`](codec_core::Limits), bounds every allocation up front;
+/// within [`Limits::max_payload_bytes`](keycodec_core::Limits), bounds every allocation up front;
 /// `decode` reads through a reader of exactly that length; bytes left after it are an error.
 fn headerless<T>(
     file: &File,

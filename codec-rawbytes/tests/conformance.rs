@@ -9,18 +9,18 @@
 )]
 
 mod raw_bytes {
-    use codec_rawbytes::RawBytesCodec;
-    codec_testkit::conformance_tests!(RawBytesCodec::default());
+    use keycodec_rawbytes::RawBytesCodec;
+    keycodec_testkit::conformance_tests!(RawBytesCodec::default());
 }
 
 mod raw_bytes_unchecked {
-    use codec_core::halo2_proofs::SerdeFormat;
-    use codec_rawbytes::RawBytesCodec;
-    codec_testkit::conformance_tests!(RawBytesCodec::new(SerdeFormat::RawBytesUnchecked));
+    use keycodec_core::halo2_proofs::SerdeFormat;
+    use keycodec_rawbytes::RawBytesCodec;
+    keycodec_testkit::conformance_tests!(RawBytesCodec::new(SerdeFormat::RawBytesUnchecked));
 }
 
 mod processed {
-    use codec_core::halo2_proofs::SerdeFormat;
-    use codec_rawbytes::RawBytesCodec;
-    codec_testkit::conformance_tests!(RawBytesCodec::new(SerdeFormat::Processed));
+    use keycodec_core::halo2_proofs::SerdeFormat;
+    use keycodec_rawbytes::RawBytesCodec;
+    keycodec_testkit::conformance_tests!(RawBytesCodec::new(SerdeFormat::Processed));
 }

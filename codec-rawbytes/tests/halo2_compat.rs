@@ -10,12 +10,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::{Error, KeyCodecExt, LoadOptions, Validation};
-use codec_rawbytes::RawBytesCodec;
-use codec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk};
+use keycodec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_core::{Error, KeyCodecExt, LoadOptions, Validation};
+use keycodec_rawbytes::RawBytesCodec;
+use keycodec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk};
 
 const FORMATS: [SerdeFormat; 3] = [
     SerdeFormat::RawBytes,
@@ -44,7 +44,7 @@ fn container_payload_is_the_halo2_payload() {
     let pk = &lookup().pk;
     let file = codec.to_vec::<LookupCircuit, _>(pk, ()).unwrap();
     assert_eq!(
-        &file[codec_core::header::HEADER_LEN..],
+        &file[keycodec_core::header::HEADER_LEN..],
         pk.to_bytes(SerdeFormat::RawBytes)
     );
 }
@@ -148,7 +148,7 @@ fn non_canonical_scalars_are_refused_when_checked() {
         .to_bytes(SerdeFormat::RawBytes)
         .len();
     let offset = vk_len + 4;
-    let modulus = codec_testkit::scalar_modulus_le();
+    let modulus = keycodec_testkit::scalar_modulus_le();
     let mut plus_one = modulus;
     plus_one[0] += 1;
     for value in [modulus, plus_one, [0xff; 32]] {

@@ -9,17 +9,17 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::header::HEADER_LEN;
-use codec_core::{
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_core::header::HEADER_LEN;
+use keycodec_core::{
     downsize, Error, KeyCodecExt, KeyDigest, KzgParams, LoadOptions, SaveOptions, Validation,
 };
-use codec_rawbytes::RawBytesCodec;
-use codec_testkit::conformance::refresh_checksums;
-use codec_testkit::{standard_plonk, StandardPlonk};
+use keycodec_rawbytes::RawBytesCodec;
+use keycodec_testkit::conformance::refresh_checksums;
+use keycodec_testkit::{standard_plonk, StandardPlonk};
 
 const FORMATS: [SerdeFormat; 3] = [
     SerdeFormat::RawBytes,
@@ -118,7 +118,7 @@ fn damage_and_forgeries_are_refused() {
         flipped[bit / 8] ^= 1 << (bit % 8);
         let result = codec.read_params_slice(&flipped, &options);
         assert!(
-            codec_testkit::conformance::reported_as_corruption(&result),
+            keycodec_testkit::conformance::reported_as_corruption(&result),
             "bit {bit}: {:?}",
             result.err()
         );

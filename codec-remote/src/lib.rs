@@ -45,11 +45,11 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::runtime::{Handle, Runtime};
 
-use codec_core::backend_api::circuit::configure;
-use codec_core::header::{Header, HEADER_LEN};
-use codec_core::transport::{self, fingerprint, Decoded, Input, ItemRef, Request};
-use codec_core::{Error, HaloKey, KeyCodec, KeyDigest, KeyKind, KzgParams, LoadOptions, Result};
 use flow::{Flow, Growth};
+use keycodec_core::backend_api::circuit::configure;
+use keycodec_core::header::{Header, HEADER_LEN};
+use keycodec_core::transport::{self, fingerprint, Decoded, Input, ItemRef, Request};
+use keycodec_core::{Error, HaloKey, KeyCodec, KeyDigest, KeyKind, KzgParams, LoadOptions, Result};
 use object::{Fetcher, ObjectSource, ReadAhead, Tee};
 use upload::UploadWriter;
 
@@ -85,7 +85,7 @@ pub struct RemoteOptions {
     /// How long a load through a cache (the facade's `RemoteExt::load_cached` and its
     /// fetches of parameters and keys) waits for another process that holds the lock on the same cached
     /// file (downloading it) before it reports that process: an [`Error::Io`] of kind
-    /// `TimedOut` naming the holder. Default [`codec_core::DEFAULT_LOCK_TIMEOUT`].
+    /// `TimedOut` naming the holder. Default [`keycodec_core::DEFAULT_LOCK_TIMEOUT`].
     pub lock_timeout: std::time::Duration,
 }
 
@@ -98,7 +98,7 @@ impl Default for RemoteOptions {
             concurrency: 32,
             max_concurrency: 64,
             memory: 1 << 30,
-            lock_timeout: codec_core::DEFAULT_LOCK_TIMEOUT,
+            lock_timeout: keycodec_core::DEFAULT_LOCK_TIMEOUT,
         }
     }
 }
@@ -468,7 +468,7 @@ impl Remote {
         let keep = self.kept_payload(codec);
         self.upload(location, None, &|_| {}, keep, |writer| {
             let item = ItemRef::Params(params);
-            transport::write_in_order(codec, item, codec_core::Fingerprint::NONE, writer, keep)
+            transport::write_in_order(codec, item, keycodec_core::Fingerprint::NONE, writer, keep)
         })
     }
 
@@ -498,7 +498,7 @@ impl Remote {
         location: &ObjectPath,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<u64> {
-        let before = codec_core::FileStamp::of(file).map_err(|err| err.at_path(path))?;
+        let before = keycodec_core::FileStamp::of(file).map_err(|err| err.at_path(path))?;
         let size = file
             .metadata()
             .map_err(|err| Error::io("read the size of", err).at_path(path))?
@@ -508,7 +508,7 @@ impl Remote {
             let sent = std::io::copy(&mut reader, writer)
                 .map_err(|err| Error::from_read(err, "the file").at_path(path))?;
             // Checked before the upload completes: a changed file aborts it.
-            if sent != size || codec_core::FileStamp::of(file).ok().as_ref() != Some(&before) {
+            if sent != size || keycodec_core::FileStamp::of(file).ok().as_ref() != Some(&before) {
                 return Err(Error::FileChanged {
                     path: path.to_path_buf(),
                 });
@@ -583,7 +583,7 @@ impl Remote {
     }
 
     /// Loads a key from `location` as [`Remote::load`] does, for the circuit whose constraint
-    /// system `configure` built (`cs`, as `codec_core::backend_api::circuit::configure` gives
+    /// system `configure` built (`cs`, as `keycodec_core::backend_api::circuit::configure` gives
     /// it), from the version of the object `info` describes (as [`Remote::head`] gave it),
     /// writing every byte of that version into `file` too (sized to `info.size` first; ranges
     /// the load did not need are fetched after it): a cache's miss, whose file holds exactly
@@ -793,7 +793,7 @@ struct PositionedReader<'f> {
 
 impl std::io::Read for PositionedReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = codec_core::transport::ReadAt::read_at(self.file, buf, self.offset)?;
+        let n = keycodec_core::transport::ReadAt::read_at(self.file, buf, self.offset)?;
         self.offset += n as u64;
         Ok(n)
     }

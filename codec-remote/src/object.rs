@@ -15,8 +15,8 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use codec_core::transport::{Dst, ReadAt};
-use codec_core::{Error, Result};
+use keycodec_core::transport::{Dst, ReadAt};
+use keycodec_core::{Error, Result};
 
 use crate::flow::Flow;
 use crate::{store_error, ObjectInfo};
@@ -123,7 +123,7 @@ impl Fetcher {
             }
             take(&chunk)?;
             if let Some(tee) = &self.tee {
-                codec_core::transport::write_all_at(&tee.file, &chunk, range.start + received)
+                keycodec_core::transport::write_all_at(&tee.file, &chunk, range.start + received)
                     .map_err(|err| Error::io("write the downloaded bytes to", err))?;
             }
             received += chunk.len() as u64;

@@ -10,8 +10,8 @@ use tokio::task::JoinHandle;
 
 use crate::flow::Growth;
 use crate::{store_error, RemoteOptions};
-use codec_core::header::{Header, HEADER_LEN};
-use codec_core::{Error, Result};
+use keycodec_core::header::{Header, HEADER_LEN};
+use keycodec_core::{Error, Result};
 
 /// Writes into a multipart upload. Nothing is stored under the object's name until
 /// [`UploadWriter::finish`] completes the upload; [`UploadWriter::abort`] (or an error, or

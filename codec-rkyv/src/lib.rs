@@ -42,18 +42,18 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use codec_core::backend_api::circuit::expect_count;
-use codec_core::backend_api::field::{
+use keycodec_core::backend_api::circuit::expect_count;
+use keycodec_core::backend_api::field::{
     check_raw_elements, decode_fr_chunk, decode_g1, encode_fr_chunk, encode_g1, FieldEncoding,
     FR_BYTES,
 };
-use codec_core::backend_api::parts::polynomials;
-use codec_core::backend_api::{
+use keycodec_core::backend_api::parts::polynomials;
+use keycodec_core::backend_api::{
     CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef, PayloadReader, PkParts,
     PkShape, PolyGroup, Result, Span, Validation, VkParts, WireMode,
 };
-use codec_core::halo2_proofs::halo2curves::ff::Field;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::halo2_proofs::halo2curves::ff::Field;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 use rkyv::vec::ArchivedVec;
@@ -160,7 +160,7 @@ impl KeyCodec for RkyvCodec {
             let mut archived = AlignedVec::<SECTION_ALIGN>::new();
             for values in polynomials(pk) {
                 archived.clear();
-                archived = match codec_core::backend_api::raw_view::as_raw_elements(values) {
+                archived = match keycodec_core::backend_api::raw_view::as_raw_elements(values) {
                     Some(raw) => {
                         rkyv::api::high::to_bytes_in::<_, rancor::Error>(&PolyRef(raw), archived)
                     }
@@ -411,7 +411,7 @@ fn read_poly_after_frame(
     let what = "polynomial section";
     // The vector has room for the root behind the elements; `len` bytes are in the payload.
     let in_place = match in_place_len(rows) == Some(len) {
-        true => codec_core::backend_api::raw_view::zeroed(rows + 1)?,
+        true => keycodec_core::backend_api::raw_view::zeroed(rows + 1)?,
         false => None,
     };
     let values = match in_place {
@@ -446,7 +446,7 @@ fn read_poly_in_place(
     validation: Validation,
 ) -> Result<Vec<Fr>> {
     let context = "polynomial";
-    let bytes = codec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
+    let bytes = keycodec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
         .ok_or_else(|| Error::Internal("raw view unavailable for a zeroed vector".into()))?;
     let (elements, _) = bytes.split_at_mut(rows * FR_BYTES);
     input.read_polynomial(
@@ -465,7 +465,7 @@ fn read_poly_in_place(
 fn validate_in_place(mut values: Vec<Fr>, rows: usize, root: &[u8; ROOT_LEN]) -> Result<Vec<Fr>> {
     expect_count("polynomial length (2^k)", rows, values.len())?;
     values.push(Fr::ZERO);
-    let bytes = codec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
+    let bytes = keycodec_core::backend_api::raw_view::as_raw_bytes_mut(&mut values)
         .ok_or_else(|| Error::Internal("raw view unavailable for field elements".into()))?;
     let archive = bytes
         .get_mut(..rows * FR_BYTES + ROOT_LEN)
@@ -541,7 +541,8 @@ mod tests {
         let values: Vec<Fr> = (0..1000u64)
             .map(|i| Fr::from(i * 0x9e37_79b9 + 1))
             .collect();
-        let raw = codec_core::backend_api::raw_view::as_raw_elements(&values).unwrap_or_default();
+        let raw =
+            keycodec_core::backend_api::raw_view::as_raw_elements(&values).unwrap_or_default();
         assert_eq!(raw.len(), values.len());
         let owned: PolySection = raw.to_vec();
         let from_vec = rkyv::to_bytes::<rancor::Error>(&owned).map_err(rkyv_error);

@@ -3,16 +3,16 @@
 // Test code: failing loudly is its job.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
-use codec_rkyv::RkyvCodec;
+use keycodec_rkyv::RkyvCodec;
 
-codec_testkit::conformance_tests!(RkyvCodec);
+keycodec_testkit::conformance_tests!(RkyvCodec);
 
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::header::HEADER_LEN;
-use codec_core::{Error, KeyCodecExt, LoadOptions};
-use codec_testkit::conformance::{refresh_checksums, small_pk_file};
-use codec_testkit::{pk_bytes, standard_plonk, StandardPlonk};
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_core::header::HEADER_LEN;
+use keycodec_core::{Error, KeyCodecExt, LoadOptions};
+use keycodec_testkit::conformance::{refresh_checksums, small_pk_file};
+use keycodec_testkit::{pk_bytes, standard_plonk, StandardPlonk};
 
 type Pk = ProvingKey<G1Affine>;
 
@@ -29,7 +29,7 @@ fn sections(file: &[u8]) -> Vec<(usize, usize)> {
     out
 }
 
-fn load(file: &[u8]) -> codec_core::Result<Pk> {
+fn load(file: &[u8]) -> keycodec_core::Result<Pk> {
     RkyvCodec.read_slice::<StandardPlonk, Pk>(file, (), &LoadOptions::default())
 }
 
@@ -127,7 +127,7 @@ fn non_canonical_scalars_are_refused_when_checked() {
     let (start, _) = sections(&file)[1];
     // The first element of the first polynomial section opens its archive.
     let first = start + 16;
-    let modulus_le = codec_testkit::scalar_modulus_le();
+    let modulus_le = keycodec_testkit::scalar_modulus_le();
     let mut plus_one = modulus_le;
     plus_one[0] += 1;
     for value in [modulus_le, plus_one, [0xff; 32]] {
@@ -141,7 +141,7 @@ fn non_canonical_scalars_are_refused_when_checked() {
             result.err()
         );
         let trusted = LoadOptions {
-            validation: codec_core::Validation::Trusted,
+            validation: keycodec_core::Validation::Trusted,
             ..LoadOptions::default()
         };
         assert!(RkyvCodec

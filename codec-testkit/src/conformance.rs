@@ -1,6 +1,6 @@
 //! The conformance kit: every backend must pass every case here.
 //!
-//! A backend's test file runs them all with one line, `codec_testkit::conformance_tests!(codec);`,
+//! A backend's test file runs them all with one line, `keycodec_testkit::conformance_tests!(codec);`,
 //! which expands to one `#[test]` per case so that a failure names its case.
 
 use std::io::Write;
@@ -14,9 +14,9 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::{halo2_lib, lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
 use crate::{LookupCircuit, StandardPlonk, STANDARD_PLONK_K};
-use codec_core::backend_api::{DecodeContext, Key, KeyRef, PayloadReader};
-use codec_core::header::{Header, HEADER_LEN};
-use codec_core::{
+use keycodec_core::backend_api::{DecodeContext, Key, KeyRef, PayloadReader};
+use keycodec_core::header::{Header, HEADER_LEN};
+use keycodec_core::{
     Checksum, CodecId, Error, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, Result, SaveOptions,
     Validation, WireMode,
 };
@@ -600,7 +600,7 @@ fn apply(path: &Path, change: Change) {
 }
 
 #[cfg(unix)]
-impl codec_core::transport::ReadAt for ChangingFile {
+impl keycodec_core::transport::ReadAt for ChangingFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         self.before_read();
         std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
@@ -625,10 +625,10 @@ impl std::io::Read for ChangingFile {
 #[cfg(unix)]
 /// A proving key, its digest computed (its pieces hashed as they are read).
 #[cfg(unix)]
-fn digest_request() -> codec_core::transport::Request {
-    codec_core::transport::Request {
+fn digest_request() -> keycodec_core::transport::Request {
+    keycodec_core::transport::Request {
         digest: true,
-        ..codec_core::transport::Request::of(codec_core::KeyKind::Proving)
+        ..keycodec_core::transport::Request::of(keycodec_core::KeyKind::Proving)
     }
 }
 
@@ -651,25 +651,37 @@ fn load_while_changing<K: KeyCodec + ?Sized>(
         position: 0,
     };
     let len = file.file.metadata().expect("metadata").len();
-    let cs = codec_core::backend_api::circuit::configure::<StandardPlonk>(());
+    let cs = keycodec_core::backend_api::circuit::configure::<StandardPlonk>(());
     let result = match mode {
         Mode::Positioned => {
-            let input = codec_core::transport::Input::At {
+            let input = keycodec_core::transport::Input::At {
                 source: &file,
                 len,
                 buffer: options.buffers.file_read_capacity(),
             };
             // The key's digest is computed too: its pieces are hashed as they are read.
-            codec_core::transport::read(codec, digest_request(), Some(cs.clone()), input, options)
+            keycodec_core::transport::read(
+                codec,
+                digest_request(),
+                Some(cs.clone()),
+                input,
+                options,
+            )
         }
         Mode::Stream => {
-            let input = codec_core::transport::Input::Stream(&mut file);
-            codec_core::transport::read(codec, digest_request(), Some(cs.clone()), input, options)
+            let input = keycodec_core::transport::Input::Stream(&mut file);
+            keycodec_core::transport::read(
+                codec,
+                digest_request(),
+                Some(cs.clone()),
+                input,
+                options,
+            )
         }
     }
     .and_then(|decoded| match decoded.item {
-        codec_core::transport::Item::Key(key) => <Pk as codec_core::HaloKey>::from_key(key),
-        codec_core::transport::Item::Params(_) => panic!("parameters decoded for a key"),
+        keycodec_core::transport::Item::Key(key) => <Pk as keycodec_core::HaloKey>::from_key(key),
+        keycodec_core::transport::Item::Params(_) => panic!("parameters decoded for a key"),
     });
     let reads = file.reads.load(std::sync::atomic::Ordering::SeqCst);
     (result, reads)
@@ -690,7 +702,7 @@ pub fn a_file_changed_while_it_loads_is_refused_or_loads_as_it_was<K: KeyCodec +
     let path = dir.path().join("changing.pk");
     for validation in [Validation::Checked, Validation::Trusted] {
         let options = LoadOptions {
-            buffers: codec_core::BufferConfig::both(codec_core::Size(256)),
+            buffers: keycodec_core::BufferConfig::both(keycodec_core::Size(256)),
             validation,
             ..LoadOptions::default()
         };

@@ -5,12 +5,12 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use codec_core::halo2_proofs::plonk::Circuit;
+use keycodec_core::halo2_proofs::plonk::Circuit;
 #[allow(unused_imports)] // used by the codecs of the backends compiled in
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::halo2curves::bn256::Fr;
-use codec_core::header::Header;
-use codec_core::{CodecId, Error, HaloKey, KeyCodec, KeyCodecExt, LoadOptions, Result};
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_core::header::Header;
+use keycodec_core::{CodecId, Error, HaloKey, KeyCodec, KeyCodecExt, LoadOptions, Result};
 
 /// One backend: how users name it, the id its files carry, the Cargo feature that compiles
 /// it in (named like the backend), and its codecs when compiled in.
@@ -48,27 +48,27 @@ const BACKENDS: &[Entry] = &[
         CodecId::RAWBYTES,
         "halo2's own layout (byte-compatible with pk.write): the fastest loads",
         [
-            codec_rawbytes::RawBytesCodec::new(SerdeFormat::RawBytes),
-            codec_rawbytes::RawBytesCodec::new(SerdeFormat::Processed),
+            keycodec_rawbytes::RawBytesCodec::new(SerdeFormat::RawBytes),
+            keycodec_rawbytes::RawBytesCodec::new(SerdeFormat::Processed),
         ]
     ),
     backend!(
         "bincode",
         CodecId::BINCODE,
         "serde + bincode 1.3.3: for pipelines built on serde",
-        [codec_bincode::BincodeCodec]
+        [keycodec_bincode::BincodeCodec]
     ),
     backend!(
         "rkyv",
         CodecId::RKYV,
         "rkyv archives, validated in place with bytecheck",
-        [codec_rkyv::RkyvCodec]
+        [keycodec_rkyv::RkyvCodec]
     ),
     backend!(
         "compact",
         CodecId::COMPACT,
         "only what cannot be recomputed: the smallest files, slower loads",
-        [codec_compact::CompactCodec]
+        [keycodec_compact::CompactCodec]
     ),
 ];
 
@@ -158,13 +158,13 @@ impl Backend {
     }
 
     /// The backend that wrote the container in `file`, read from its header
-    /// ([`header::read_header`](codec_core::header::read_header)).
+    /// ([`header::read_header`](keycodec_core::header::read_header)).
     ///
     /// # Errors
     ///
     /// As [`Backend::of_file`], naming no path.
     pub fn of_open_file(file: &std::fs::File) -> Result<Backend> {
-        let (header, _) = codec_core::header::read_header(file)?;
+        let (header, _) = keycodec_core::header::read_header(file)?;
         Backend::of_id(header.codec).ok_or(Error::UnknownCodec {
             found: header.codec,
         })
@@ -183,10 +183,10 @@ impl Backend {
 pub(crate) fn expect_key(
     header: &Header,
     backend: Backend,
-    kind: codec_core::KeyKind,
-    digest: Option<codec_core::KeyDigest>,
+    kind: keycodec_core::KeyKind,
+    digest: Option<keycodec_core::KeyDigest>,
 ) -> Result<()> {
-    use codec_core::KeyKind;
+    use keycodec_core::KeyKind;
     if header.codec != backend.id() {
         return Err(Error::CodecMismatch {
             expected: backend.id(),
@@ -218,7 +218,7 @@ pub(crate) fn expect_key(
 /// # Errors
 ///
 /// As [`Backend::of_file`], [`Backend::codec`] and
-/// [`KeyCodecExt::load`](codec_core::KeyCodecExt::load).
+/// [`KeyCodecExt::load`](keycodec_core::KeyCodecExt::load).
 pub fn load_any<C: Circuit<Fr>, K: HaloKey>(
     path: &Path,
     circuit_params: C::Params,

@@ -25,13 +25,13 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use codec_core::halo2_proofs::plonk::{keygen_pk, keygen_vk, Circuit, ProvingKey};
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2_proofs::poly::kzg::commitment::ParamsKZG;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::halo2curves::bn256::{Bn256, Fr, G1Affine};
-use codec_core::{Error, LoadOptions};
-use codec_rawbytes::RawBytesCodec;
+use keycodec_core::halo2_proofs::plonk::{keygen_pk, keygen_vk, Circuit, ProvingKey};
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2_proofs::poly::kzg::commitment::ParamsKZG;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::halo2curves::bn256::{Bn256, Fr, G1Affine};
+use keycodec_core::{Error, LoadOptions};
+use keycodec_rawbytes::RawBytesCodec;
 
 use crate::params::ParamsOptions;
 use crate::replace::{judge_file, Found};

@@ -18,7 +18,7 @@ mod replace;
 pub mod start;
 
 pub use backend::{load_any, Backend, ParseBackendError};
-pub use codec_core::{
+pub use keycodec_core::{
     downsize, halo2_proofs, halo2curves, replace_atomically, BufferConfig, Checksum, CodecId,
     CodecSet, Error, Fingerprint, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, KzgParams,
     Limits, LoadOptions, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation,
@@ -26,26 +26,26 @@ pub use codec_core::{
 };
 
 #[allow(deprecated)]
-pub use codec_core::{Integrity, Params};
+pub use keycodec_core::{Integrity, Params};
 
 /// The container header, for tools that look at files without decoding them.
-pub use codec_core::header;
+pub use keycodec_core::header;
 
 /// KZG parameters made from a public seed (halo2-base's `gen_srs`), recognised.
-pub use codec_core::test_setup;
+pub use keycodec_core::test_setup;
 
 /// For backend authors: the payload reader, the decode context, the key's parts and the
 /// field encodings a backend is written with (see the module's docs).
-pub use codec_core::backend_api;
+pub use keycodec_core::backend_api;
 
 #[cfg(feature = "remote")]
 pub mod remote;
 
 #[cfg(feature = "bincode")]
-pub use codec_bincode::BincodeCodec;
+pub use keycodec_bincode::BincodeCodec;
 #[cfg(feature = "compact")]
-pub use codec_compact::CompactCodec;
+pub use keycodec_compact::CompactCodec;
 #[cfg(feature = "rawbytes")]
-pub use codec_rawbytes::RawBytesCodec;
+pub use keycodec_rawbytes::RawBytesCodec;
 #[cfg(feature = "rkyv")]
-pub use codec_rkyv::RkyvCodec;
+pub use keycodec_rkyv::RkyvCodec;

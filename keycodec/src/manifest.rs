@@ -13,9 +13,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use codec_core::halo2_proofs::plonk::{Circuit, VerifyingKey};
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{CodecSet, Error, KeyDigest, KeyKind, KzgParams, Result};
+use keycodec_core::halo2_proofs::plonk::{Circuit, VerifyingKey};
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::{CodecSet, Error, KeyDigest, KeyKind, KzgParams, Result};
 use serde::Deserialize;
 
 use crate::location::Location;
@@ -156,11 +156,11 @@ impl Manifest {
             .transpose()
         };
         let params = file.params;
-        if params.k == 0 || params.k > codec_core::MAX_K {
+        if params.k == 0 || params.k > keycodec_core::MAX_K {
             return Err(bad(format!(
                 "params: k = {} (between 1 and {})",
                 params.k,
-                codec_core::MAX_K
+                keycodec_core::MAX_K
             )));
         }
         let pin = match (params.sha256, digest("params", params.digest)?) {
@@ -504,7 +504,7 @@ fn verify_key(key: &KeyEntry, cache: &Path) -> Result<ArtifactState> {
     };
     let check = || {
         let file = std::fs::File::open(&path).map_err(|err| Error::io("open", err))?;
-        let header = codec_core::header::verify_file(&file)?;
+        let header = keycodec_core::header::verify_file(&file)?;
         crate::backend::expect_key(&header, key.codec, key.kind, key.digest)?;
         Ok(state(path.clone()))
     };

@@ -8,10 +8,10 @@ use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::Path;
 
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::header::{Header, HEADER_LEN, MAGIC};
-use codec_core::{
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::header::{Header, HEADER_LEN, MAGIC};
+use keycodec_core::{
     downsize, Error, KeyCodecExt, KeyDigest, KeyKind, KzgParams, Limits, LoadOptions, Result,
     Validation,
 };
@@ -39,7 +39,7 @@ impl ParamsPin {
     ///
     /// [`Error::Malformed`] for anything but 64 hex digits.
     pub fn sha256(hex: &str) -> Result<Self> {
-        codec_core::hex::decode::<32>(hex)
+        keycodec_core::hex::decode::<32>(hex)
             .map(ParamsPin::Sha256)
             .ok_or_else(|| Error::Malformed(format!("`{hex}` is no SHA-256 (64 hex digits)")))
     }
@@ -59,7 +59,7 @@ pub struct ParamsOptions {
     /// and the memory budget.
     pub limits: Limits,
     /// Whether parameters made from a known public seed (halo2-base's `gen_srs`: see
-    /// `codec_core::test_setup`) are accepted: for tests only. Default `false`: they are
+    /// `keycodec_core::test_setup`) are accepted: for tests only. Default `false`: they are
     /// refused with [`Error::TestSetup`].
     pub allow_test_setup: bool,
 }
@@ -107,14 +107,14 @@ pub(crate) fn read_pinned_file(
     options: &ParamsOptions,
     shared: Shared,
 ) -> Result<KzgParams> {
-    let before = codec_core::FileStamp::of(file)?;
+    let before = keycodec_core::FileStamp::of(file)?;
     if let Some(ParamsPin::Sha256(expected)) = options.pin {
         let found = sha256_of(file)?;
         if found != expected {
             return Err(Error::FileHashMismatch {
                 file: path.display().to_string(),
-                expected: codec_core::hex::encode(&expected),
-                found: codec_core::hex::encode(&found),
+                expected: keycodec_core::hex::encode(&expected),
+                found: keycodec_core::hex::encode(&found),
             });
         }
     }
@@ -123,7 +123,7 @@ pub(crate) fn read_pinned_file(
         Some(ParamsPin::Sha256(expected)) if shared == Shared::Yes => sha256_of(file)? == expected,
         _ => true,
     };
-    if !rehashed || codec_core::FileStamp::of(file)? != before {
+    if !rehashed || keycodec_core::FileStamp::of(file)? != before {
         return Err(Error::FileChanged {
             path: path.to_path_buf(),
         });
@@ -182,7 +182,7 @@ fn decode(file: &File, options: &LoadOptions) -> Result<KzgParams> {
 #[cfg(feature = "rawbytes")]
 fn import_halo2(file: &File, options: &LoadOptions) -> Result<KzgParams> {
     let format = format_of(file)?;
-    codec_rawbytes::RawBytesCodec::new(format).import_params_from(file, options)
+    keycodec_rawbytes::RawBytesCodec::new(format).import_params_from(file, options)
 }
 
 #[cfg(not(feature = "rawbytes"))]

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-pub use codec_remote::*;
+pub use keycodec_remote::*;
 
-use codec_core::halo2_proofs::plonk::Circuit;
-use codec_core::halo2curves::bn256::Fr;
-use codec_core::{Error, HaloKey, KeyCodec, LoadOptions, Result};
-use codec_remote::object_store::path::Path as ObjectPath;
+use keycodec_core::halo2_proofs::plonk::Circuit;
+use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_core::{Error, HaloKey, KeyCodec, LoadOptions, Result};
+use keycodec_remote::object_store::path::Path as ObjectPath;
 
 pub use crate::cache::{fetch_params, pinned_name, CacheOutcome, Fetched};
 use crate::Backend;

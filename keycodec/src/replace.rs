@@ -12,8 +12,8 @@
 
 use std::path::Path;
 
-use codec_core::header::read_header;
-use codec_core::{Error, FileStamp, KeyKind, Result};
+use keycodec_core::header::read_header;
+use keycodec_core::{Error, FileStamp, KeyKind, Result};
 
 /// What a read of an artifact found.
 pub(crate) enum Found<T> {

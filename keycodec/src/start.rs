@@ -15,12 +15,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use codec_core::halo2_proofs::plonk::{
+use keycodec_core::halo2_proofs::plonk::{
     keygen_pk, keygen_vk_custom, Circuit, ProvingKey, VerifyingKey,
 };
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::{
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::{
     lock_beside, CodecSet, Error, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, KzgParams,
     Limits, LoadOptions, Result, SaveOptions, Validation,
 };
@@ -105,7 +105,7 @@ impl KeyOptions {
 /// How long a start waits by default for another process that holds the lock on the same
 /// key (one that is generating it): three hours, longer than keygen takes at `k = 24` on two
 /// cores. The one default of every lock keycodec takes.
-pub use codec_core::DEFAULT_LOCK_TIMEOUT;
+pub use keycodec_core::DEFAULT_LOCK_TIMEOUT;
 
 /// How a cold start loads, pins, saves and generates.
 #[derive(Clone, Copy, Debug)]
@@ -450,6 +450,6 @@ fn usable<T>(loaded: Result<T>) -> Result<Option<T>> {
     }
 }
 
-fn keygen(err: codec_core::halo2_proofs::plonk::Error) -> Error {
+fn keygen(err: keycodec_core::halo2_proofs::plonk::Error) -> Error {
     Error::Internal(format!("halo2's keygen failed: {err:?}"))
 }

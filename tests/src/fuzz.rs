@@ -20,14 +20,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::header::{Header, HEADER_LEN};
-use codec_core::{LoadOptions, Validation};
-use codec_testkit::{LookupCircuit, StandardPlonk};
 use keycodec::{Backend, KeyCodec, KeyCodecExt};
+use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::header::{Header, HEADER_LEN};
+use keycodec_core::{LoadOptions, Validation};
+use keycodec_testkit::{LookupCircuit, StandardPlonk};
 
-pub use codec_testkit::conformance::refresh_checksums;
+pub use keycodec_testkit::conformance::refresh_checksums;
 
 /// The most a single decode of a fuzzer input may allocate. The corpus keys are a few KiB
 /// (a decoded k = 6 key and its domain are well under it), and decodes run with a memory
@@ -35,7 +35,7 @@ pub use codec_testkit::conformance::refresh_checksums;
 /// the budget did not bound.
 pub const MEMORY_CAP: usize = 64 << 20;
 
-/// The memory budget ([`codec_core::Limits::memory_budget`]) of the fuzzer's decodes.
+/// The memory budget ([`keycodec_core::Limits::memory_budget`]) of the fuzzer's decodes.
 pub const FUZZ_BUDGET: u64 = 16 << 20;
 
 /// The longest a single input may take through every entry point.

@@ -20,10 +20,10 @@ pub mod lying;
 #[cfg(feature = "remote")]
 pub mod s3;
 
-use codec_core::halo2_proofs::halo2curves::ff::{Field, FromUniformBytes};
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2_proofs::poly::Polynomial;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::halo2_proofs::halo2curves::ff::{Field, FromUniformBytes};
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2_proofs::poly::Polynomial;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use proptest::prelude::*;
 
 /// Field elements with the edge cases weighted in: 0, 1, p - 1, small integers, and uniform
@@ -94,7 +94,7 @@ pub fn with_values(pk: &ProvingKey<G1Affine>, values: &[Fr]) -> ProvingKey<G1Aff
         l_active_row,
         fixed_values,
         fixed_polys,
-        codec_core::halo2_proofs::plonk::permutation::ProvingKey::from_parts(
+        keycodec_core::halo2_proofs::plonk::permutation::ProvingKey::from_parts(
             permutation_values,
             permutation_polys,
         ),

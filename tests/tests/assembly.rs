@@ -9,14 +9,14 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::backend_api::circuit::configure;
-use codec_core::backend_api::{
+use keycodec_core::backend_api::circuit::configure;
+use keycodec_core::backend_api::{
     DecodeContext, Error, KeyKind, Limits, PayloadReader, PkShape, Validation, VkParts, VkPlan,
     WireMode,
 };
-use codec_core::halo2_proofs::poly::EvaluationDomain;
-use codec_core::halo2curves::bn256::Fr;
-use codec_testkit::{standard_plonk, vk_bytes, StandardPlonk, STANDARD_PLONK_K};
+use keycodec_core::halo2_proofs::poly::EvaluationDomain;
+use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_testkit::{standard_plonk, vk_bytes, StandardPlonk, STANDARD_PLONK_K};
 
 fn plan() -> VkPlan {
     let vk = standard_plonk().vk();

@@ -8,11 +8,11 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_testkit::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
-use codec_testkit::{LookupCircuit, StandardPlonk};
 use keycodec::{load_any, Backend, Error, KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_testkit::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
+use keycodec_testkit::{LookupCircuit, StandardPlonk};
 
 fn file_round_trip<C: Circuit<Fr, Params = ()>>(backend: Backend, fixture: &Fixture<C>) {
     let dir = tempfile::tempdir().unwrap();
@@ -143,7 +143,7 @@ fn parameters_are_stored_by_the_backends_that_have_a_layout_for_them() {
             let loaded = codec.load_params(&path, &LoadOptions::default()).unwrap();
             let bytes = |p: &keycodec::KzgParams| {
                 let mut out = Vec::new();
-                p.write_custom(&mut out, codec_core::halo2_proofs::SerdeFormat::RawBytes)
+                p.write_custom(&mut out, keycodec_core::halo2_proofs::SerdeFormat::RawBytes)
                     .unwrap();
                 out
             };
@@ -161,38 +161,38 @@ fn parameters_are_stored_by_the_backends_that_have_a_layout_for_them() {
 
 /// Counts a codec's encodings; says its encoding is costly when told to.
 struct CountingEncodes<'c> {
-    codec: &'c dyn codec_core::KeyCodec,
+    codec: &'c dyn keycodec_core::KeyCodec,
     costly: bool,
     encodes: std::sync::atomic::AtomicUsize,
 }
 
-impl codec_core::KeyCodec for CountingEncodes<'_> {
+impl keycodec_core::KeyCodec for CountingEncodes<'_> {
     fn name(&self) -> &'static str {
         self.codec.name()
     }
-    fn id(&self) -> codec_core::CodecId {
+    fn id(&self) -> keycodec_core::CodecId {
         self.codec.id()
     }
-    fn wire_modes(&self) -> &'static [codec_core::WireMode] {
+    fn wire_modes(&self) -> &'static [keycodec_core::WireMode] {
         self.codec.wire_modes()
     }
-    fn wire_mode(&self) -> codec_core::WireMode {
+    fn wire_mode(&self) -> keycodec_core::WireMode {
         self.codec.wire_mode()
     }
     fn encode(
         &self,
-        key: codec_core::backend_api::KeyRef<'_>,
+        key: keycodec_core::backend_api::KeyRef<'_>,
         out: &mut dyn std::io::Write,
-    ) -> codec_core::Result<()> {
+    ) -> keycodec_core::Result<()> {
         self.encodes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.codec.encode(key, out)
     }
     fn decode(
         &self,
-        input: &mut codec_core::backend_api::PayloadReader<'_>,
-        context: &codec_core::backend_api::DecodeContext,
-    ) -> codec_core::Result<codec_core::backend_api::Key> {
+        input: &mut keycodec_core::backend_api::PayloadReader<'_>,
+        context: &keycodec_core::backend_api::DecodeContext,
+    ) -> keycodec_core::Result<keycodec_core::backend_api::Key> {
         self.codec.decode(input, context)
     }
     fn costly_encoding(&self) -> bool {
@@ -205,7 +205,7 @@ impl codec_core::KeyCodec for CountingEncodes<'_> {
 /// whose payload fits what the caller lets it keep, twice otherwise.
 #[test]
 fn a_container_written_in_order_encodes_a_costly_codec_once() {
-    use codec_core::transport::{fingerprint, write_in_order, ItemRef};
+    use keycodec_core::transport::{fingerprint, write_in_order, ItemRef};
     let fixture = standard_plonk();
     let dir = tempfile::tempdir().unwrap();
     for backend in Backend::compiled() {
@@ -225,7 +225,7 @@ fn a_container_written_in_order_encodes_a_costly_codec_once() {
                 encodes: 0.into(),
             };
             let mut out = Vec::new();
-            let item = ItemRef::Key(codec_core::HaloKey::as_key_ref(&fixture.pk));
+            let item = ItemRef::Key(keycodec_core::HaloKey::as_key_ref(&fixture.pk));
             write_in_order(
                 &counting,
                 item,

@@ -12,13 +12,13 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::header::HEADER_LEN;
-use codec_core::LoadOptions;
-use codec_testkit::conformance::{refresh_checksums, rewrite_header};
-use codec_testkit::{standard_plonk, StandardPlonk};
 use keycodec::{Backend, KeyCodecExt};
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_core::header::HEADER_LEN;
+use keycodec_core::LoadOptions;
+use keycodec_testkit::conformance::{refresh_checksums, rewrite_header};
+use keycodec_testkit::{standard_plonk, StandardPlonk};
 use keycodec_tests::counting::{peak_during, Counting};
 
 #[global_allocator]
@@ -29,11 +29,11 @@ static ALLOCATOR: Counting = Counting;
 const BOUND: usize = 96 << 20;
 
 type Pk = ProvingKey<G1Affine>;
-type Vk = codec_core::halo2_proofs::plonk::VerifyingKey<G1Affine>;
+type Vk = keycodec_core::halo2_proofs::plonk::VerifyingKey<G1Affine>;
 /// One way of loading a verifying key.
-type Load<'a> = dyn Fn() -> codec_core::Result<Vk> + 'a;
+type Load<'a> = dyn Fn() -> keycodec_core::Result<Vk> + 'a;
 
-fn assert_bounded<T>(case: &str, (result, peak): (codec_core::Result<T>, usize)) {
+fn assert_bounded<T>(case: &str, (result, peak): (keycodec_core::Result<T>, usize)) {
     assert!(result.is_err(), "{case}: a forged input loaded");
     assert!(peak < BOUND, "{case}: peak allocation {peak} bytes");
     println!(
@@ -120,7 +120,7 @@ fn huge_declared_sizes_in_tiny_files_allocate_little() {
 /// refused, with memory growing by under 64 MiB.
 #[cfg(feature = "rawbytes")]
 fn forged_large_k_parameters() {
-    use codec_core::halo2_proofs::SerdeFormat;
+    use keycodec_core::halo2_proofs::SerdeFormat;
     let codec = keycodec::RawBytesCodec::default();
     let options = LoadOptions::default();
     let dir = tempfile::tempdir().unwrap();
@@ -206,7 +206,7 @@ fn forge_k(backend: Backend, file: &[u8], k: u32) -> Vec<u8> {
     let at = HEADER_LEN + payload_k_offset(backend, &forged[HEADER_LEN..]);
     assert_eq!(
         forged[at..at + 4],
-        codec_testkit::STANDARD_PLONK_K.to_le_bytes(),
+        keycodec_testkit::STANDARD_PLONK_K.to_le_bytes(),
         "{backend}: the payload's k is not where this test looks"
     );
     forged[at..at + 4].copy_from_slice(&k.to_le_bytes());
@@ -217,15 +217,15 @@ fn forge_k(backend: Backend, file: &[u8], k: u32) -> Vec<u8> {
 
 /// Peak memory of the evaluation domain a StandardPlonk verifying key at `k` needs.
 fn domain_estimate(k: u32) -> u64 {
-    use codec_core::backend_api::{VkParts, VkPlan};
+    use keycodec_core::backend_api::{VkParts, VkPlan};
     let mut parts = VkParts::of(standard_plonk().vk()).unwrap();
     parts.k = k;
-    let limits = codec_core::Limits {
+    let limits = keycodec_core::Limits {
         max_k: 28,
-        ..codec_core::Limits::default()
+        ..keycodec_core::Limits::default()
     };
     VkPlan::new(
-        codec_core::backend_api::circuit::configure::<StandardPlonk>(()),
+        keycodec_core::backend_api::circuit::configure::<StandardPlonk>(()),
         parts,
         &limits,
     )
@@ -310,7 +310,11 @@ fn forged_large_k_keys() {
     }
 }
 
-fn assert_bounded_by<T>(case: &str, (result, peak): (codec_core::Result<T>, usize), bound: usize) {
+fn assert_bounded_by<T>(
+    case: &str,
+    (result, peak): (keycodec_core::Result<T>, usize),
+    bound: usize,
+) {
     assert!(result.is_err(), "{case}: a forged input loaded");
     assert!(peak < bound, "{case}: peak allocation {peak} bytes");
     println!(
@@ -327,7 +331,7 @@ fn headerless_halo2_files(options: &LoadOptions) {
     let fixture = standard_plonk();
     let options = *options;
     let codec = keycodec::RawBytesCodec::default();
-    use codec_core::halo2_proofs::SerdeFormat;
+    use keycodec_core::halo2_proofs::SerdeFormat;
     let halo2 = fixture.pk.to_bytes(SerdeFormat::RawBytes);
     let vk_len = fixture.vk().to_bytes(SerdeFormat::RawBytes).len();
     let mut count = halo2.clone();
@@ -352,7 +356,7 @@ fn headerless_halo2_files(options: &LoadOptions) {
     );
     assert_bounded("rawbytes import: k = 28 proving key", (result, peak));
     let (vk, peak) = peak_during(|| {
-        codec.import::<StandardPlonk, codec_core::halo2_proofs::plonk::VerifyingKey<G1Affine>>(
+        codec.import::<StandardPlonk, keycodec_core::halo2_proofs::plonk::VerifyingKey<G1Affine>>(
             &mut fixture.vk().to_bytes(SerdeFormat::RawBytes).as_slice(),
             (),
             &options,
@@ -364,7 +368,11 @@ fn headerless_halo2_files(options: &LoadOptions) {
     );
 }
 
-fn backend_read(backend: Backend, bytes: &[u8], options: &LoadOptions) -> codec_core::Result<Pk> {
+fn backend_read(
+    backend: Backend,
+    bytes: &[u8],
+    options: &LoadOptions,
+) -> keycodec_core::Result<Pk> {
     backend
         .codec()?
         .read::<StandardPlonk, Pk>(&mut &bytes[..], (), options)
@@ -376,7 +384,7 @@ fn backend_read(backend: Backend, bytes: &[u8], options: &LoadOptions) -> codec_
 #[cfg(feature = "rawbytes")]
 #[test]
 fn a_headerless_parameters_file_claiming_a_large_k_allocates_little() {
-    use codec_core::halo2_proofs::SerdeFormat;
+    use keycodec_core::halo2_proofs::SerdeFormat;
     let mut halo2 = Vec::new();
     standard_plonk()
         .params

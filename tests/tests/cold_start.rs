@@ -11,15 +11,15 @@
 // The parameter tests need the rawbytes backend; a build without it uses less of this file.
 #![cfg_attr(not(feature = "rawbytes"), allow(unused_imports, dead_code))]
 
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_testkit::conformance::leftover_temp_files;
-use codec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit};
 use keycodec::start::{
     cold_start, load_or_generate_pk, load_or_generate_vk, open_params, KeyOptions, Origin,
     ParamsOptions, ParamsPin, StartOptions,
 };
 use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, KzgParams, SaveOptions};
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_testkit::conformance::leftover_temp_files;
+use keycodec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit};
 
 /// Parameters fitted to `k` and pinned by `pin`, points checked.
 fn params_options(k: Option<u32>, pin: Option<ParamsPin>) -> ParamsOptions {
@@ -248,13 +248,14 @@ fn a_cold_start_loads_both_or_generates_the_key() {
 #[cfg(feature = "rawbytes")]
 #[test]
 fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
-    use codec_testkit::circuits::DENSE_ROWS;
-    use codec_testkit::{dense, DenseCircuit};
+    use keycodec_testkit::circuits::DENSE_ROWS;
+    use keycodec_testkit::{dense, DenseCircuit};
     let fixture = dense();
     let other_circuit = DenseCircuit {
         rows: DENSE_ROWS - 7,
     };
-    let other = codec_testkit::generate(fixture.params.k(), other_circuit.clone(), vec![], false);
+    let other =
+        keycodec_testkit::generate(fixture.params.k(), other_circuit.clone(), vec![], false);
     assert_ne!(pk_bytes(&other.pk), pk_bytes(&fixture.pk), "another key");
     let codec = keycodec::RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();

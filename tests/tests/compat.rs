@@ -14,13 +14,13 @@
 use std::io::{BufWriter, ErrorKind, Write};
 use std::path::Path;
 
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_testkit::halo2_lib::{halo2_lib_keygen, Halo2LibCircuit};
-use codec_testkit::{halo2_lib, pk_bytes, prove_and_verify, HALO2_LIB_ADVICE, HALO2_LIB_K};
 use keycodec::compat::{gen_pk, read_pk};
 use keycodec::{KeyCodecExt, RkyvCodec, SaveOptions};
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_testkit::halo2_lib::{halo2_lib_keygen, Halo2LibCircuit};
+use keycodec_testkit::{halo2_lib, pk_bytes, prove_and_verify, HALO2_LIB_ADVICE, HALO2_LIB_K};
 
 /// snark-verifier-sdk 0.2.7's `gen_pk` write, as it is: `File::create`, a `BufWriter`,
 /// `pk.write(.., RawBytesUnchecked)`, no fsync, no rename.
@@ -103,14 +103,14 @@ fn the_drop_in_reads_what_snark_verifier_sdk_wrote_and_regenerates_a_torn_file()
     gen_pk(&fixture.params, &keygen, Some(&missing));
     assert!(read_pk::<Halo2LibCircuit>(&missing, fixture.config.clone()).is_ok());
     assert_eq!(
-        codec_testkit::conformance::leftover_temp_files(dir.path()),
+        keycodec_testkit::conformance::leftover_temp_files(dir.path()),
         0
     );
 }
 
 #[test]
 fn read_params_follows_params_dir_and_never_loads_a_test_setup() {
-    use codec_core::halo2_proofs::poly::commitment::Params as _;
+    use keycodec_core::halo2_proofs::poly::commitment::Params as _;
     let dir = tempfile::tempdir().unwrap();
     // The one test in this binary that sets the environment.
     std::env::set_var("PARAMS_DIR", dir.path());

@@ -19,12 +19,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use codec_core::halo2curves::bn256::Fr;
-use codec_testkit::conformance::leftover_temp_files;
-use codec_testkit::{generate, StandardPlonk};
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_testkit::conformance::leftover_temp_files;
+use keycodec_testkit::{generate, StandardPlonk};
 
 const CHILD_DIR: &str = "KEYCODEC_CRASH_CHILD_DIR";
 /// Two keys of different sizes, so that a torn write could not pass for either.

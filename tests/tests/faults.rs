@@ -20,11 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use codec_core::halo2_proofs::circuit::{Layouter, SimpleFloorPlanner};
-use codec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem, ProvingKey};
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk};
 use keycodec::manifest::Manifest;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -35,6 +30,11 @@ use keycodec::start::{
 use keycodec::{
     Error, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, RawBytesCodec, RkyvCodec, SaveOptions,
 };
+use keycodec_core::halo2_proofs::circuit::{Layouter, SimpleFloorPlanner};
+use keycodec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem, ProvingKey};
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk};
 use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
 use keycodec_tests::s3::{server, store};
 
@@ -539,7 +539,7 @@ impl Circuit<Fr> for DeployedDuringKeygen {
         &self,
         config: Self::Config,
         layouter: impl Layouter<Fr>,
-    ) -> Result<(), codec_core::halo2_proofs::plonk::Error> {
+    ) -> Result<(), keycodec_core::halo2_proofs::plonk::Error> {
         if let Some((path, bytes)) = DEPLOY.get() {
             if !DEPLOYED.swap(true, Ordering::SeqCst) {
                 // As `cp` does: the same file, truncated and written again.
@@ -614,7 +614,7 @@ fn gen_pk_regenerates_a_key_for_another_k() {
     let path = dir.path().join("prover.pk");
     let first = keycodec::compat::gen_pk(&fixture.params, &fixture.circuit, Some(&path));
     assert_eq!(first.get_vk().get_domain().k(), fixture.params.k());
-    let larger = &codec_testkit::standard_plonk_k10().params;
+    let larger = &keycodec_testkit::standard_plonk_k10().params;
     let again = keycodec::compat::gen_pk(larger, &fixture.circuit, Some(&path));
     assert_eq!(
         again.get_vk().get_domain().k(),
@@ -633,7 +633,7 @@ fn hold_a_lock() {
     let Some(path) = std::env::var_os("KEYCODEC_TEST_HOLD") else {
         return;
     };
-    let _lock = codec_core::lock_beside(Path::new(&path), Duration::from_secs(5)).unwrap();
+    let _lock = keycodec_core::lock_beside(Path::new(&path), Duration::from_secs(5)).unwrap();
     println!("locked");
     std::thread::sleep(Duration::from_secs(120));
 }
@@ -751,7 +751,7 @@ fn unpinned_parameters_over_plain_http_are_refused() {
     let mut srs = Vec::new();
     fixture
         .params
-        .write_custom(&mut srs, codec_core::halo2_proofs::SerdeFormat::RawBytes)
+        .write_custom(&mut srs, keycodec_core::halo2_proofs::SerdeFormat::RawBytes)
         .unwrap();
     let served = keycodec_tests::lying::LyingServer::start(srs, Default::default());
     let cache = tempfile::tempdir().unwrap();

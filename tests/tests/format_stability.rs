@@ -11,11 +11,11 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
-use codec_core::halo2curves::bn256::{Fr, G1Affine};
-use codec_core::header::{Header, HEADER_LEN};
-use codec_testkit::{lookup, lookup_uncompressed, pk_bytes, standard_plonk, vk_bytes, Fixture};
 use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions};
+use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::header::{Header, HEADER_LEN};
+use keycodec_testkit::{lookup, lookup_uncompressed, pk_bytes, standard_plonk, vk_bytes, Fixture};
 use keycodec_tests::fuzz::corpus;
 
 fn check<C: Circuit<Fr, Params = ()>>(
@@ -45,7 +45,7 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
     // older version must be there and parse, or the test fails.
     let mut versions = std::collections::BTreeSet::new();
     for (name, bytes) in corpus() {
-        if !bytes.starts_with(&codec_core::header::MAGIC) {
+        if !bytes.starts_with(&keycodec_core::header::MAGIC) {
             assert!(
                 name.starts_with("halo2-headerless"),
                 "{name}: not a container"
@@ -64,9 +64,9 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
             "{name} is a {backend} file"
         );
         let named = if name.contains("-v1-") {
-            codec_core::header::HEADER_LEN_V1
+            keycodec_core::header::HEADER_LEN_V1
         } else if name.contains("-v2-") {
-            codec_core::header::HEADER_LEN_V2
+            keycodec_core::header::HEADER_LEN_V2
         } else {
             HEADER_LEN
         };
@@ -86,8 +86,8 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
     }
     for backend in Backend::compiled() {
         for len in [
-            codec_core::header::HEADER_LEN_V1,
-            codec_core::header::HEADER_LEN_V2,
+            keycodec_core::header::HEADER_LEN_V1,
+            keycodec_core::header::HEADER_LEN_V2,
             HEADER_LEN,
         ] {
             assert!(
@@ -105,7 +105,7 @@ fn every_corpus_container_loads_as_the_key_it_was_written_from() {
 #[cfg(feature = "rawbytes")]
 #[test]
 fn the_headerless_halo2_file_imports() {
-    use codec_testkit::StandardPlonk;
+    use keycodec_testkit::StandardPlonk;
     let (name, bytes) = corpus()
         .into_iter()
         .find(|(name, _)| name.starts_with("halo2-headerless"))

@@ -14,18 +14,18 @@
 use std::path::Path;
 use std::time::Instant;
 
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_testkit::{pk_bytes, standard_plonk_k10, vk_bytes};
 use keycodec::manifest::{ArtifactState, Manifest};
 use keycodec::start::{Origin, StartOptions};
 use keycodec::{Error, KeyCodecExt, KeyDigest, RawBytesCodec, SaveOptions};
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_testkit::{pk_bytes, standard_plonk_k10, vk_bytes};
 use keycodec_tests::faulty::FaultyProxy;
 use keycodec_tests::s3::server;
 
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    codec_core::hex::encode(&sha2::Sha256::digest(bytes))
+    keycodec_core::hex::encode(&sha2::Sha256::digest(bytes))
 }
 
 /// A closed loopback port: a server that has stopped.
@@ -55,13 +55,13 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
         .unwrap();
     s3.put_public(&bucket, "kzg_bn254_10.srs", &srs);
     let pk = codec
-        .to_vec::<codec_testkit::StandardPlonk, _>(&fixture.pk, ())
+        .to_vec::<keycodec_testkit::StandardPlonk, _>(&fixture.pk, ())
         .unwrap();
     s3.put_public(&bucket, "prover.pk", &pk);
     let proxy = FaultyProxy::start(s3.addr);
     let dir = tempfile::tempdir().unwrap();
     let vk_digest = codec
-        .save::<codec_testkit::StandardPlonk, _>(
+        .save::<keycodec_testkit::StandardPlonk, _>(
             &dir.path().join("verifier.vk"),
             fixture.vk(),
             (),

@@ -11,10 +11,10 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_testkit::{generate, pk_bytes, DenseCircuit, Fixture};
 use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, LoadOptions, SaveOptions};
+use keycodec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_testkit::{generate, pk_bytes, DenseCircuit, Fixture};
 
 type Pk = ProvingKey<G1Affine>;
 type Vk = VerifyingKey<G1Affine>;

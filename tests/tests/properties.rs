@@ -11,15 +11,15 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::backend_api::field::{read_fr_vec, write_fr_slice, FieldEncoding};
-use codec_core::backend_api::{PayloadReader, Validation};
-use codec_core::halo2_proofs::plonk::ProvingKey;
-use codec_core::halo2curves::bn256::G1Affine;
-use codec_core::header::{Header, HEADER_LEN, MAGIC};
-use codec_testkit::conformance::{refresh_checksums, rewrite_header};
-use codec_testkit::halo2_lib::Halo2LibCircuit;
-use codec_testkit::{halo2_lib, pk_bytes, standard_plonk, StandardPlonk};
 use keycodec::{Backend, KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec_core::backend_api::field::{read_fr_vec, write_fr_slice, FieldEncoding};
+use keycodec_core::backend_api::{PayloadReader, Validation};
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::G1Affine;
+use keycodec_core::header::{Header, HEADER_LEN, MAGIC};
+use keycodec_testkit::conformance::{refresh_checksums, rewrite_header};
+use keycodec_testkit::halo2_lib::Halo2LibCircuit;
+use keycodec_testkit::{halo2_lib, pk_bytes, standard_plonk, StandardPlonk};
 use keycodec_tests::{fr, fr_vec, with_values};
 use proptest::prelude::*;
 
@@ -123,9 +123,9 @@ proptest! {
         for backend in Backend::compiled() {
             let codec_file = backend.codec().unwrap().to_vec::<StandardPlonk, _>(&standard_plonk().pk, ()).unwrap();
             let mut file = codec_file.clone();
-            let payload = file.len() - codec_core::header::HEADER_LEN;
+            let payload = file.len() - keycodec_core::header::HEADER_LEN;
             for (index, byte) in &edits {
-                file[codec_core::header::HEADER_LEN + index.index(payload)] = *byte;
+                file[keycodec_core::header::HEADER_LEN + index.index(payload)] = *byte;
             }
             refresh_checksums(&mut file);
             for validation in [Validation::Checked, Validation::Trusted] {

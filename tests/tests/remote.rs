@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use codec_testkit::{pk_bytes, standard_plonk, standard_plonk_k10, vk_bytes, StandardPlonk};
 use keycodec::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::remote::object_store::path::Path as ObjectPath;
@@ -23,6 +22,7 @@ use keycodec::{
     Backend, BufferConfig, Error, KeyCodecExt, KeyDigest, LoadOptions, RawBytesCodec, SaveOptions,
     Size, Validation,
 };
+use keycodec_testkit::{pk_bytes, standard_plonk, standard_plonk_k10, vk_bytes, StandardPlonk};
 use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
 use keycodec_tests::s3::{server, store};
 

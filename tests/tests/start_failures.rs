@@ -16,9 +16,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::halo2_proofs::SerdeFormat;
-use codec_testkit::{pk_bytes, standard_plonk, StandardPlonk};
 use keycodec::start::{
     cold_start, load_or_generate_pk, open_params, KeyOptions, Origin, ParamsOptions, ParamsPin,
     StartOptions,
@@ -26,6 +23,9 @@ use keycodec::start::{
 use keycodec::{
     Backend, CodecSet, Error, KeyCodecExt, KzgParams, Limits, RawBytesCodec, SaveOptions,
 };
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_testkit::{pk_bytes, standard_plonk, StandardPlonk};
 
 fn params_bytes(params: &KzgParams) -> Vec<u8> {
     let mut bytes = Vec::new();
@@ -270,7 +270,7 @@ fn a_lock_held_too_long_is_reported_naming_its_holder() {
     let fixture = standard_plonk();
     let dir = tempfile::tempdir().unwrap();
     let pk_path = dir.path().join("prover.pk");
-    let _held = codec_core::lock_beside(&pk_path, codec_core::DEFAULT_LOCK_TIMEOUT).unwrap();
+    let _held = keycodec_core::lock_beside(&pk_path, keycodec_core::DEFAULT_LOCK_TIMEOUT).unwrap();
     let options = StartOptions {
         lock_timeout: Duration::from_millis(300),
         ..StartOptions::default()
@@ -301,7 +301,6 @@ fn a_lock_held_too_long_is_reported_naming_its_holder() {
 mod remote {
     use std::sync::{Arc, Mutex};
 
-    use codec_testkit::standard_plonk_k10;
     use keycodec::halo2_proofs::plonk::ProvingKey;
     use keycodec::halo2curves::bn256::G1Affine;
     use keycodec::remote::object_store::path::Path as ObjectPath;
@@ -309,6 +308,7 @@ mod remote {
     use keycodec::remote::{fetch_params, CacheOutcome, Remote, RemoteExt};
     use keycodec::start::{Location, Object};
     use keycodec::{KeyDigest, LoadOptions};
+    use keycodec_testkit::standard_plonk_k10;
     use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
     use keycodec_tests::lying::{Lies, LyingServer};
     use keycodec_tests::s3::{server, store};

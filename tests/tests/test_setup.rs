@@ -11,10 +11,10 @@
     clippy::indexing_slicing
 )]
 
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_testkit::standard_plonk;
 use keycodec::start::{cold_start, open_params, ParamsOptions, StartOptions};
 use keycodec::{Error, KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions};
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_testkit::standard_plonk;
 
 #[test]
 fn parameters_from_gen_srs_are_refused_unless_allowed() {

@@ -4,13 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use codec_core::backend_api::circuit::configure;
-use codec_core::halo2_proofs::plonk::Circuit;
-use codec_core::halo2curves::bn256::Fr;
-use codec_core::transport::{read_file, save_atomic, Request};
-use codec_core::{lock_beside, Error, HaloKey, KeyCodec, LoadOptions, Result, Size};
-use codec_remote::object_store::path::Path as ObjectPath;
-use codec_remote::Remote;
+use keycodec_core::backend_api::circuit::configure;
+use keycodec_core::halo2_proofs::plonk::Circuit;
+use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_core::transport::{read_file, save_atomic, Request};
+use keycodec_core::{lock_beside, Error, HaloKey, KeyCodec, LoadOptions, Result, Size};
+use keycodec_remote::object_store::path::Path as ObjectPath;
+use keycodec_remote::Remote;
 
 use super::{first_bytes, pinned_name, version_name, CacheOutcome};
 use crate::location::Object;
@@ -27,7 +27,7 @@ use crate::Backend;
 /// # Errors
 ///
 /// As [`Remote::load`], and [`Error::Io`] naming the cache's files (a lock held past
-/// [`RemoteOptions::lock_timeout`](codec_remote::RemoteOptions::lock_timeout) among them).
+/// [`RemoteOptions::lock_timeout`](keycodec_remote::RemoteOptions::lock_timeout) among them).
 pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
     remote: &Remote,
     codec: &dyn KeyCodec,
@@ -58,7 +58,7 @@ pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
             Some(cs.clone()),
             options,
         )
-        .and_then(codec_core::transport::into_key::<K>);
+        .and_then(keycodec_core::transport::into_key::<K>);
         match loaded {
             Ok(key) => Ok(Some(key)),
             Err(err) if err.is_missing() => Ok(None),
@@ -121,21 +121,21 @@ fn is_wrong_entry(err: &Error) -> bool {
 pub(crate) fn fetch_key(
     object: &Object,
     backend: Backend,
-    kind: codec_core::KeyKind,
-    digest: codec_core::KeyDigest,
+    kind: keycodec_core::KeyKind,
+    digest: keycodec_core::KeyDigest,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<CacheOutcome> {
     let name = object.name();
     std::fs::create_dir_all(&object.cache)
         .map_err(|err| Error::io("create the cache directory", err).at_path(&object.cache))?;
     let path = object.cache.join(pinned_name(digest, backend.name()));
-    let expect = |header: &codec_core::header::Header| {
+    let expect = |header: &keycodec_core::header::Header| {
         crate::backend::expect_key(header, backend, kind, Some(digest))
     };
     let cached = |locked: bool| -> Result<bool> {
         let checked = std::fs::File::open(&path)
             .map_err(|err| Error::io("open", err))
-            .and_then(|file| codec_core::header::verify_file(&file))
+            .and_then(|file| keycodec_core::header::verify_file(&file))
             .and_then(|header| expect(&header));
         match checked {
             Ok(()) => Ok(true),
@@ -161,10 +161,10 @@ pub(crate) fn fetch_key(
     let first = first_bytes(object, &info)?;
     let first = first.as_slice();
     let check = || {
-        let header = codec_core::header::Header::from_bytes(first)?;
+        let header = keycodec_core::header::Header::from_bytes(first)?;
         expect(&header)?;
-        let header_len = codec_core::header::Header::len_of(first)? as u64;
-        let max_payload = codec_core::Limits::default().max_payload_bytes;
+        let header_len = keycodec_core::header::Header::len_of(first)? as u64;
+        let max_payload = keycodec_core::Limits::default().max_payload_bytes;
         if header.payload_len > max_payload {
             return Err(Error::LimitExceeded {
                 what: "the key's payload",
@@ -182,9 +182,9 @@ pub(crate) fn fetch_key(
         Ok(())
     };
     check().map_err(|err| err.in_object(&name))?;
-    codec_core::replace_atomically(&path, |file| {
+    keycodec_core::replace_atomically(&path, |file| {
         remote.download_to(&object.path, &info, file, progress)?;
-        codec_core::header::verify_file(file)
+        keycodec_core::header::verify_file(file)
             .and_then(|header| expect(&header))
             .map_err(|err| err.in_object(&name))
     })

@@ -9,8 +9,8 @@
 //! object's version (`params-{hash}.kc`), their downsized copies beside them (`…-k{K}.kc`).
 //!
 //! **One lock.** Processes missing the same file at once take the lock beside it
-//! ([`codec_core::lock_beside`]); one downloads, the others wait, then load its file. The wait
-//! has a deadline, [`RemoteOptions::lock_timeout`](codec_remote::RemoteOptions::lock_timeout),
+//! ([`keycodec_core::lock_beside`]); one downloads, the others wait, then load its file. The wait
+//! has a deadline, [`RemoteOptions::lock_timeout`](keycodec_remote::RemoteOptions::lock_timeout),
 //! past which the error names the holder (and says when it is stopped); a killed holder's lock
 //! is taken at once.
 //!
@@ -30,10 +30,10 @@ pub(crate) mod params;
 
 use std::path::PathBuf;
 
-use codec_core::header::HEADER_LEN;
-use codec_core::{Error, Result};
-use codec_remote::object_store::path::Path as ObjectPath;
-use codec_remote::{ObjectInfo, Remote};
+use keycodec_core::header::HEADER_LEN;
+use keycodec_core::{Error, Result};
+use keycodec_remote::object_store::path::Path as ObjectPath;
+use keycodec_remote::{ObjectInfo, Remote};
 
 use crate::location::Object;
 
@@ -78,7 +78,7 @@ fn version_name(remote: &Remote, location: &ObjectPath, info: &ObjectInfo) -> Re
     }
     hasher.update(&info.size.to_le_bytes());
     let hash = hasher.finalize();
-    Ok(codec_core::hex::encode(
+    Ok(keycodec_core::hex::encode(
         hash.as_bytes().get(..16).unwrap_or_default(),
     ))
 }
@@ -86,7 +86,7 @@ fn version_name(remote: &Remote, location: &ObjectPath, info: &ObjectInfo) -> Re
 /// The name of the cached file of the key pinned to `digest`, stored by the codec named
 /// `codec` (`{digest}-{codec}.kc`): where a pinned [`Remote::load_cached`] looks, and where a
 /// tool that fills a cache ahead of a start (`keycodec fetch --manifest`) puts it.
-pub fn pinned_name(digest: codec_core::KeyDigest, codec: &str) -> String {
+pub fn pinned_name(digest: keycodec_core::KeyDigest, codec: &str) -> String {
     format!("{digest}-{codec}.kc")
 }
 

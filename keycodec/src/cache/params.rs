@@ -8,7 +8,7 @@
 //! they were checked when it was made; the payload checksum is still verified), with no
 //! request when the parameters are pinned. A miss downloads the object once per machine: the
 //! object's size is checked against what its first bytes say the parameters hold (their `k`
-//! within [`Limits::max_k`](codec_core::Limits::max_k), the layout's length) before any disk
+//! within [`Limits::max_k`](keycodec_core::Limits::max_k), the layout's length) before any disk
 //! is spent on it; the download goes into a temporary file of the cache, its SHA-256 is
 //! checked on that open file before anything is read from it, it is imported with every point
 //! checked, a digest pin is checked, and only then is the container saved: a tampered,
@@ -18,12 +18,12 @@
 
 use std::path::{Path, PathBuf};
 
-use codec_core::halo2_proofs::poly::commitment::Params as _;
-use codec_core::{
+use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::{
     downsize, lock_beside, Error, KeyCodec, KeyCodecExt, KzgParams, LoadOptions, Result,
     SaveOptions, Validation,
 };
-use codec_remote::ObjectInfo;
+use keycodec_remote::ObjectInfo;
 
 use super::{first_bytes, version_name, CacheOutcome};
 
@@ -68,7 +68,7 @@ pub fn fetch_params(
     let mut info = None;
     let base = match options.pin {
         Some(ParamsPin::Sha256(hash)) => {
-            format!("params-sha256-{}", codec_core::hex::encode(&hash))
+            format!("params-sha256-{}", keycodec_core::hex::encode(&hash))
         }
         Some(ParamsPin::Digest(digest)) => format!("params-{digest}"),
         None => {
@@ -151,7 +151,7 @@ pub fn fetch_params(
 pub(crate) fn cached_params(object: &Object, options: &ParamsOptions) -> Result<Option<Fetched>> {
     let base = match options.pin {
         Some(ParamsPin::Sha256(hash)) => {
-            format!("params-sha256-{}", codec_core::hex::encode(&hash))
+            format!("params-sha256-{}", keycodec_core::hex::encode(&hash))
         }
         Some(ParamsPin::Digest(digest)) => format!("params-{digest}"),
         None => return Ok(None),
@@ -311,7 +311,7 @@ fn download(
         ))
         .in_object(&name));
     }
-    let download = codec_core::temp_beside(full)?;
+    let download = keycodec_core::temp_beside(full)?;
     remote.download_to(&object.path, info, download.as_file(), progress)?;
     let as_object = |err: Error| match err {
         Error::FileHashMismatch {
