@@ -158,7 +158,7 @@ impl ParamsCommand {
                     } else {
                         Validation::Checked
                     },
-                    allow_test_setup: *allow_test_setup,
+                    test_setup: test_setup(*allow_test_setup),
                     ..ParamsOptions::default()
                 };
                 let params = phase("reading and checking", source, || {
@@ -174,7 +174,7 @@ impl ParamsCommand {
                 json,
             } => {
                 let options = ParamsOptions {
-                    allow_test_setup: *allow_test_setup,
+                    test_setup: test_setup(*allow_test_setup),
                     ..ParamsOptions::default()
                 };
                 let params = phase("reading", source, || open_params(source, &options))?;
@@ -223,7 +223,7 @@ impl ParamsCommand {
                         source,
                         &ParamsOptions {
                             k: Some(*k),
-                            allow_test_setup: *allow_test_setup,
+                            test_setup: test_setup(*allow_test_setup),
                             ..ParamsOptions::default()
                         },
                     )
@@ -271,10 +271,18 @@ pub(crate) fn report_written(
     }
 }
 
+/// What `--allow-test-setup` asks of a load.
+pub(crate) fn test_setup(allowed: bool) -> keycodec::TestSetup {
+    match allowed {
+        true => keycodec::TestSetup::Allowed,
+        false => keycodec::TestSetup::Refused,
+    }
+}
+
 /// `params verify`: every point checked, and no known test setup.
 fn verify_params(file: &Path, json: bool) -> Result<(), Failure> {
     let options = ParamsOptions {
-        allow_test_setup: true,
+        test_setup: keycodec::TestSetup::Allowed,
         ..ParamsOptions::default()
     };
     let params = phase("reading and checking", file, || open_params(file, &options))?;

@@ -54,10 +54,6 @@ pub const ID: CodecId = CodecId::BINCODE;
 /// 1 MiB byte strings of canonical scalars.
 pub const MODE_SERDE: WireMode = WireMode::new(0, "serde");
 
-/// The old name of [`MODE_SERDE`].
-#[deprecated(note = "named as it displays now: use MODE_SERDE")]
-pub const MODE_FIXINT_LE: WireMode = MODE_SERDE;
-
 /// Buffer between bincode's small reads and writes (lengths, the verifying key) and the
 /// payload stream: a local buffer of a concrete type keeps each of those a memcpy instead of
 /// a call through `dyn Read`/`dyn Write`.

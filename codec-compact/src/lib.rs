@@ -50,10 +50,6 @@ pub const ID: CodecId = CodecId::COMPACT;
 /// The only wire mode.
 pub const MODE_RECOMPUTE: WireMode = WireMode::new(0, "recompute");
 
-/// The old name of [`MODE_RECOMPUTE`].
-#[deprecated(note = "named as it displays now: use MODE_RECOMPUTE")]
-pub const MODE_RUNS_AND_MAPPING: WireMode = MODE_RECOMPUTE;
-
 /// The compact codec.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompactCodec;

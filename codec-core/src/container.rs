@@ -373,7 +373,7 @@ fn decode_item<K: KeyCodec + ?Sized>(
     match context.kind {
         KeyKind::Params => {
             let params = codec.decode_params(payload, context)?;
-            crate::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+            crate::test_setup::refuse_test_setup(&params, options.test_setup)?;
             Ok(Item::Params(params))
         }
         KeyKind::Proving | KeyKind::Verifying => codec.decode(payload, context).map(Item::Key),

@@ -375,7 +375,7 @@ pub enum Error {
 
     /// The KZG parameters were made from a public seed: their secret is known, so anyone can
     /// forge proofs under them ([`crate::test_setup`]).
-    #[error("INSECURE: these KZG parameters were made from a public seed ({origin}): their secret is known, so anyone can forge proofs under them. Use a ceremony's parameters; a test that means to use them sets allow_test_setup (LoadOptions, ParamsOptions) or passes --allow-test-setup")]
+    #[error("INSECURE: these KZG parameters were made from a public seed ({origin}): their secret is known, so anyone can forge proofs under them. Use a ceremony's parameters; a test that means to use them sets test_setup: TestSetup::Allowed (LoadOptions, ParamsOptions) or passes --allow-test-setup")]
     TestSetup {
         /// Which seed.
         origin: &'static str,

@@ -64,14 +64,10 @@ pub use file::{
 };
 pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
-#[allow(deprecated)]
-pub use options::Integrity;
 pub use options::{
     BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
-    Validation, MAX_K,
+    TestSetup, Validation, MAX_K,
 };
-#[allow(deprecated)]
-pub use params::Params;
 pub use params::{downsize, KzgParams};
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users

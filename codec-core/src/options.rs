@@ -129,9 +129,17 @@ pub enum Validation {
     Trusted,
 }
 
-/// The old name of [`Checksum`].
-#[deprecated(note = "renamed Checksum (the option is LoadOptions::checksum)")]
-pub type Integrity = Checksum;
+/// Whether KZG parameters made from a known public seed (halo2-base's `gen_srs`, halo2's test
+/// helpers: see [`crate::test_setup`]) load. Their secret is known, so anyone can forge proofs
+/// under them: for tests only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TestSetup {
+    /// Refused with [`crate::Error::TestSetup`] (the default).
+    #[default]
+    Refused,
+    /// Loaded: tests that mean to use them.
+    Allowed,
+}
 
 /// Whether the payload checksum (XXH3-64) is verified on load ([`LoadOptions::checksum`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -270,9 +278,9 @@ pub struct LoadOptions {
     /// when the file, not the caller, chooses the backend (`load_any`).
     pub codecs: CodecSet,
     /// Whether KZG parameters made from a known public seed load (for tests only: see
-    /// [`crate::test_setup`]). Default `false`: they are refused with
+    /// [`crate::test_setup`]). Default [`TestSetup::Refused`]: they are refused with
     /// [`crate::Error::TestSetup`].
-    pub allow_test_setup: bool,
+    pub test_setup: TestSetup,
 }
 
 /// Options for saving a key.

@@ -30,10 +30,6 @@ use crate::payload::PayloadReader;
 /// named apart from halo2's `Params` trait, which files using both import as `_`).
 pub type KzgParams = ParamsKZG<Bn256>;
 
-/// The old name of [`KzgParams`], which clashed with halo2's `Params` trait.
-#[deprecated(note = "renamed KzgParams")]
-pub type Params = KzgParams;
-
 /// Bytes of one raw G2 point.
 pub(crate) const G2_RAW_BYTES: usize = 128;
 /// Bytes of one compressed G2 point.

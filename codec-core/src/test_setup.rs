@@ -70,14 +70,14 @@ pub fn known_setup_in_tail(tail: &[u8]) -> Option<&'static KnownSetup> {
     })
 }
 
-/// Refuses parameters made from a known public seed, unless `allow` (tests).
+/// Refuses parameters made from a known public seed, unless `test_setup` allows them (tests).
 ///
 /// # Errors
 ///
 /// [`Error::TestSetup`] naming the seed's origin.
-pub fn refuse_test_setup(params: &KzgParams, allow: bool) -> Result<()> {
+pub fn refuse_test_setup(params: &KzgParams, test_setup: crate::TestSetup) -> Result<()> {
     match known_setup_of(params) {
-        Some(known) if !allow => Err(Error::TestSetup {
+        Some(known) if test_setup == crate::TestSetup::Refused => Err(Error::TestSetup {
             origin: known.origin,
         }),
         _ => Ok(()),
@@ -99,10 +99,10 @@ mod tests {
                 "{k}"
             );
             assert!(matches!(
-                refuse_test_setup(&gen_srs, false),
+                refuse_test_setup(&gen_srs, crate::TestSetup::Refused),
                 Err(Error::TestSetup { .. })
             ));
-            assert!(refuse_test_setup(&gen_srs, true).is_ok());
+            assert!(refuse_test_setup(&gen_srs, crate::TestSetup::Allowed).is_ok());
         }
         let other = KzgParams::setup(5, rand_chacha::ChaCha20Rng::from_seed([7; 32]));
         assert!(known_setup_of(&other).is_none());

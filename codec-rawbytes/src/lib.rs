@@ -159,7 +159,7 @@ impl RawBytesCodec {
         let context = self.params_context(options);
         let mut payload = PayloadReader::new(reader, options.limits.max_payload_bytes, false);
         let params = self.decode_params(&mut payload, &context)?;
-        keycodec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+        keycodec_core::test_setup::refuse_test_setup(&params, options.test_setup)?;
         Ok(params)
     }
 
@@ -190,7 +190,7 @@ impl RawBytesCodec {
         let params = headerless(file, options, "parameters file length", |payload| {
             self.decode_params(payload, &context)
         })?;
-        keycodec_core::test_setup::refuse_test_setup(&params, options.allow_test_setup)?;
+        keycodec_core::test_setup::refuse_test_setup(&params, options.test_setup)?;
         Ok(params)
     }
 

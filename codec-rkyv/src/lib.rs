@@ -64,10 +64,6 @@ pub const ID: CodecId = CodecId::RKYV;
 /// The only wire mode: sectioned archives, 64-bit relative pointers.
 pub const MODE_SECTIONS: WireMode = WireMode::new(0, "sections");
 
-/// The old name of [`MODE_SECTIONS`].
-#[deprecated(note = "named as it displays now: use MODE_SECTIONS")]
-pub const MODE_SECTIONS_P64: WireMode = MODE_SECTIONS;
-
 /// Alignment of every section's archive.
 const SECTION_ALIGN: usize = 16;
 

@@ -21,12 +21,9 @@ pub use backend::{load_any, Backend, ParseBackendError};
 pub use keycodec_core::{
     downsize, halo2_proofs, halo2curves, replace_atomically, BufferConfig, Checksum, CodecId,
     CodecSet, Error, Fingerprint, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, KzgParams,
-    Limits, LoadOptions, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, Validation,
-    WireMode, MAX_K,
+    Limits, LoadOptions, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, TestSetup,
+    Validation, WireMode, MAX_K,
 };
-
-#[allow(deprecated)]
-pub use keycodec_core::{Integrity, Params};
 
 /// The container header, for tools that look at files without decoding them.
 pub use keycodec_core::header;

@@ -13,7 +13,7 @@ use keycodec_core::halo2_proofs::SerdeFormat;
 use keycodec_core::header::{Header, HEADER_LEN, MAGIC};
 use keycodec_core::{
     downsize, Error, KeyCodecExt, KeyDigest, KeyKind, KzgParams, Limits, LoadOptions, Result,
-    Validation,
+    TestSetup, Validation,
 };
 
 use crate::Backend;
@@ -59,9 +59,9 @@ pub struct ParamsOptions {
     /// and the memory budget.
     pub limits: Limits,
     /// Whether parameters made from a known public seed (halo2-base's `gen_srs`: see
-    /// `keycodec_core::test_setup`) are accepted: for tests only. Default `false`: they are
-    /// refused with [`Error::TestSetup`].
-    pub allow_test_setup: bool,
+    /// `keycodec_core::test_setup`) are accepted: for tests only. Default
+    /// [`TestSetup::Refused`]: they are refused with [`Error::TestSetup`].
+    pub test_setup: TestSetup,
 }
 
 impl ParamsOptions {
@@ -70,7 +70,7 @@ impl ParamsOptions {
         LoadOptions {
             validation: self.validation,
             limits: self.limits,
-            allow_test_setup: self.allow_test_setup,
+            test_setup: self.test_setup,
             ..LoadOptions::default()
         }
     }

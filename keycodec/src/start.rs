@@ -107,6 +107,19 @@ impl KeyOptions {
 /// cores. The one default of every lock keycodec takes.
 pub use keycodec_core::DEFAULT_LOCK_TIMEOUT;
 
+/// Whether keygen compresses selectors into fixed columns (halo2's `keygen_vk_custom`): the
+/// key of a circuit is another key with or without, so a start generates the one its
+/// prover expects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Selectors {
+    /// Each selector its own column, as halo2-axiom's `keygen_vk` makes them (the default).
+    #[default]
+    Separate,
+    /// Selectors combined into fewer fixed columns, as `keygen_vk_custom(.., true)` makes
+    /// them.
+    Compressed,
+}
+
 /// How a cold start loads, pins, saves and generates.
 #[derive(Clone, Copy, Debug)]
 pub struct StartOptions {
@@ -117,8 +130,8 @@ pub struct StartOptions {
     pub params: ParamsOptions,
     /// How generated keys are saved.
     pub save: SaveOptions,
-    /// Whether keygen compresses selectors (halo2-axiom's `keygen_vk` does not).
-    pub compress_selectors: bool,
+    /// Whether keygen compresses selectors (halo2-axiom's `keygen_vk` does not: the default).
+    pub selectors: Selectors,
     /// How long to wait for another process generating the same key before reporting it
     /// (an [`Error::Io`] of kind `TimedOut` naming the lock and its holder, and whether it
     /// is stopped). Default [`DEFAULT_LOCK_TIMEOUT`]; `Duration::MAX` waits as long as it
@@ -133,7 +146,7 @@ impl Default for StartOptions {
             key: KeyOptions::default(),
             params: ParamsOptions::default(),
             save: SaveOptions::default(),
-            compress_selectors: false,
+            selectors: Selectors::Separate,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
         }
     }
@@ -166,7 +179,8 @@ pub fn load_or_generate_pk<C: Circuit<Fr>>(
     options: &StartOptions,
 ) -> Result<(ProvingKey<G1Affine>, Origin)> {
     let generate = || {
-        let vk = keygen_vk_custom(params, circuit, options.compress_selectors).map_err(keygen)?;
+        let vk = keygen_vk_custom(params, circuit, options.selectors == Selectors::Compressed)
+            .map_err(keygen)?;
         keygen_pk(params, vk, circuit).map_err(keygen)
     };
     key_at(
@@ -194,7 +208,10 @@ pub fn load_or_generate_vk<C: Circuit<Fr>>(
     circuit: &C,
     options: &StartOptions,
 ) -> Result<(VerifyingKey<G1Affine>, Origin)> {
-    let generate = || keygen_vk_custom(params, circuit, options.compress_selectors).map_err(keygen);
+    let generate = || {
+        keygen_vk_custom(params, circuit, options.selectors == Selectors::Compressed)
+            .map_err(keygen)
+    };
     key_at(
         codec,
         &location.into(),

@@ -119,7 +119,7 @@ fn concurrent_starts_generate_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.pk");
     let options = StartOptions {
-        compress_selectors: true,
+        selectors: keycodec::start::Selectors::Compressed,
         ..StartOptions::default()
     };
     let outcomes: Vec<_> = std::thread::scope(|scope| {
@@ -148,7 +148,7 @@ fn concurrent_starts_generate_once() {
 fn a_verifying_key_comes_from_its_file_or_a_proving_keys_or_keygen() {
     let fixture = lookup();
     let options = StartOptions {
-        compress_selectors: true,
+        selectors: keycodec::start::Selectors::Compressed,
         ..StartOptions::default()
     };
     let codec = Backend::compiled().next().unwrap().codec().unwrap();

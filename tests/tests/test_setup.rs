@@ -30,11 +30,11 @@ fn parameters_from_gen_srs_are_refused_unless_allowed() {
     let message = keycodec_tests::error_text(&refused);
     assert!(
         matches!(&refused, Err(Error::TestSetup { origin }) if origin.contains("gen_srs"))
-            && message.contains("allow_test_setup"),
+            && message.contains("TestSetup::Allowed"),
         "{message}"
     );
     let allowed = ParamsOptions {
-        allow_test_setup: true,
+        test_setup: keycodec::TestSetup::Allowed,
         ..ParamsOptions::default()
     };
     let params = open_params(&file, &allowed).unwrap();
@@ -53,7 +53,7 @@ fn parameters_from_gen_srs_are_refused_unless_allowed() {
         .load_params(
             &container,
             &LoadOptions {
-                allow_test_setup: true,
+                test_setup: keycodec::TestSetup::Allowed,
                 ..LoadOptions::default()
             }
         )

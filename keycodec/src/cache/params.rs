@@ -86,7 +86,7 @@ pub fn fetch_params(
         base,
         cache,
         k: options.k,
-        allow_test_setup: options.allow_test_setup,
+        test_setup: options.test_setup,
     };
     let k_of = |params: &KzgParams| params.k();
     let too_small = |params: &KzgParams, k: u32| {
@@ -161,7 +161,7 @@ pub(crate) fn cached_params(object: &Object, options: &ParamsOptions) -> Result<
         base,
         cache: &object.cache,
         k: options.k,
-        allow_test_setup: options.allow_test_setup,
+        test_setup: options.test_setup,
     };
     match entries.ready(false)? {
         Some(fetched) => entries.within_limits(fetched, options).map(Some),
@@ -178,7 +178,7 @@ struct Entries<'a> {
     /// The `k` asked for.
     k: Option<u32>,
     /// Whether the caller accepts a known test setup.
-    allow_test_setup: bool,
+    test_setup: keycodec_core::TestSetup,
 }
 
 impl Entries<'_> {
@@ -227,7 +227,7 @@ impl Entries<'_> {
     fn load(&self, path: &Path, locked: bool) -> Result<Option<KzgParams>> {
         let options = LoadOptions {
             validation: Validation::Trusted,
-            allow_test_setup: self.allow_test_setup,
+            test_setup: self.test_setup,
             ..LoadOptions::default()
         };
         match rawbytes()?.load_params(path, &options) {
