@@ -207,6 +207,10 @@ fn write_params(path: &Path, params: &ParamsKZG<Bn256>) -> std::io::Result<()> {
 
 /// A spinner with a message, ticking on its own.
 pub fn spinner(message: String) -> ProgressBar {
+    // A log (output not a terminal) gets the phase as a line: the spinner draws nothing there.
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!("{message}");
+    }
     let bar = ProgressBar::new_spinner();
     bar.set_message(message);
     bar.enable_steady_tick(std::time::Duration::from_millis(200));

@@ -95,7 +95,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0.10)]
     pub interval: f64,
 
-    /// Stop adding runs to a size after this long (s, m or h: 90s, 10m, 1h)
+    /// Stop adding runs once the whole run has taken this long, the minimum of runs included
+    /// (s, m or h: 90s, 10m, 1h); each remaining size still gets one run
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub time_cap: Duration,
 

@@ -29,7 +29,9 @@ pub struct Stopping {
     pub max_runs: usize,
     /// Stop once every paired ratio's 95% interval is within +-this (0.1: +-10%).
     pub interval: f64,
-    /// Or once the plan has run this long.
+    /// Or once the whole harness run (every size, every plan) has run this long: checked
+    /// after each counted run, before the minimum of runs, so a run ends at most one run of
+    /// each remaining plan past it.
     pub time_cap: Duration,
 }
 
@@ -49,6 +51,10 @@ pub struct Measured {
 /// every cold read was cold.
 pub struct Runner {
     stopping: Stopping,
+    /// When the harness run started: the time cap is of the whole run.
+    started: Instant,
+    /// Whether progress goes to a log (not a terminal): a line per finished run.
+    log: bool,
     replace: bool,
     cold: bool,
     bar: ProgressBar,
@@ -69,6 +75,8 @@ impl Runner {
         bar.enable_steady_tick(Duration::from_millis(250));
         Runner {
             stopping,
+            started: Instant::now(),
+            log: !std::io::IsTerminal::is_terminal(&std::io::stderr()),
             replace,
             cold,
             bar,
@@ -90,6 +98,13 @@ impl Runner {
     /// A write or a case that failed, as text.
     pub fn measure(&mut self, plan: &Plan<'_>, buffer: Size) -> Result<Measured, String> {
         let started = Instant::now();
+        if self.log {
+            eprintln!(
+                "measuring {} cases over {} files, buffer {buffer}",
+                plan.cases.len(),
+                plan.files.len()
+            );
+        }
         // Each case once, floors spread through the run as often as they visit.
         let mut visits: Vec<usize> = (0..plan.cases.len()).collect();
         for (index, case) in plan.cases.iter().enumerate() {
@@ -161,7 +176,16 @@ impl Runner {
             }
             run += 1;
             let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
-            if let Some(reason) = self.stop(run, started.elapsed(), &rows, &saves) {
+            let stop = self.stop(run, &rows, &saves);
+            if self.log {
+                eprintln!(
+                    "run {run} done in {:.0} s ({:.0} s in all): {}",
+                    started.elapsed().as_secs_f64(),
+                    self.started.elapsed().as_secs_f64(),
+                    stop.as_deref().unwrap_or("another run")
+                );
+            }
+            if let Some(reason) = stop {
                 break reason;
             }
         };
@@ -177,20 +201,11 @@ impl Runner {
         })
     }
 
-    /// Why to stop after `runs` runs taking `elapsed`, or `None` to run again.
-    fn stop(
-        &self,
-        runs: usize,
-        elapsed: Duration,
-        rows: &[Row],
-        saves: &[SaveRow],
-    ) -> Option<String> {
+    /// Why to stop after `runs` runs, or `None` to run again.
+    fn stop(&self, runs: usize, rows: &[Row], saves: &[SaveRow]) -> Option<String> {
         let stopping = &self.stopping;
         if let Some(fixed) = stopping.fixed {
             return (runs >= fixed).then(|| format!("{fixed} runs, as asked"));
-        }
-        if runs < stopping.min_runs {
-            return None;
         }
         // keycodec's ratios to halo2 (not halo2's own durability cost, which only informs).
         let widest = rows
@@ -204,6 +219,17 @@ impl Runner {
             )
             .map(|ratio| ratio.half_width())
             .fold(0.0, f64::max);
+        // The cap bounds the whole run, the minimum of runs included.
+        if self.started.elapsed() >= stopping.time_cap {
+            return Some(format!(
+                "time cap ({:.0} s for the whole run) after {runs} runs; widest interval +-{:.0}%",
+                stopping.time_cap.as_secs_f64(),
+                widest * 100.0
+            ));
+        }
+        if runs < stopping.min_runs {
+            return None;
+        }
         if widest <= stopping.interval {
             return Some(format!(
                 "every paired ratio's 95% interval within +-{:.0}% (widest +-{:.0}%)",
@@ -214,13 +240,6 @@ impl Runner {
         if runs >= stopping.max_runs {
             return Some(format!(
                 "{runs} runs, the most allowed; widest interval +-{:.0}%",
-                widest * 100.0
-            ));
-        }
-        if elapsed >= stopping.time_cap {
-            return Some(format!(
-                "time cap ({:.0} s) after {runs} runs; widest interval +-{:.0}%",
-                stopping.time_cap.as_secs_f64(),
                 widest * 100.0
             ));
         }

@@ -30,6 +30,7 @@ pub(crate) enum Witness {
     /// The stamp of the file (`None`: there was none).
     File(Option<FileStamp>),
     /// An object: the store's conditional requests keep each read to one version.
+    #[cfg(feature = "remote")]
     Object,
 }
 
@@ -67,6 +68,7 @@ pub(crate) fn judge_file<T>(
 /// # Errors
 ///
 /// The read's error when it does not disprove the object.
+#[cfg(feature = "remote")]
 pub(crate) fn judge_object<T>(read: Result<T>) -> Result<Found<T>> {
     match read {
         Ok(value) => Ok(Found::Usable(value)),

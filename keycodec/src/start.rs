@@ -21,11 +21,13 @@ use keycodec_core::halo2_proofs::plonk::{
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use keycodec_core::{
-    lock_beside, CodecSet, Error, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, KzgParams,
-    Limits, LoadOptions, Result, SaveOptions, Validation,
+    lock_beside, CodecSet, Error, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KzgParams, Limits,
+    LoadOptions, Result, SaveOptions, Validation,
 };
 
-use crate::replace::{file_kind, judge_file, judge_object, refuse_vk_over_pk, Found};
+#[cfg(feature = "remote")]
+use crate::replace::judge_object;
+use crate::replace::{file_kind, judge_file, refuse_vk_over_pk, Found};
 
 pub use crate::location::Location;
 #[cfg(feature = "remote")]
@@ -274,7 +276,7 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
                 Found::Usable(key) => return Ok((key, Origin::Loaded)),
                 Found::Replaceable(proof, _) => proof,
             };
-            if K::KIND == KeyKind::Verifying {
+            if K::KIND == keycodec_core::KeyKind::Verifying {
                 let kind = match object.remote.header(&object.path) {
                     Ok(header) => Some(header.kind),
                     Err(err) if err.is_missing() => None,
