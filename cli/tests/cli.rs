@@ -694,6 +694,13 @@ fn pull_fetch_and_push_under_a_servers_odd_answers_keep_what_was_there() {
     let (path, digest) = saved(dir.path());
     let bytes = std::fs::read(&path).unwrap();
     server.put_public(&bucket, "key.pk", &bytes);
+    keycodec::RawBytesCodec::default()
+        .save_params(
+            &dir.path().join("kzg.params"),
+            &lookup().params,
+            &SaveOptions::default(),
+        )
+        .unwrap();
     type Case = (&'static str, fn() -> Fault);
     let cases: [Case; 4] = [
         ("a short body", || Fault::ShortBody),
@@ -716,6 +723,7 @@ fn pull_fetch_and_push_under_a_servers_odd_answers_keep_what_was_there() {
         std::fs::write(&pulled, b"before").unwrap();
         let out = keycodec(&["pull", &url, pulled.to_str().unwrap()]);
         let after = std::fs::read(&pulled).unwrap();
+        eprintln!("outcome: pull, {name}: exit {:?}", out.status.code());
         match out.status.code() {
             Some(0) => assert!(after == bytes, "{name}: pulled other bytes"),
             Some(1 | 4) => assert_eq!(after, b"before", "{name}"),
@@ -745,6 +753,11 @@ fn pull_fetch_and_push_under_a_servers_odd_answers_keep_what_was_there() {
             "--json",
         ]);
         let cached = cache.join(keycodec::remote::pinned_name(digest, "rkyv"));
+        eprintln!(
+            "outcome: fetch --manifest, {name}: exit {:?}, cached {}",
+            out.status.code(),
+            cached.exists()
+        );
         match cached.exists() {
             true => assert!(std::fs::read(&cached).unwrap() == bytes, "{name}"),
             false => assert_ne!(out.status.code(), Some(0), "{name}"),

@@ -347,7 +347,7 @@ impl StartKey for VerifyingKey<G1Affine> {
     }
 }
 
-/// The key at `object`, through its cache (see `Remote::load_cached`).
+/// The key at `object`, through its cache (see `RemoteExt::load_cached`).
 #[cfg(feature = "remote")]
 fn cached_key<C: Circuit<Fr>, K: StartKey>(
     codec: &dyn KeyCodec,

@@ -209,6 +209,18 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
                 };
                 let took = started.elapsed();
                 let context = format!("{name}, {entry:?}, pinned {}", pin.is_some());
+                // The outcome, for the fault table (`--nocapture`).
+                eprintln!(
+                    "outcome: {context}: {}",
+                    match &loaded {
+                        Ok(_) => "the key".to_owned(),
+                        Err(err) => format!("{:?}", err.cause())
+                            .split([' ', '(', '{'])
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    }
+                );
                 match &loaded {
                     Ok(pk) => assert_eq!(pk_bytes(pk), pk_bytes(&fixture.pk), "{context}"),
                     Err(err) => assert!(
