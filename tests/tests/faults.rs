@@ -101,9 +101,11 @@ impl Bucket {
 
     /// Applies `fault` to every ranged GET from now on.
     fn fault_every_ranged_get(&self, fault: Fault) {
+        // This bucket's object only: the proxy of `s3_url_bucket` is shared.
+        let target: &'static str = Box::leak(format!("/{}/prover.pk", self.name).into_boxed_str());
         self.proxy.inject(Rule {
             method: "GET",
-            target_contains: "prover.pk",
+            target_contains: target,
             ranged: true,
             skip: 0,
             times: usize::MAX,
@@ -126,12 +128,14 @@ fn temporary_files(dir: &Path) -> Vec<String> {
 }
 
 /// The entry points that read a key object and may write one: a start of the key alone, a
-/// whole cold start (parameters from a file), a cached load.
-#[derive(Clone, Copy, Debug)]
+/// whole cold start (parameters from a file), a cached load, a manifest's cold start (its key
+/// at an `s3://` URL, pinned as manifests require).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Entry {
     LoadOrGenerate,
     ColdStart,
     LoadCached,
+    Manifest,
 }
 
 /// The server's odd answers and the network's faults, each on every ranged GET of a good
@@ -161,11 +165,26 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
         ("a 503 storm", || Fault::Status(503)),
         ("a stall", || Fault::Stall(Duration::from_secs(1))),
     ];
-    let entries = [Entry::LoadOrGenerate, Entry::ColdStart, Entry::LoadCached];
+    let entries = [
+        Entry::LoadOrGenerate,
+        Entry::ColdStart,
+        Entry::LoadCached,
+        Entry::Manifest,
+    ];
     for (name, fault) in cases {
         for entry in entries {
             for pin in [None, Some(digest)] {
-                let bucket = Bucket::new("odd-answers");
+                // A manifest's store is configured as users' are (`object_store`'s own retries:
+                // up to a minute a request), so the storms, retried to the end, are left to
+                // the entry points above, which share its code.
+                let storm = matches!(name, "a reset mid-body" | "a 500 storm" | "a 503 storm");
+                if entry == Entry::Manifest && (pin.is_none() || storm) {
+                    continue;
+                }
+                let bucket = match entry {
+                    Entry::Manifest => s3_url_bucket("odd-answers-manifest"),
+                    _ => Bucket::new("odd-answers"),
+                };
                 bucket.put("prover.pk", good.clone());
                 bucket.fault_every_ranged_get(fault());
                 let cache = tempfile::tempdir().unwrap();
@@ -206,6 +225,30 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
                             },
                         )
                         .map(|(pk, _)| pk),
+                    Entry::Manifest => {
+                        let manifest_path = cache.path().join("prover.json");
+                        let json = serde_json::json!({
+                            "manifest": 1,
+                            "params": { "path": params_path, "k": k },
+                            "keys": { "prover": {
+                                "kind": "proving",
+                                "url": format!("s3://{}/prover.pk", bucket.name),
+                                "codec": "rawbytes",
+                                "digest": digest.to_string(),
+                            } },
+                        });
+                        std::fs::write(&manifest_path, json.to_string()).unwrap();
+                        Manifest::open(&manifest_path)
+                            .and_then(|manifest| {
+                                manifest.cold_start(
+                                    "prover",
+                                    &fixture.circuit,
+                                    cache.path(),
+                                    &StartOptions::default(),
+                                )
+                            })
+                            .and_then(|start| loaded(start.pk, start.origin))
+                    }
                 };
                 let took = started.elapsed();
                 let context = format!("{name}, {entry:?}, pinned {}", pin.is_some());
