@@ -6,11 +6,14 @@
 //! Each artifact is at a [`Location`] and has options of its own: the key's
 //! ([`KeyOptions`]: validation, its digest pin, the codecs and limits its load accepts) and
 //! the parameters' ([`ParamsOptions`]: validation, their pin, the limits). A key is generated
-//! (and saved over its file or object) only when the file is missing or is provably not this
-//! key: damaged, another circuit's, `k`'s or kind's, or not the pinned digest
-//! ([`Error::disproves_artifact`]). Any other failure (an I/O error, the caller's own limits,
-//! budget or codecs, a file a newer keycodec wrote, a store that failed) is the start's
-//! error, and the file stays as it is.
+//! (and saved over its file or object) only when it is missing or one complete read of one
+//! version of it proves it is not this key ([`Error::disproves_artifact`], the one rule): a
+//! file damaged; a file or object of another circuit, `k`, kind or digest. Any other failure
+//! is the start's error and the artifact stays as it is: an I/O error, a transport's (an
+//! object that reads as damaged is not replaced), the caller's own limits, budget or codecs, a
+//! file a newer keycodec wrote, a file that changed while it was read or while the key was
+//! generated ([`Error::FileChanged`]: a deploy copying a key over it). A verifying key is
+//! never written over a proving key's container.
 
 use std::path::Path;
 use std::time::Duration;
@@ -156,9 +159,9 @@ impl Default for StartOptions {
 
 /// Loads the proving key at `location` if it is there and is this circuit's key for
 /// `params`'s `k` (and the pinned one, if [`KeyOptions::pin`] pins one); generates it with
-/// halo2's keygen, saves it atomically with `codec` (for an object: into the cache, then
-/// uploads it) and returns it when the file is missing or provably not this key; returns the
-/// load's error otherwise.
+/// halo2's keygen, saves it atomically with `codec` (for an object: uploads it, then keeps a
+/// copy in the cache if it can) and returns it when it is missing or provably not this key;
+/// returns the load's error otherwise (see the module docs).
 ///
 /// Two processes (or threads) starting at once are safe: the first that finds no usable key
 /// takes a lock (`.{name}.keycodec.lock` beside the key, or in the cache directory) and
@@ -172,7 +175,8 @@ impl Default for StartOptions {
 /// A load's error that does not disprove the file (see the module docs), halo2's keygen
 /// errors (as [`Error::Internal`]), a generated key whose digest is not the pinned one
 /// ([`Error::DigestMismatch`], naming the key's file: nothing is saved), a lock held past the
-/// timeout, and the save's errors.
+/// timeout, [`Error::FileChanged`] for a key file that changed while it was read or while the
+/// key was generated (nothing is saved over it), the upload's errors, and the save's.
 pub fn load_or_generate_pk<C: Circuit<Fr>>(
     codec: &dyn KeyCodec,
     location: impl Into<Location>,
