@@ -570,16 +570,13 @@ impl Remote {
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> Result<K> {
-        let cs = configure::<C>(circuit_params);
-        let decoded = self.read(
+        self.load_key(
             codec,
             location,
-            Request::for_key(K::KIND),
-            Some(cs),
+            configure::<C>(circuit_params),
             options,
             None,
-        )?;
-        into_key(decoded, &self.name(location))
+        )
     }
 
     /// Loads a key from `location` as [`Remote::load`] does, for the circuit whose constraint
@@ -601,13 +598,26 @@ impl Remote {
         cs: halo2_proofs::plonk::ConstraintSystem<Fr>,
         options: &LoadOptions,
     ) -> Result<K> {
+        self.load_key(codec, location, cs, options, Some((file, info)))
+    }
+
+    /// A key of kind `K` from any container that holds one ([`Request::for_key`]), written
+    /// into `tee` too when given (see [`Remote::read`]).
+    fn load_key<K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        cs: halo2_proofs::plonk::ConstraintSystem<Fr>,
+        options: &LoadOptions,
+        tee: Option<(&File, &ObjectInfo)>,
+    ) -> Result<K> {
         let decoded = self.read(
             codec,
             location,
             Request::for_key(K::KIND),
             Some(cs),
             options,
-            Some((file, info)),
+            tee,
         )?;
         into_key(decoded, &self.name(location))
     }

@@ -529,44 +529,34 @@ fn a_full_or_read_only_key_folder_is_an_error_and_the_file_stays() {
     };
     let path = folder.path().join("prover.pk");
     std::fs::write(&path, torn).unwrap();
-    let start = load_or_generate_pk(
-        &codec,
-        &path,
-        &fixture.params,
-        &fixture.circuit,
-        &StartOptions::default(),
-    );
-    assert!(
-        matches!(start.as_ref().map_err(Error::cause), Err(Error::Io { .. })),
-        "full: {:?}",
-        start.err()
-    );
-    assert_eq!(std::fs::read(&path).unwrap(), torn, "full: the file stays");
+    let start_keeps_the_file = |folder_state: &str| {
+        let start = load_or_generate_pk(
+            &codec,
+            &path,
+            &fixture.params,
+            &fixture.circuit,
+            &StartOptions::default(),
+        );
+        assert!(
+            matches!(start.as_ref().map_err(Error::cause), Err(Error::Io { .. })),
+            "{folder_state}: {:?}",
+            start.err()
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            torn,
+            "{folder_state}: the file stays"
+        );
+    };
+    start_keeps_the_file("full");
     assert!(temporary_files(folder.path()).is_empty());
-
     let remounted = std::process::Command::new("mount")
         .args(["-o", "remount,ro"])
         .arg(folder.path())
         .status()
         .is_ok_and(|status| status.success());
     assert!(remounted, "remount read-only");
-    let start = load_or_generate_pk(
-        &codec,
-        &path,
-        &fixture.params,
-        &fixture.circuit,
-        &StartOptions::default(),
-    );
-    assert!(
-        matches!(start.as_ref().map_err(Error::cause), Err(Error::Io { .. })),
-        "read-only: {:?}",
-        start.err()
-    );
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        torn,
-        "read-only: the file stays"
-    );
+    start_keeps_the_file("read-only");
 }
 
 /// StandardPlonk, whose keygen runs `deploy` once (a deploy's `cp` of a key over the file,
