@@ -132,6 +132,12 @@ pub struct Sample {
     pub verified: bool,
     /// Rise of resident memory during the load, if measurable.
     pub rss_rise: Option<u64>,
+    /// The process's memory in transparent huge pages right after the load (its key held).
+    #[serde(default)]
+    pub huge_pages: Option<u64>,
+    /// The machine's compaction stalls during the load.
+    #[serde(default)]
+    pub compact_stalls: Option<u64>,
 }
 
 /// What a load returned (moved once, to be checked: boxing would buy nothing).
@@ -182,6 +188,7 @@ pub fn run_here<C: Workload>(
 ) -> Result<Sample, String> {
     let measurable = rss::reset_peak();
     let before = rss::current();
+    let stalls_before = rss::compact_stalls();
     let started = Instant::now();
     let loaded = execute::<C>(load, paths, circuit_params, target, buffer)?;
     let seconds = match loaded {
@@ -189,6 +196,10 @@ pub fn run_here<C: Workload>(
         Loaded::Read(Floor { seconds, .. }) => seconds,
         _ => started.elapsed().as_secs_f64(),
     };
+    let compact_stalls = rss::compact_stalls()
+        .zip(stalls_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let huge_pages = rss::anon_huge_pages();
     let rss_rise = match (measurable, before, rss::peak()) {
         (true, Some(before), Some(after)) => Some(after.saturating_sub(before)),
         _ => None,
@@ -198,6 +209,8 @@ pub fn run_here<C: Workload>(
         seconds,
         verified,
         rss_rise,
+        huge_pages,
+        compact_stalls,
     })
 }
 

@@ -370,17 +370,40 @@ pub mod rss {
         std::fs::write("/proc/self/clear_refs", "5").is_ok()
     }
 
+    /// Anonymous memory of this process mapped by transparent huge pages, in bytes
+    /// (`AnonHugePages` of `/proc/self/smaps_rollup`): how much of a load's memory the kernel
+    /// gave as 2 MiB pages.
+    pub fn anon_huge_pages() -> Option<u64> {
+        kib_field("/proc/self/smaps_rollup", "AnonHugePages:").map(|kib| kib * 1024)
+    }
+
+    /// Times the kernel stalled an allocation to compact memory, machine-wide
+    /// (`compact_stall` of `/proc/vmstat`): a fault in a `MADV_HUGEPAGE` region may wait for
+    /// compaction when `defrag` is `madvise`.
+    pub fn compact_stalls() -> Option<u64> {
+        let vmstat = std::fs::read_to_string("/proc/vmstat").ok()?;
+        vmstat
+            .lines()
+            .find_map(|line| line.strip_prefix("compact_stall "))?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     fn field(name: &str) -> Option<u64> {
-        let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = status.lines().find(|line| line.starts_with(name))?;
-        let kib: u64 = line
-            .trim_start_matches(name)
+        kib_field("/proc/self/status", name).map(|kib| kib * 1024)
+    }
+
+    /// The kB value of the line of `file` that starts with `name`.
+    fn kib_field(file: &str, name: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(file).ok()?;
+        let line = text.lines().find(|line| line.starts_with(name))?;
+        line.trim_start_matches(name)
             .trim()
             .trim_end_matches("kB")
             .trim()
             .parse()
-            .ok()?;
-        Some(kib * 1024)
+            .ok()
     }
 }
 
@@ -398,5 +421,8 @@ mod tests {
         let peak = rss::peak().unwrap();
         assert!(peak >= before + (60 << 20), "peak {peak} before {before}");
         drop(block);
+        // Linux has both counters (a kernel without THP reports 0 huge pages, not none).
+        assert!(rss::anon_huge_pages().is_some());
+        assert!(rss::compact_stalls().is_some());
     }
 }

@@ -62,6 +62,12 @@ pub struct Row {
     pub reference: Option<RowId>,
     /// Rise of resident memory during the load (maximum over runs), if measurable.
     pub peak_rss_bytes: Option<u64>,
+    /// The loading process's memory in transparent huge pages right after each load, over
+    /// the runs: its median, and its least and most (a fresh load's key in huge pages or not
+    /// is what makes its time bimodal).
+    pub huge_pages_bytes: Option<[u64; 3]>,
+    /// The machine's compaction stalls during this row's loads, all runs together.
+    pub compact_stalls: Option<u64>,
     /// Whether every load gave the original.
     pub verified: bool,
 }

@@ -832,6 +832,8 @@ fn sample(seconds: f64, verified: bool) -> Sample {
         seconds,
         verified,
         rss_rise: None,
+        huge_pages: None,
+        compact_stalls: None,
     }
 }
 

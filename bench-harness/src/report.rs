@@ -92,7 +92,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         let _ = writeln!(out, "\n{title}");
         let _ = writeln!(
             out,
-            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>7} {:>20} {:>12} {:>9} {:>3}",
+            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>7} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
             "backend",
             "mode",
             "values",
@@ -105,7 +105,9 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             "speedup [95%]",
             "file bytes",
             "load RSS",
-            "ok"
+            "ok",
+            "huge pages",
+            "stalls"
         );
         for row in rows {
             let floor = match (row.below_floor, row.read_vs_floor) {
@@ -114,7 +116,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             };
             let _ = writeln!(
                 out,
-                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>20} {:>12} {:>9} {:>3}",
+                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
                 row.backend,
                 row.mode,
                 row.validation,
@@ -128,6 +130,10 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 row.file_bytes,
                 row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
                 if row.verified { "yes" } else { "NO" },
+                row.huge_pages_bytes.map_or("n/a".to_owned(), |[median, least, most]| {
+                    format!("{} ({}-{})", mib(median), mib(least), mib(most))
+                }),
+                row.compact_stalls.map_or("n/a".to_owned(), |n| n.to_string()),
             );
         }
     }
