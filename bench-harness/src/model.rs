@@ -66,6 +66,8 @@ pub struct Row {
     /// the runs: its median, and its least and most (a fresh load's key in huge pages or not
     /// is what makes its time bimodal).
     pub huge_pages_bytes: Option<[u64; 3]>,
+    /// The same, run by run (in the order of `read_runs`), when every run measured it.
+    pub huge_pages_runs: Vec<u64>,
     /// The machine's compaction stalls during this row's loads, all runs together.
     pub compact_stalls: Option<u64>,
     /// Whether every load gave the original.

@@ -320,6 +320,11 @@ fn rows(
             reference: case.reference.and_then(id),
             peak_rss_bytes: taken.iter().filter_map(|sample| sample.rss_rise).max(),
             huge_pages_bytes: spread_of(taken.iter().filter_map(|sample| sample.huge_pages)),
+            huge_pages_runs: taken
+                .iter()
+                .map(|sample| sample.huge_pages)
+                .collect::<Option<Vec<u64>>>()
+                .unwrap_or_default(),
             compact_stalls: taken
                 .iter()
                 .map(|sample| sample.compact_stalls)
