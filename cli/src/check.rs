@@ -193,3 +193,11 @@ fn hash(file: &mut &File, len: u64) -> std::io::Result<u64> {
     }
     Ok(hasher.digest())
 }
+
+/// What `--allow-test-setup` asks of a load.
+pub(crate) fn test_setup(allowed: bool) -> keycodec::TestSetup {
+    match allowed {
+        true => keycodec::TestSetup::Allowed,
+        false => keycodec::TestSetup::Refused,
+    }
+}

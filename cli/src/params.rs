@@ -158,7 +158,7 @@ impl ParamsCommand {
                     } else {
                         Validation::Checked
                     },
-                    test_setup: test_setup(*allow_test_setup),
+                    test_setup: crate::check::test_setup(*allow_test_setup),
                     ..ParamsOptions::default()
                 };
                 let params = phase("reading and checking", source, || {
@@ -174,7 +174,7 @@ impl ParamsCommand {
                 json,
             } => {
                 let options = ParamsOptions {
-                    test_setup: test_setup(*allow_test_setup),
+                    test_setup: crate::check::test_setup(*allow_test_setup),
                     ..ParamsOptions::default()
                 };
                 let params = phase("reading", source, || open_params(source, &options))?;
@@ -223,7 +223,7 @@ impl ParamsCommand {
                         source,
                         &ParamsOptions {
                             k: Some(*k),
-                            test_setup: test_setup(*allow_test_setup),
+                            test_setup: crate::check::test_setup(*allow_test_setup),
                             ..ParamsOptions::default()
                         },
                     )
@@ -268,14 +268,6 @@ pub(crate) fn report_written(
             ),
             None => println!("{}: parameters for k = {}", path.display(), params.k()),
         }
-    }
-}
-
-/// What `--allow-test-setup` asks of a load.
-pub(crate) fn test_setup(allowed: bool) -> keycodec::TestSetup {
-    match allowed {
-        true => keycodec::TestSetup::Allowed,
-        false => keycodec::TestSetup::Refused,
     }
 }
 

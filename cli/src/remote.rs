@@ -242,7 +242,7 @@ pub(crate) fn fetch(
     let options = ParamsOptions {
         pin,
         k,
-        test_setup: crate::params::test_setup(allow_test_setup),
+        test_setup: crate::check::test_setup(allow_test_setup),
         ..ParamsOptions::default()
     };
     let fetched = fetch_params(&object, &options, &|n| bar.inc(n));
