@@ -1,7 +1,7 @@
 //! A loopback HTTP/1.1 proxy in front of the test S3 server that can be told to fail
 //! requests as misbehaving servers and networks do: answer with an error status, cut a
 //! response off mid-body (a connection reset), send a short or a long body, answer a ranged
-//! GET with the whole object (200), announce another `Content-Range`, stall, or run a hook
+//! GET with the whole object (200), announce another `Content-Range`, stall, trickle the body, or run a hook
 //! before forwarding (to replace the object between two requests). It counts what it
 //! forwarded, so a test can check that its fault was met and that nothing was uploaded.
 
@@ -28,6 +28,8 @@ pub enum Fault {
     ShiftContentRange(u64),
     /// Wait this long, then forward as usual.
     Stall(std::time::Duration),
+    /// Forward, then send the body 1 KiB at a time, this long apart.
+    Trickle(std::time::Duration),
 }
 
 /// Which requests a fault applies to.
@@ -173,6 +175,7 @@ fn serve(client: TcpStream, upstream: SocketAddr, state: &Mutex<State>) -> std::
                         Fault::WholeObject => Some(Fault::WholeObject),
                         Fault::ShiftContentRange(n) => Some(Fault::ShiftContentRange(*n)),
                         Fault::Stall(pause) => Some(Fault::Stall(*pause)),
+                        Fault::Trickle(pause) => Some(Fault::Trickle(*pause)),
                     };
                     state.injected += 1;
                     fault
@@ -227,6 +230,14 @@ fn serve(client: TcpStream, upstream: SocketAddr, state: &Mutex<State>) -> std::
             _ => {}
         }
         client.write_all(&response.head)?;
+        if let Some(Fault::Trickle(pause)) = fault {
+            for chunk in response.body.chunks(1024) {
+                client.write_all(chunk)?;
+                client.flush()?;
+                std::thread::sleep(pause);
+            }
+            continue;
+        }
         if let Some(Fault::ResetMidBody) = fault {
             let half = response
                 .body

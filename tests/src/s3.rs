@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use keycodec::remote::object_store::aws::AmazonS3Builder;
-use keycodec::remote::object_store::{BackoffConfig, ObjectStore, RetryConfig};
+use keycodec::remote::object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
 /// The running server.
 pub struct S3Server {
@@ -214,8 +214,15 @@ impl S3Server {
 /// An S3 client of `bucket` at `endpoint` with test credentials and quick retries (a few,
 /// milliseconds apart), so that fault tests run fast.
 pub fn store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
+    store_timing_out(endpoint, bucket, Duration::from_secs(30))
+}
+
+/// [`store`], its requests timing out after `timeout` (a stalled or trickling server's
+/// request fails, and is retried, sooner).
+pub fn store_timing_out(endpoint: &str, bucket: &str, timeout: Duration) -> Arc<dyn ObjectStore> {
     Arc::new(
         AmazonS3Builder::new()
+            .with_client_options(ClientOptions::new().with_timeout(timeout))
             .with_endpoint(endpoint)
             .with_allow_http(true)
             .with_bucket_name(bucket)

@@ -293,6 +293,85 @@ fn loaded(pk: ProvingKey<G1Affine>, origin: Origin) -> keycodec::Result<ProvingK
     }
 }
 
+/// Servers slower than the client's request timeout (1 s here): a stall past it and a body
+/// that trickles past it end in an error after the retries; a body that trickles within it
+/// ends in the key. Never an upload, the object as it was, within the bound.
+#[test]
+fn slow_servers_end_in_the_key_or_an_error_never_an_upload() {
+    let fixture = standard_plonk();
+    let codec = RawBytesCodec::default();
+    let good = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
+    assert!(
+        good.len() > 2048,
+        "the body trickles in more than one piece"
+    );
+    type Case = (&'static str, Fault, bool);
+    let cases: [Case; 3] = [
+        (
+            "a stall past the timeout",
+            Fault::Stall(Duration::from_secs(3)),
+            false,
+        ),
+        (
+            "a trickle past the timeout",
+            Fault::Trickle(Duration::from_millis(700)),
+            false,
+        ),
+        (
+            "a trickle within it",
+            Fault::Trickle(Duration::from_millis(5)),
+            true,
+        ),
+    ];
+    for (name, fault, loads) in cases {
+        let bucket = Bucket::new("slow");
+        bucket.put("prover.pk", good.clone());
+        bucket.fault_every_ranged_get(fault);
+        let remote = Remote::new(keycodec_tests::s3::store_timing_out(
+            &bucket.proxy.endpoint(),
+            &bucket.name,
+            Duration::from_secs(1),
+        ))
+        .unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let start = load_or_generate_pk(
+            &codec,
+            Location::Object(Object {
+                remote: Arc::new(remote),
+                path: ObjectPath::from("prover.pk"),
+                cache: cache.path().to_path_buf(),
+            }),
+            &fixture.params,
+            &fixture.circuit,
+            &StartOptions::default(),
+        );
+        let took = started.elapsed();
+        eprintln!(
+            "outcome: {name}: {} in {took:?}",
+            match &start {
+                Ok(_) => "the key".to_owned(),
+                Err(err) => err.to_string(),
+            }
+        );
+        match &start {
+            Ok((pk, origin)) => {
+                assert!(loads, "{name}: loaded");
+                assert_eq!(*origin, Origin::Loaded, "{name}");
+                assert_eq!(pk_bytes(pk), pk_bytes(&fixture.pk), "{name}");
+            }
+            Err(err) => {
+                assert!(!loads, "{name}: {err}");
+                assert!(err.to_string().contains("prover.pk"), "{name}: {err}");
+            }
+        }
+        assert_eq!(bucket.uploads(), 0, "{name}: nothing uploaded");
+        assert_eq!(bucket.get("prover.pk"), Some(good.clone()), "{name}");
+        assert!(temporary_files(cache.path()).is_empty(), "{name}");
+        assert!(took < BOUND, "{name}: {took:?}");
+    }
+}
+
 /// The object replaced by another valid key between two ranged GETs of a start: an error
 /// (the object changed) or the key, and nothing uploaded over it.
 #[test]
