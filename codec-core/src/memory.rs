@@ -230,16 +230,23 @@ pub(crate) fn zeroed_bytes(len: usize, what: &'static str) -> Result<Vec<u8>> {
         return Ok(Vec::new());
     }
     let layout = Layout::array::<u8>(len).map_err(|_| out_of_memory())?;
-    // SAFETY: `layout` has a non-zero size (`len > 0`).
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    if ptr.is_null() {
-        return Err(out_of_memory());
-    }
+    let ptr = allocate_zeroed(layout).ok_or_else(out_of_memory)?;
     // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<u8>(len)`
     // (alignment 1, `len` bytes), the layout a `Vec<u8>` of capacity `len` deallocates with;
     // its `len` bytes are initialised (zeroed); the pointer has no other owner. The test
     // `zeroed_bytes_are_zero_and_refuse_what_cannot_be_had` checks both.
     Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
+/// Zeroed memory of `layout` from the global allocator; `None` when it cannot provide it, or
+/// for a layout of no size (which the allocator may not be asked for).
+fn allocate_zeroed(layout: Layout) -> Option<*mut u8> {
+    if layout.size() == 0 {
+        return None;
+    }
+    // SAFETY: `layout` has a non-zero size (checked above).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    (!ptr.is_null()).then_some(ptr)
 }
 
 /// `count` all-zero values of `T` from the allocator's zeroed memory.
@@ -252,11 +259,7 @@ fn zeroed_plain<T: PlainLimbs>(count: usize) -> Result<Vec<T>> {
         return Ok(Vec::new());
     }
     let layout = Layout::array::<T>(count).map_err(|_| out_of_memory())?;
-    // SAFETY: `layout` has a non-zero size (`count > 0`, and `T` is 32 or 64 bytes).
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    if ptr.is_null() {
-        return Err(out_of_memory());
-    }
+    let ptr = allocate_zeroed(layout).ok_or_else(out_of_memory)?;
     // SAFETY: `ptr` is a live allocation of `layout.size()` bytes that nothing else refers
     // to yet; viewed as `MaybeUninit<u8>` (alignment 1, any bytes valid) only for this call.
     advise_huge_pages(unsafe {
@@ -433,6 +436,21 @@ pub(crate) fn start_writeback(file: &std::fs::File, offset: i64, len: i64) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn zeroed_bytes_are_zero_and_refuse_what_cannot_be_had() {
+        let mut bytes = zeroed_bytes(3 << 20, "a test").unwrap_or_default();
+        assert_eq!(bytes.len(), 3 << 20);
+        assert!(bytes.iter().all(|&b| b == 0));
+        bytes.push(7);
+        assert_eq!(bytes.last(), Some(&7));
+        assert!(zeroed_bytes(0, "a test").is_ok_and(|b| b.is_empty()));
+        // More than any machine has: an error, not an abort.
+        assert!(matches!(
+            zeroed_bytes(usize::MAX / 2, "a test"),
+            Err(Error::OutOfMemory { what: "a test", .. })
+        ));
+    }
+
     /// halo2curves' own raw encoding of a scalar: the reference the views must agree with.
     fn encode_fr(value: &Fr) -> Vec<u8> {
         let mut out = Vec::new();
@@ -533,21 +551,6 @@ mod tests {
 
 #[cfg(test)]
 mod point_tests {
-    #[test]
-    fn zeroed_bytes_are_zero_and_refuse_what_cannot_be_had() {
-        let mut bytes = zeroed_bytes(3 << 20, "a test").unwrap_or_default();
-        assert_eq!(bytes.len(), 3 << 20);
-        assert!(bytes.iter().all(|&b| b == 0));
-        bytes.push(7);
-        assert_eq!(bytes.last(), Some(&7));
-        assert!(zeroed_bytes(0, "a test").is_ok_and(|b| b.is_empty()));
-        // More than any machine has: an error, not an abort.
-        assert!(matches!(
-            zeroed_bytes(usize::MAX / 2, "a test"),
-            Err(Error::OutOfMemory { what: "a test", .. })
-        ));
-    }
-
     use super::*;
 
     fn layout_matches() -> bool {

@@ -491,18 +491,16 @@ fn validate_in_place(mut values: Vec<Fr>, rows: usize, root: &[u8; ROOT_LEN]) ->
 /// A section's archive bytes, 16-byte aligned: borrowed from the payload when they already
 /// are, copied into an aligned buffer otherwise.
 enum SectionBytes<'a> {
-    Borrowed(&'a [u8]),
-    /// Read into a vector of its own that happens to be aligned (the system allocator's
-    /// large blocks are): used as it is, not copied.
-    Owned(Vec<u8>),
+    /// As the payload reader handed them out (borrowed, or read into a vector of their own),
+    /// already aligned (the system allocator's large blocks are): used as they are.
+    Read(Cow<'a, [u8]>),
     Aligned(AlignedVec<SECTION_ALIGN>),
 }
 
 impl SectionBytes<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
-            SectionBytes::Borrowed(bytes) => bytes,
-            SectionBytes::Owned(vec) => vec,
+            SectionBytes::Read(bytes) => bytes,
             SectionBytes::Aligned(vec) => vec.as_slice(),
         }
     }
@@ -516,10 +514,7 @@ fn read_section<'a>(
 ) -> Result<SectionBytes<'a>> {
     let archive = input.read_borrowed(len, what)?;
     if (archive.as_ptr() as usize).is_multiple_of(SECTION_ALIGN) {
-        return Ok(match archive {
-            Cow::Borrowed(archive) => SectionBytes::Borrowed(archive),
-            Cow::Owned(archive) => SectionBytes::Owned(archive),
-        });
+        return Ok(SectionBytes::Read(archive));
     }
     // The bytes are here, so their length is justified; a second copy of them is what an
     // unaligned buffer costs.
