@@ -90,8 +90,8 @@ pub fn gen_pk<C: Circuit<Fr>>(
     if let Some(path) = path {
         let read = || load_pk::<C>(path, circuit.params(), &options);
         match judge_file(path, read, disproves) {
-            Ok(Found::Usable(pk)) => return pk,
-            Ok(Found::Replaceable(_, found)) => witness = Some(found),
+            Ok((Found::Usable(pk), _)) => return pk,
+            Ok((Found::Replaceable(_), found)) => witness = Some(found),
             Err(err) => eprintln!(
                 "keycodec: {} could not be read ({err}); generating the key without replacing the file",
                 path.display()

@@ -19,63 +19,51 @@ use keycodec_core::{Error, FileStamp, KeyKind, Result};
 pub(crate) enum Found<T> {
     /// The artifact asked for.
     Usable(T),
-    /// Missing (`None`), or proven not the artifact asked for (the error that proves it):
-    /// it may be replaced, once [`Found`]'s caller has checked [`Witness`].
-    Replaceable(Option<Error>, Witness),
+    /// Missing (`None`), or proven not the artifact asked for (the error that proves it).
+    Replaceable(Option<Error>),
 }
 
-/// What was at the artifact's place when a read found it replaceable, checked again just
-/// before it is replaced ([`Witness::still`]).
-pub(crate) enum Witness {
-    /// The stamp of the file (`None`: there was none).
-    File(Option<FileStamp>),
-    /// An object: the store's conditional requests keep each read to one version.
-    #[cfg(feature = "remote")]
-    Object,
-}
+/// The stamp of a file when a read found it replaceable (`None`: there was none), checked
+/// again just before it is replaced ([`Witness::still`]). An object needs none: the store's
+/// conditional requests keep each read to one version.
+pub(crate) struct Witness(Option<FileStamp>);
 
-/// The verdict of `read` on the file at `path` under `rule` (which errors prove the file is
-/// not the artifact: [`Error::disproves_artifact`], or a caller's wider rule for a format
-/// without checksums): usable, replaceable (missing, or disproved by a read of one version),
-/// or the read's error, which says nothing against the file.
+/// The verdict of the one rule on a read's result: usable; replaceable, when the artifact is
+/// missing or `rule` says the error proves it is not the one asked for
+/// ([`Error::disproves_artifact`], or a caller's wider rule for a format without checksums);
+/// or the read's error, which says nothing against the artifact.
 ///
 /// # Errors
 ///
-/// The read's error when `rule` does not hold for it; [`Error::FileChanged`] when the file
-/// changed during a read that failed; [`Error::Io`] reading the file's metadata.
+/// The read's error when it is neither a missing artifact nor one `rule` holds for.
+pub(crate) fn judge<T>(read: Result<T>, rule: impl Fn(&Error) -> bool) -> Result<Found<T>> {
+    match read {
+        Ok(value) => Ok(Found::Usable(value)),
+        Err(err) if err.is_missing() => Ok(Found::Replaceable(None)),
+        Err(err) if rule(&err) => Ok(Found::Replaceable(Some(err))),
+        Err(err) => Err(err),
+    }
+}
+
+/// [`judge`] of `read`, a read of the file at `path`, which is replaceable only when the
+/// file's stamp is the same before and after the read (one version of it was read); with the
+/// stamp, to check again before replacing it.
+///
+/// # Errors
+///
+/// As [`judge`]; [`Error::FileChanged`] when the file changed during a read that found it
+/// replaceable; [`Error::Io`] reading the file's metadata.
 pub(crate) fn judge_file<T>(
     path: &Path,
     read: impl FnOnce() -> Result<T>,
     rule: impl Fn(&Error) -> bool,
-) -> Result<Found<T>> {
+) -> Result<(Found<T>, Witness)> {
     let before = FileStamp::of_path(path)?;
-    match read() {
-        Ok(value) => Ok(Found::Usable(value)),
-        Err(err) if err.is_missing() || rule(&err) => {
-            if FileStamp::of_path(path)? != before {
-                return Err(changed(path));
-            }
-            let proof = (!err.is_missing()).then_some(err);
-            Ok(Found::Replaceable(proof, Witness::File(before)))
-        }
-        Err(err) => Err(err),
+    let found = judge(read(), rule)?;
+    if matches!(found, Found::Replaceable(_)) && FileStamp::of_path(path)? != before {
+        return Err(changed(path));
     }
-}
-
-/// The verdict of `read` on an object (through its cache): usable, replaceable (missing, or
-/// disproved by its own bytes: see [`Error::disproves_artifact`]), or the read's error.
-///
-/// # Errors
-///
-/// The read's error when it does not disprove the object.
-#[cfg(feature = "remote")]
-pub(crate) fn judge_object<T>(read: Result<T>) -> Result<Found<T>> {
-    match read {
-        Ok(value) => Ok(Found::Usable(value)),
-        Err(err) if err.is_missing() => Ok(Found::Replaceable(None, Witness::Object)),
-        Err(err) if err.disproves_artifact() => Ok(Found::Replaceable(Some(err), Witness::Object)),
-        Err(err) => Err(err),
-    }
+    Ok((found, Witness(before)))
 }
 
 impl Witness {
@@ -87,9 +75,9 @@ impl Witness {
     /// [`Error::FileChanged`] when another version is there now (a deploy copied a key over
     /// it while this one was generated: that file is kept); [`Error::Io`] reading metadata.
     pub(crate) fn still(&self, path: &Path) -> Result<()> {
-        match self {
-            Witness::File(stamp) if FileStamp::of_path(path)? != *stamp => Err(changed(path)),
-            _ => Ok(()),
+        match FileStamp::of_path(path)? == self.0 {
+            true => Ok(()),
+            false => Err(changed(path)),
         }
     }
 }

@@ -28,9 +28,7 @@ use keycodec_core::{
     LoadOptions, Result, SaveOptions, Validation,
 };
 
-#[cfg(feature = "remote")]
-use crate::replace::judge_object;
-use crate::replace::{file_kind, judge_file, refuse_vk_over_pk, Found};
+use crate::replace::{file_kind, judge, judge_file, refuse_vk_over_pk, Found};
 
 pub use crate::location::Location;
 #[cfg(feature = "remote")]
@@ -248,14 +246,14 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
                     Error::disproves_artifact,
                 )
             };
-            if let Found::Usable(key) = attempt()? {
+            if let (Found::Usable(key), _) = attempt()? {
                 return Ok((key, Origin::Loaded));
             }
             let _lock = lock_beside(path, options.lock_timeout)?;
             // Another process may have generated it while this one waited.
             let (proof, witness) = match attempt()? {
-                Found::Usable(key) => return Ok((key, Origin::Loaded)),
-                Found::Replaceable(proof, witness) => (proof, witness),
+                (Found::Usable(key), _) => return Ok((key, Origin::Loaded)),
+                (Found::Replaceable(proof), witness) => (proof, witness),
             };
             refuse_vk_over_pk(K::KIND, file_kind(path), proof)?;
             let key = pinned(generate()?, &load, path)?;
@@ -265,7 +263,12 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
         }
         #[cfg(feature = "remote")]
         Location::Object(object) => {
-            let attempt = || judge_object(cached_key::<C, K>(codec, object, circuit, &load));
+            let attempt = || {
+                judge(
+                    cached_key::<C, K>(codec, object, circuit, &load),
+                    Error::disproves_artifact,
+                )
+            };
             if let Found::Usable(key) = attempt()? {
                 return Ok((key, Origin::Loaded));
             }
@@ -278,7 +281,7 @@ fn key_at<C: Circuit<Fr>, K: StartKey>(
             )?;
             let proof = match attempt()? {
                 Found::Usable(key) => return Ok((key, Origin::Loaded)),
-                Found::Replaceable(proof, _) => proof,
+                Found::Replaceable(proof) => proof,
             };
             if K::KIND == keycodec_core::KeyKind::Verifying {
                 let kind = match object.remote.header(&object.path) {
@@ -452,7 +455,7 @@ pub fn cold_start<C: Circuit<Fr>>(
         (params, key)
     });
     let params = params?;
-    if let Some(pk) = usable(key)? {
+    if let Found::Usable(pk) = judge(key, Error::disproves_artifact)? {
         return Ok(ColdStart {
             params,
             pk,
@@ -461,16 +464,6 @@ pub fn cold_start<C: Circuit<Fr>>(
     }
     let (pk, origin) = load_or_generate_pk(codec, key_at, &params, circuit, options)?;
     Ok(ColdStart { params, pk, origin })
-}
-
-/// `Some` of a loaded value, `None` when the file is missing or provably not the right key
-/// (it will be generated), the error otherwise (it says nothing against the file).
-fn usable<T>(loaded: Result<T>) -> Result<Option<T>> {
-    match loaded {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.is_missing() || err.disproves_artifact() => Ok(None),
-        Err(err) => Err(err),
-    }
 }
 
 fn keygen(err: keycodec_core::halo2_proofs::plonk::Error) -> Error {
