@@ -12,7 +12,7 @@ use keycodec_core::{lock_beside, Error, HaloKey, KeyCodec, LoadOptions, Result, 
 use keycodec_remote::object_store::path::Path as ObjectPath;
 use keycodec_remote::Remote;
 
-use super::{first_bytes, pinned_name, version_name, CacheOutcome};
+use super::{first_bytes, pinned_name, remove_damaged, version_name, CacheOutcome};
 use crate::location::Object;
 use crate::Backend;
 
@@ -76,11 +76,7 @@ pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
     if let Some(key) = cached()? {
         return Ok((key, CacheOutcome::Hit(path)));
     }
-    match std::fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => return Err(Error::io("remove the damaged cached file", err).at_path(&path)),
-    }
+    remove_damaged(&path)?;
     let info = match info {
         Some(info) => info,
         None => remote.head(location)?,
@@ -142,7 +138,8 @@ pub(crate) fn fetch_key(
             Err(err) if err.is_missing() => Ok(false),
             Err(err) if err.disproves_artifact() => {
                 if locked {
-                    let _ = std::fs::remove_file(&path);
+                    // The download that follows replaces it anyway.
+                    let _ = remove_damaged(&path);
                 }
                 Ok(false)
             }

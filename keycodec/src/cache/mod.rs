@@ -100,3 +100,17 @@ fn first_bytes(object: &Object, info: &ObjectInfo) -> Result<Vec<u8>> {
         .read_range(&object.path, info, &mut first, 0)?;
     Ok(first)
 }
+
+/// Removes a cached file a read proved damaged (under its lock: no one else is writing it);
+/// one already gone is fine.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the file.
+fn remove_damaged(path: &std::path::Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(Error::io("remove the damaged cached file", err).at_path(path)),
+    }
+}

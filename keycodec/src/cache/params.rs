@@ -25,7 +25,7 @@ use keycodec_core::{
 };
 use keycodec_remote::ObjectInfo;
 
-use super::{first_bytes, version_name, CacheOutcome};
+use super::{first_bytes, remove_damaged, version_name, CacheOutcome};
 
 use crate::location::Object;
 use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
@@ -235,15 +235,7 @@ impl Entries<'_> {
             Err(err) if err.is_missing() => Ok(None),
             Err(err) if err.is_damage() => {
                 if locked {
-                    match std::fs::remove_file(path) {
-                        Ok(()) => {}
-                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(err) => {
-                            return Err(
-                                Error::io("remove the damaged cached file", err).at_path(path)
-                            )
-                        }
-                    }
+                    remove_damaged(path)?;
                 }
                 Ok(None)
             }
