@@ -62,8 +62,7 @@
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this
 //!       "reference": { "backend", "mode", "validation" } | null,  // halo2's reader, same state
 //!       "peak_rss_bytes": u64 | null,  // rise of resident memory during the load (max)
-//!       "huge_pages_bytes": [median, least, most] | null,  // in huge pages after each load
-//!       "huge_pages_runs": [u64],  // the same, run by run (empty when not measured)
+//!       "huge_pages_runs": [u64],  // in huge pages after each load (empty: not measured)
 //!       "compact_stalls": u64 | null,  // the machine's compaction stalls during the loads
 //!       "verified": bool               // every load equal to the original
 //!     }],

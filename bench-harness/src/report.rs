@@ -130,9 +130,7 @@ fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 row.file_bytes,
                 row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
                 if row.verified { "yes" } else { "NO" },
-                row.huge_pages_bytes.map_or("n/a".to_owned(), |[median, least, most]| {
-                    format!("{} ({}-{})", mib(median), mib(least), mib(most))
-                }),
+                huge_pages(&row.huge_pages_runs),
                 row.compact_stalls.map_or("n/a".to_owned(), |n| n.to_string()),
             );
         }
@@ -391,6 +389,18 @@ fn interval(ratio: Ratio) -> String {
 
 fn optional(value: Option<f64>, decimals: usize) -> String {
     value.map_or("-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// Memory in huge pages over the runs: median (least-most), or `n/a`.
+fn huge_pages(runs: &[u64]) -> String {
+    let mut sorted = runs.to_vec();
+    sorted.sort_unstable();
+    match (sorted.get(sorted.len() / 2), sorted.first(), sorted.last()) {
+        (Some(&median), Some(&least), Some(&most)) => {
+            format!("{} ({}-{})", mib(median), mib(least), mib(most))
+        }
+        _ => "n/a".to_owned(),
+    }
 }
 
 fn mib(bytes: u64) -> String {

@@ -247,14 +247,6 @@ impl Runner {
     }
 }
 
-/// The median, least and most of `values`, `None` when there are none.
-fn spread_of(values: impl Iterator<Item = u64>) -> Option<[u64; 3]> {
-    let mut values: Vec<u64> = values.collect();
-    values.sort_unstable();
-    let (least, most) = (values.first().copied()?, values.last().copied()?);
-    Some([values.get(values.len() / 2).copied()?, least, most])
-}
-
 /// How the progress bar names a run: `warm-up` or its number.
 fn pass(run: usize, warming: usize) -> String {
     if warming > 0 {
@@ -319,7 +311,6 @@ fn rows(
                 .and_then(|reference| paired(&seconds(reference), &ours)),
             reference: case.reference.and_then(id),
             peak_rss_bytes: taken.iter().filter_map(|sample| sample.rss_rise).max(),
-            huge_pages_bytes: spread_of(taken.iter().filter_map(|sample| sample.huge_pages)),
             huge_pages_runs: taken
                 .iter()
                 .map(|sample| sample.huge_pages)
