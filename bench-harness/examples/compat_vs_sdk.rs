@@ -24,7 +24,7 @@ use halo2_base::gates::circuit::BaseCircuitParams;
 use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::G1Affine;
-use keycodec::KeyCodecExt;
+use keycodec_core::KeyCodecExt;
 use keycodec_testkit::halo2_lib::Halo2LibCircuit;
 
 fn sdk_read_pk(path: &Path, params: BaseCircuitParams) -> ProvingKey<G1Affine> {
@@ -59,22 +59,22 @@ fn main() {
     let params = fixture.circuit_params.clone();
     // The same key as a keycodec container, for the drop-in against keycodec's own load.
     let container = cache.join(format!("compat-container-halo2-lib-k{k}.kc"));
-    keycodec::RawBytesCodec::default()
+    keycodec_rawbytes::RawBytesCodec::default()
         .save::<Halo2LibCircuit, _>(
             &container,
             &fixture.pk,
             params.clone(),
-            &keycodec::SaveOptions::default(),
+            &keycodec_core::SaveOptions::default(),
         )
         .unwrap();
     drop(fixture);
     let container_load = || {
         drop(
-            keycodec::RawBytesCodec::default()
+            keycodec_rawbytes::RawBytesCodec::default()
                 .load::<Halo2LibCircuit, ProvingKey<G1Affine>>(
                     &container,
                     params.clone(),
-                    &keycodec::LoadOptions::default(),
+                    &keycodec_core::LoadOptions::default(),
                 )
                 .unwrap(),
         );

@@ -187,7 +187,10 @@ fn run_size<C: Workload>(
     drop(plan);
     #[cfg(feature = "remote")]
     let remote_server = if args.remote {
-        let buffer = buffers.first().copied().unwrap_or(keycodec::Size::mib(1));
+        let buffer = buffers
+            .first()
+            .copied()
+            .unwrap_or(keycodec_core::Size::mib(1));
         let link = args.link.as_deref().map(str::parse).transpose()?;
         let (remote, server) =
             crate::remote::rows::<C>(&inputs, runner, buffer, args.s3_server, link)?;

@@ -10,11 +10,13 @@ use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
-use keycodec::backend_api::{PayloadReader, Span};
-use keycodec::start::{cold_start, open_params, KeyOptions, Origin, ParamsOptions, StartOptions};
 use keycodec::{
-    Backend, KeyCodec, KeyCodecExt, KeyDigest, KzgParams, RawBytesCodec, Size, Validation,
+    open_params, Backend, KeyDigest, KeyOptions, KzgParams, Origin, ParamsOptions, Prover,
+    Validation,
 };
+use keycodec_core::backend_api::{PayloadReader, Span};
+use keycodec_core::{KeyCodec, KeyCodecExt, Size};
+use keycodec_rawbytes::RawBytesCodec;
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{self, load_options, rss};
@@ -306,22 +308,24 @@ fn execute<C: Workload>(
             let [params_path, pk_path] = paths else {
                 return Err("a cold start reads two files".into());
             };
-            let codec = codec(backend, default_mode(backend)?)?;
+            let backend: Backend = backend
+                .parse()
+                .map_err(|e: keycodec::ParseBackendError| e.to_string())?;
             let limits = load_options(Validation::Checked, None, None, buffer).limits;
-            let options = StartOptions {
-                key: KeyOptions {
+            let prover = Prover {
+                key_options: KeyOptions {
                     limits,
+                    backend: Some(backend),
                     ..KeyOptions::default()
                 },
-                params: ParamsOptions {
+                params_options: ParamsOptions {
                     limits,
                     ..ParamsOptions::default()
                 },
-                ..StartOptions::default()
+                ..Prover::new(*params_path, *pk_path, k)
             };
             let circuit = C::with_params(circuit_params.clone());
-            let start = cold_start(codec, *params_path, *pk_path, k, &circuit, &options)
-                .map_err(|e| e.to_string())?;
+            let start = prover.start(&circuit).map_err(|e| e.to_string())?;
             Loaded::Start(start.params, start.pk, start.origin)
         }
         Load::NativeColdStart => {
@@ -342,16 +346,6 @@ fn execute<C: Workload>(
             domain,
         } => Loaded::Read(floor(first()?, *polynomial_bytes, *domain)?),
     })
-}
-
-/// The wire mode a backend writes by default.
-fn default_mode(backend: &str) -> Result<&'static str, String> {
-    let backend: Backend = backend.parse().map_err(|e| format!("{e}"))?;
-    Ok(backend
-        .codec()
-        .map_err(|e| e.to_string())?
-        .wire_mode()
-        .name())
 }
 
 /// Whether what `load` loaded is the original (by digest; a cold start must also have
@@ -481,7 +475,7 @@ fn read_as_polynomials(
     path: &Path,
     len: u64,
     polynomial_bytes: u64,
-) -> Result<(bool, keycodec::backend_api::SpanData), String> {
+) -> Result<(bool, keycodec_core::backend_api::SpanData), String> {
     let elements = usize::try_from(polynomial_bytes / 32).map_err(|e| e.to_string())?;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut reader = PayloadReader::from_file(&file, len, 1 << 12);

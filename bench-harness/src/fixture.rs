@@ -20,7 +20,9 @@ use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Bn256, G1Affine};
 use indicatif::{ProgressBar, ProgressStyle};
-use keycodec::{KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions, Validation};
+use keycodec::Validation;
+use keycodec_core::{KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec_rawbytes::RawBytesCodec;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::params::fast_setup;

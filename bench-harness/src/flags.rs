@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
-use keycodec::{KeyDigest, Size};
+use keycodec::KeyDigest;
+use keycodec_core::Size;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{backend_names, State};

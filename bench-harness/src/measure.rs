@@ -10,10 +10,8 @@ use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Bn256, Fr, G1Affine};
-use keycodec::{
-    BufferConfig, KeyCodec, KeyCodecExt, KeyDigest, KzgParams, LoadOptions, SaveOptions, Size,
-    Validation,
-};
+use keycodec::{KeyDigest, KzgParams, Validation};
+use keycodec_core::{BufferConfig, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions, Size};
 use rayon::prelude::*;
 
 use crate::stats::median;
@@ -220,7 +218,7 @@ pub fn keys_equal(a: &ProvingKey<G1Affine>, b: &ProvingKey<G1Affine>) -> bool {
 }
 
 fn poly_slices(pk: &ProvingKey<G1Affine>) -> Vec<&[Fr]> {
-    keycodec::backend_api::parts::polynomials(pk).collect()
+    keycodec_core::backend_api::parts::polynomials(pk).collect()
 }
 
 /// Bytes of field elements a proving key holds in memory.

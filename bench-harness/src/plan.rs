@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::G1Affine;
-use keycodec::{Backend, KeyCodec, KzgParams, Size, Validation};
+use keycodec::{Backend, KzgParams, Validation};
+use keycodec_core::{KeyCodec, Size};
 use serde::Serialize;
 
 use crate::exec::{self, ChildRequest, Format, Load, Sample, Target, Values};

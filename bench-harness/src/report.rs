@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use keycodec::Size;
+use keycodec_core::Size;
 use plotters::prelude::*;
 
 use crate::plan::{durable_save_name, Kind, FLOOR, HALO2_NATIVE};

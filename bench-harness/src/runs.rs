@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use keycodec::Size;
+use keycodec_core::Size;
 
 use crate::exec::Sample;
 use crate::measure::{rss, Written};

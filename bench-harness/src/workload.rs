@@ -50,7 +50,7 @@ impl Workload for DenseCircuit {
 
     fn keygen(k: u32) -> Self {
         let blinding =
-            keycodec::backend_api::circuit::configure::<DenseCircuit>(()).blinding_factors();
+            keycodec_core::backend_api::circuit::configure::<DenseCircuit>(()).blinding_factors();
         DenseCircuit {
             rows: (1usize << k).saturating_sub(blinding + 1),
         }

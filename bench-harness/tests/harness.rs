@@ -17,7 +17,8 @@ use bench_harness::plan::{backend_names, Kind, State, FLOOR, HALO2_NATIVE};
 use bench_harness::{default_cache_dir, run, Args, CircuitName, Report, SizeReport};
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
-use keycodec::{Backend, KeyCodecExt, LoadOptions, SaveOptions, Size};
+use keycodec::Backend;
+use keycodec_core::{KeyCodecExt, LoadOptions, SaveOptions, Size};
 use keycodec_testkit::StandardPlonk;
 
 /// Arguments of a small run in `cache_dir`: every backend, both states, fresh loads in the

@@ -6,8 +6,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use keycodec::header::{read_header, version_of_len, Header};
 use keycodec::{Backend, KeyDigest};
+use keycodec_core::header::{read_header, version_of_len, Header};
 use xxhash_rust::xxh3::Xxh3;
 
 /// What went wrong, by what the exit code says.

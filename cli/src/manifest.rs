@@ -30,8 +30,7 @@ pub(crate) fn run(
         let bars = MultiProgress::new();
         let style = ProgressStyle::with_template("{spinner} {msg}: {bytes} {binary_bytes_per_sec}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let names =
-            std::iter::once("params".to_owned()).chain(manifest.keys().map(|key| key.name.clone()));
+        let names = std::iter::once("params".to_owned()).chain(manifest.keys().map(str::to_owned));
         let per_artifact: HashMap<String, ProgressBar> = names
             .map(|name| {
                 let bar = bars.add(ProgressBar::new_spinner().with_style(style.clone()));

@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use clap::{Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use keycodec::compat::halo2_params_format;
 use keycodec::halo2_proofs::poly::commitment::Params as _;
 use keycodec::halo2_proofs::SerdeFormat;
-use keycodec::start::{halo2_params_format, open_params, ParamsOptions};
-use keycodec::{KeyCodecExt, KzgParams, RawBytesCodec, SaveOptions, Validation};
+use keycodec::{open_params, KzgParams, ParamsOptions, Validation};
+use keycodec_core::{KeyCodecExt, SaveOptions};
+use keycodec_rawbytes::RawBytesCodec;
 use serde_json::json;
 
 use crate::check::{inspect, Failure};
@@ -185,7 +187,7 @@ impl ParamsCommand {
                 // Atomically: a failed export leaves the previous file whole (halo2's reader
                 // panics on a torn one).
                 phase("writing", destination, || {
-                    keycodec::replace_atomically(destination, |file| {
+                    keycodec_core::replace_atomically(destination, |file| {
                         let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
                         RawBytesCodec::new(format).export_params(&params, &mut file)?;
                         std::io::Write::flush(&mut file)
@@ -278,7 +280,7 @@ fn verify_params(file: &Path, json: bool) -> Result<(), Failure> {
         ..ParamsOptions::default()
     };
     let params = phase("reading and checking", file, || open_params(file, &options))?;
-    let insecure = keycodec::test_setup::known_setup_of(&params).map(|known| known.origin);
+    let insecure = keycodec_core::test_setup::known_setup_of(&params).map(|known| known.origin);
     let digest = keycodec::KeyDigest::of_params(&params).map_err(failure)?;
     if json {
         println!(
@@ -321,7 +323,7 @@ fn insecure_tail(file: &Path) -> Option<&'static str> {
     handle.seek(SeekFrom::Start(len.saturating_sub(128))).ok()?;
     let mut tail = Vec::new();
     handle.take(128).read_to_end(&mut tail).ok()?;
-    keycodec::test_setup::known_setup_in_tail(&tail).map(|known| known.origin)
+    keycodec_core::test_setup::known_setup_in_tail(&tail).map(|known| known.origin)
 }
 
 /// Says INSECURE, for people, when the file was made from a known public seed.

@@ -95,23 +95,23 @@ pub(crate) fn pull(
     let info = remote.head(&location).map_err(remote_failure)?;
     // The object's own header says which backend wrote it and how long it is: refused before
     // the download when it is not one asked for, or the server's size is not the header's.
-    let mut first = [0u8; keycodec::header::HEADER_LEN];
+    let mut first = [0u8; keycodec_core::header::HEADER_LEN];
     let first = first
         .get_mut(
             ..usize::try_from(info.size)
                 .unwrap_or(usize::MAX)
-                .min(keycodec::header::HEADER_LEN),
+                .min(keycodec_core::header::HEADER_LEN),
         )
         .unwrap_or_default();
     remote
         .read_range(&location, &info, first, 0)
         .map_err(remote_failure)?;
     let not_a_container = |err: keycodec::Error| Failure::Check(format!("{url}: {err}"));
-    let header = keycodec::header::Header::from_bytes(first).map_err(not_a_container)?;
-    let header_len = keycodec::header::Header::len_of(first).map_err(not_a_container)? as u64;
+    let header = keycodec_core::header::Header::from_bytes(first).map_err(not_a_container)?;
+    let header_len = keycodec_core::header::Header::len_of(first).map_err(not_a_container)? as u64;
     let accepted = match codecs {
-        [] => keycodec::CodecSet::ALL,
-        some => keycodec::CodecSet::of(some.iter().map(|backend| backend.id())),
+        [] => keycodec_core::CodecSet::ALL,
+        some => keycodec_core::CodecSet::of(some.iter().map(|backend| backend.id())),
     };
     if !accepted.contains(header.codec) {
         return Err(remote_failure(
@@ -138,7 +138,7 @@ pub(crate) fn pull(
     let bar = bytes_bar(info.size, format!("pull {url}"));
     let started = Instant::now();
     let mut failure = None;
-    let pulled = keycodec::replace_atomically(file, |temp| {
+    let pulled = keycodec_core::replace_atomically(file, |temp| {
         remote.download_to(&location, &info, temp, &|n| bar.inc(n))?;
         bar.finish_and_clear();
         let checked = inspect_open(temp, file).and_then(|found| {
@@ -218,7 +218,7 @@ pub(crate) fn fetch(
     json: bool,
 ) -> Result<(), Failure> {
     use keycodec::remote::{fetch_params, CacheOutcome};
-    use keycodec::start::{Object, ParamsOptions, ParamsPin};
+    use keycodec::{Object, ParamsOptions, ParamsPin};
     let pin = sha256
         .map(ParamsPin::sha256)
         .transpose()

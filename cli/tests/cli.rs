@@ -11,7 +11,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use keycodec::{KeyCodecExt, RkyvCodec, SaveOptions};
+use keycodec_core::{KeyCodecExt, SaveOptions};
+use keycodec_rkyv::RkyvCodec;
 use keycodec_testkit::{lookup, LookupCircuit};
 
 fn keycodec(args: &[&str]) -> Output {
@@ -397,7 +398,7 @@ fn bad_command_lines_are_exit_code_2_and_json_under_json() {
 fn params_export_replaces_the_destination_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let container = dir.path().join("params.kc");
-    keycodec::RawBytesCodec::default()
+    keycodec_rawbytes::RawBytesCodec::default()
         .save_params(&container, &lookup().params, &SaveOptions::default())
         .unwrap();
     let destination = dir.path().join("kzg.srs");
@@ -463,7 +464,7 @@ fn pull_lands_its_file_as_a_save_does() {
         text(&out.stderr)
     );
     assert!(!refused.exists());
-    assert!(lying.bytes_asked() <= keycodec::header::HEADER_LEN as u64);
+    assert!(lying.bytes_asked() <= keycodec_core::header::HEADER_LEN as u64);
 }
 
 /// `pull --codecs` reads the object's header before downloading it: a key saved by another
@@ -661,7 +662,7 @@ fn a_test_setup_is_called_insecure() {
     );
 
     let own = dir.path().join("own.kc");
-    keycodec::RawBytesCodec::default()
+    keycodec_rawbytes::RawBytesCodec::default()
         .save_params(&own, &lookup().params, &SaveOptions::default())
         .unwrap();
     let out = keycodec(&["params", "verify", own.to_str().unwrap()]);
@@ -694,7 +695,7 @@ fn pull_fetch_and_push_under_a_servers_odd_answers_keep_what_was_there() {
     let (path, digest) = saved(dir.path());
     let bytes = std::fs::read(&path).unwrap();
     server.put_public(&bucket, "key.pk", &bytes);
-    keycodec::RawBytesCodec::default()
+    keycodec_rawbytes::RawBytesCodec::default()
         .save_params(
             &dir.path().join("kzg.params"),
             &lookup().params,
@@ -752,7 +753,7 @@ fn pull_fetch_and_push_under_a_servers_odd_answers_keep_what_was_there() {
             cache.to_str().unwrap(),
             "--json",
         ]);
-        let cached = cache.join(keycodec::remote::pinned_name(digest, "rkyv"));
+        let cached = cache.join(format!("{digest}-rkyv.kc"));
         eprintln!(
             "outcome: fetch --manifest, {name}: exit {:?}, cached {}",
             out.status.code(),

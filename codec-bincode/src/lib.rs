@@ -42,7 +42,7 @@ use std::io::{BufReader, BufWriter, Write};
 
 use bincode::Options;
 use keycodec_core::backend_api::{
-    CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyKind, KeyRef, PayloadReader,
+    ArtifactKind, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef, PayloadReader,
     Result, Validation, WireMode,
 };
 use reader::ChunkReader;
@@ -109,11 +109,11 @@ impl KeyCodec for BincodeCodec {
         let mut reader = BufReader::with_capacity(STAGING, &mut *input);
         let key = match context.kind {
             // Parameters never reach here: this codec stores none.
-            KeyKind::Verifying | KeyKind::Params => limited
+            ArtifactKind::Verifying | ArtifactKind::Params => limited
                 .deserialize_from_custom::<_, mirror::VkOwned>(ChunkReader::new(&mut reader))
                 .map_err(|err| bincode_error(*err, "read"))
                 .and_then(|vk| context.assemble_vk(vk.into_parts(context)?)),
-            KeyKind::Proving => limited
+            ArtifactKind::Proving => limited
                 .deserialize_from_custom::<_, mirror::PkOwned>(ChunkReader::new(&mut reader))
                 .map_err(|err| bincode_error(*err, "read"))
                 .and_then(|pk| {

@@ -40,7 +40,7 @@ use std::io::Write;
 use keycodec_core::backend_api::circuit::rows;
 use keycodec_core::backend_api::field::{FieldEncoding, FR_BYTES};
 use keycodec_core::backend_api::{
-    assemble_pk, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyKind, KeyRef,
+    assemble_pk, ArtifactKind, CodecId, DecodeContext, Error, IoContext, Key, KeyCodec, KeyRef,
     PayloadReader, Result, VkParts, VkPlan, WireMode,
 };
 
@@ -98,8 +98,8 @@ impl KeyCodec for CompactCodec {
             keycodec_core::backend_api::vk_layout::read(input, context, FieldEncoding::Raw)?;
         match context.kind {
             // Parameters never reach here: this codec stores none.
-            KeyKind::Verifying | KeyKind::Params => context.assemble_vk(vk_parts),
-            KeyKind::Proving => {
+            ArtifactKind::Verifying | ArtifactKind::Params => context.assemble_vk(vk_parts),
+            ArtifactKind::Proving => {
                 // The stored columns are parsed from memory: the rest of the payload in one
                 // read (a compact payload is small beside the key it rebuilds; borrowed when
                 // the payload is in memory) instead of millions of small reads, each through

@@ -9,7 +9,7 @@ use crate::assembly::{assemble_pk, assemble_vk, check_shape, VkPlan};
 use crate::circuit::check_k;
 use crate::error::{Error, Result};
 use crate::field::FR_BYTES;
-use crate::ids::{CodecId, KeyKind, WireMode};
+use crate::ids::{ArtifactKind, CodecId, WireMode};
 use crate::options::{Limits, Validation};
 use crate::params::KzgParams;
 use crate::payload::PayloadReader;
@@ -79,7 +79,7 @@ pub trait KeyCodec: Send + Sync {
         let _ = (params, out);
         Err(Error::KindNotSupported {
             codec: self.name(),
-            kind: KeyKind::Params,
+            kind: ArtifactKind::Params,
         })
     }
 
@@ -98,7 +98,7 @@ pub trait KeyCodec: Send + Sync {
         let _ = (input, context);
         Err(Error::KindNotSupported {
             codec: self.name(),
-            kind: KeyKind::Params,
+            kind: ArtifactKind::Params,
         })
     }
 
@@ -123,10 +123,10 @@ pub enum KeyRef<'a> {
 
 impl KeyRef<'_> {
     /// Which kind of key this is.
-    pub fn kind(&self) -> KeyKind {
+    pub fn kind(&self) -> ArtifactKind {
         match self {
-            KeyRef::Proving(_) => KeyKind::Proving,
-            KeyRef::Verifying(_) => KeyKind::Verifying,
+            KeyRef::Proving(_) => ArtifactKind::Proving,
+            KeyRef::Verifying(_) => ArtifactKind::Verifying,
         }
     }
 
@@ -157,10 +157,10 @@ pub enum Key {
 
 impl Key {
     /// Which kind of key this is.
-    pub fn kind(&self) -> KeyKind {
+    pub fn kind(&self) -> ArtifactKind {
         match self {
-            Key::Proving(_) => KeyKind::Proving,
-            Key::Verifying(_) => KeyKind::Verifying,
+            Key::Proving(_) => ArtifactKind::Proving,
+            Key::Verifying(_) => ArtifactKind::Verifying,
         }
     }
 }
@@ -175,10 +175,10 @@ pub enum ItemRef<'a> {
 }
 
 impl ItemRef<'_> {
-    pub(crate) fn kind(&self) -> KeyKind {
+    pub(crate) fn kind(&self) -> ArtifactKind {
         match self {
             ItemRef::Key(key) => key.kind(),
-            ItemRef::Params(_) => KeyKind::Params,
+            ItemRef::Params(_) => ArtifactKind::Params,
         }
     }
 
@@ -201,10 +201,10 @@ pub enum Item {
 }
 
 impl Item {
-    pub(crate) fn kind(&self) -> KeyKind {
+    pub(crate) fn kind(&self) -> ArtifactKind {
         match self {
             Item::Key(key) => key.kind(),
-            Item::Params(_) => KeyKind::Params,
+            Item::Params(_) => ArtifactKind::Params,
         }
     }
 }
@@ -213,10 +213,10 @@ impl Item {
 #[derive(Debug)]
 pub struct DecodeContext {
     /// The kind requested.
-    pub kind: KeyKind,
-    /// The kind the payload holds (the header's): [`KeyKind::Proving`] when a verifying key is
+    pub kind: ArtifactKind,
+    /// The kind the payload holds (the header's): [`ArtifactKind::Proving`] when a verifying key is
     /// read from a proving key's payload, which then continues after it.
-    pub payload_kind: KeyKind,
+    pub payload_kind: ArtifactKind,
     /// The codec's wire mode recorded in the header: one of the codec's
     /// [`KeyCodec::wire_modes`].
     pub mode: WireMode,
@@ -272,7 +272,7 @@ impl DecodeContext {
         input: &mut PayloadReader<'_>,
         read_polys: impl FnOnce(&mut PayloadReader<'_>, &PkShape) -> Result<PkParts>,
     ) -> Result<Key> {
-        if self.kind == KeyKind::Verifying {
+        if self.kind == ArtifactKind::Verifying {
             return self.assemble_vk(vk);
         }
         let plan = VkPlan::new(self.cs.clone(), vk, &self.limits)?;
@@ -329,7 +329,7 @@ impl DecodeContext {
 /// `VerifyingKey<G1Affine>`. Sealed.
 pub trait HaloKey: Sized + sealed::Sealed {
     /// The kind recorded in the header.
-    const KIND: KeyKind;
+    const KIND: ArtifactKind;
 
     /// Borrows the key for encoding.
     fn as_key_ref(&self) -> KeyRef<'_>;
@@ -349,14 +349,14 @@ mod sealed {
     impl Sealed for halo2_proofs::plonk::VerifyingKey<halo2curves::bn256::G1Affine> {}
 }
 
-fn wrong_kind(expected: KeyKind, found: KeyKind) -> Error {
+fn wrong_kind(expected: ArtifactKind, found: ArtifactKind) -> Error {
     Error::Internal(format!(
         "a decoder returned a {found} for a {expected} request"
     ))
 }
 
 impl HaloKey for ProvingKey<G1Affine> {
-    const KIND: KeyKind = KeyKind::Proving;
+    const KIND: ArtifactKind = ArtifactKind::Proving;
 
     fn as_key_ref(&self) -> KeyRef<'_> {
         KeyRef::Proving(self)
@@ -371,7 +371,7 @@ impl HaloKey for ProvingKey<G1Affine> {
 }
 
 impl HaloKey for VerifyingKey<G1Affine> {
-    const KIND: KeyKind = KeyKind::Verifying;
+    const KIND: ArtifactKind = ArtifactKind::Verifying;
 
     fn as_key_ref(&self) -> KeyRef<'_> {
         KeyRef::Verifying(self)

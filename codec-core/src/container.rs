@@ -12,7 +12,7 @@ use crate::codec::{DecodeContext, Item, ItemRef, Key, KeyCodec};
 use crate::digest;
 use crate::error::{Error, IoContext, Result};
 use crate::header::{Header, HEADER_LEN, PREFIX_LEN};
-use crate::ids::{Fingerprint, KeyDigest, KeyKind, WireMode};
+use crate::ids::{ArtifactKind, Fingerprint, KeyDigest, WireMode};
 use crate::options::{Checksum, LoadOptions};
 use crate::payload::PayloadReader;
 use crate::source::ReadAt;
@@ -202,7 +202,7 @@ fn encode_beside_digest<K: KeyCodec + ?Sized>(
 #[derive(Clone, Copy, Debug)]
 pub struct Request {
     /// The kind wanted.
-    pub kind: KeyKind,
+    pub kind: ArtifactKind,
     /// A verifying key may be read from a proving key's container (its prefix: the
     /// polynomials are not decoded).
     pub from_proving_key: bool,
@@ -212,7 +212,7 @@ pub struct Request {
 
 impl Request {
     /// `kind`, from a container of that kind.
-    pub fn of(kind: KeyKind) -> Self {
+    pub fn of(kind: ArtifactKind) -> Self {
         Request {
             kind,
             from_proving_key: false,
@@ -224,9 +224,9 @@ impl Request {
     /// key's container or a proving key's (as `KeyCodecExt::load_verifying_key` reads it).
     /// What a load through a cache or an object asks for, so that a verifying key is found
     /// the same way wherever it is.
-    pub fn for_key(kind: KeyKind) -> Self {
+    pub fn for_key(kind: ArtifactKind) -> Self {
         Request {
-            from_proving_key: kind == KeyKind::Verifying,
+            from_proving_key: kind == ArtifactKind::Verifying,
             ..Request::of(kind)
         }
     }
@@ -282,8 +282,9 @@ pub fn read<K: KeyCodec + ?Sized>(
     };
     let (header, header_len) = read_header(&mut reader, total)?;
     let fingerprint = cs.as_ref().map_or(Fingerprint::NONE, fingerprint_of);
-    let prefix = from_proving_key && kind == KeyKind::Verifying && header.kind == KeyKind::Proving;
-    let expected_kind = if prefix { KeyKind::Proving } else { kind };
+    let prefix =
+        from_proving_key && kind == ArtifactKind::Verifying && header.kind == ArtifactKind::Proving;
+    let expected_kind = if prefix { ArtifactKind::Proving } else { kind };
     let mode = check_header(codec, expected_kind, &header, fingerprint, options)?;
     if let Some(total) = total {
         check_length(&header, total - header_len as u64)?;
@@ -371,12 +372,14 @@ fn decode_item<K: KeyCodec + ?Sized>(
     options: &LoadOptions,
 ) -> Result<Item> {
     match context.kind {
-        KeyKind::Params => {
+        ArtifactKind::Params => {
             let params = codec.decode_params(payload, context)?;
             crate::test_setup::refuse_test_setup(&params, options.test_setup)?;
             Ok(Item::Params(params))
         }
-        KeyKind::Proving | KeyKind::Verifying => codec.decode(payload, context).map(Item::Key),
+        ArtifactKind::Proving | ArtifactKind::Verifying => {
+            codec.decode(payload, context).map(Item::Key)
+        }
     }
 }
 
@@ -518,7 +521,7 @@ fn check_length(header: &Header, available: u64) -> Result<()> {
 /// wire mode for the header's mode byte.
 fn check_header<K: KeyCodec + ?Sized>(
     codec: &K,
-    kind: KeyKind,
+    kind: ArtifactKind,
     header: &Header,
     expected: Fingerprint,
     options: &LoadOptions,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use halo2curves::bn256::Fr;
 
-use crate::ids::{CodecId, Fingerprint, KeyDigest, KeyKind};
+use crate::ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest};
 
 /// `Result` with this workspace's [`enum@Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -115,9 +115,9 @@ pub enum Error {
     #[error("file holds a {found} but a {expected} was requested")]
     KindMismatch {
         /// The kind requested.
-        expected: KeyKind,
+        expected: ArtifactKind,
         /// The kind found in the header.
-        found: KeyKind,
+        found: ArtifactKind,
     },
 
     /// The key is for another curve than BN254.
@@ -133,7 +133,7 @@ pub enum Error {
         /// The codec.
         codec: &'static str,
         /// The kind it does not store.
-        kind: KeyKind,
+        kind: ArtifactKind,
     },
 
     /// The key's circuit size `k` is not the one the caller expected.
@@ -203,7 +203,7 @@ pub enum Error {
     #[error("{}the {kind}'s digest {found} is not the pinned digest {expected}", path.as_deref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
     DigestMismatch {
         /// What was pinned: a proving key, a verifying key, parameters.
-        kind: KeyKind,
+        kind: ArtifactKind,
         /// The file it was loaded from, when a file.
         path: Option<PathBuf>,
         /// The pinned digest.
@@ -516,8 +516,8 @@ impl Error {
         let cause = self.cause();
         let another = match cause {
             Error::KindMismatch {
-                expected: KeyKind::Verifying,
-                found: KeyKind::Proving,
+                expected: ArtifactKind::Verifying,
+                found: ArtifactKind::Proving,
             } => false,
             Error::CurveMismatch { .. }
             | Error::KindMismatch { .. }

@@ -8,7 +8,7 @@
 //! | 8 | 2 | container version (3) |
 //! | 10 | 1 | codec id ([`CodecId`]) |
 //! | 11 | 1 | codec wire mode ([`WireMode`](crate::WireMode), codec-specific) |
-//! | 12 | 1 | key kind ([`KeyKind`]) |
+//! | 12 | 1 | key kind ([`ArtifactKind`]) |
 //! | 13 | 1 | curve id (1 = BN254) |
 //! | 14 | 2 | flags: bit 0 set when the key digest is recorded; the others zero |
 //! | 16 | 4 | `k` (the circuit has `2^k` rows) |
@@ -29,7 +29,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
-use crate::ids::{CodecId, Fingerprint, KeyDigest, KeyKind};
+use crate::ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest};
 
 /// Size in bytes of the container header this build writes (version 3), the longest there is.
 pub const HEADER_LEN: usize = 128;
@@ -127,7 +127,7 @@ pub struct Header {
     /// container checks it against the codec's [`WireMode`](crate::WireMode)s.
     pub mode: u8,
     /// Proving or verifying key.
-    pub kind: KeyKind,
+    pub kind: ArtifactKind,
     /// The circuit has `2^k` rows.
     pub k: u32,
     /// Length of the payload that follows the header, in bytes.
@@ -259,7 +259,7 @@ impl Header {
         Ok(Header {
             codec: CodecId::new(codec),
             mode,
-            kind: KeyKind::from_byte(kind).ok_or(Error::UnknownKeyKind { found: kind })?,
+            kind: ArtifactKind::from_byte(kind).ok_or(Error::UnknownKeyKind { found: kind })?,
             k,
             payload_len,
             payload_checksum,
@@ -395,7 +395,7 @@ mod tests {
         Header {
             codec: CodecId::new(1),
             mode: 0,
-            kind: KeyKind::Proving,
+            kind: ArtifactKind::Proving,
             k: 12,
             payload_len: 123_456,
             payload_checksum: 0xdead_beef,

@@ -114,7 +114,7 @@ impl fmt::Display for WireMode {
 
 /// What a container holds: a proving key, a verifying key, or KZG parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KeyKind {
+pub enum ArtifactKind {
     /// A `ProvingKey` (which embeds its verifying key).
     Proving,
     /// A `VerifyingKey` alone.
@@ -123,33 +123,33 @@ pub enum KeyKind {
     Params,
 }
 
-impl KeyKind {
+impl ArtifactKind {
     /// The byte stored in the header.
     pub const fn byte(self) -> u8 {
         match self {
-            KeyKind::Proving => 1,
-            KeyKind::Verifying => 2,
-            KeyKind::Params => 3,
+            ArtifactKind::Proving => 1,
+            ArtifactKind::Verifying => 2,
+            ArtifactKind::Params => 3,
         }
     }
 
     /// The kind stored as `byte`, if any.
     pub const fn from_byte(byte: u8) -> Option<Self> {
         match byte {
-            1 => Some(KeyKind::Proving),
-            2 => Some(KeyKind::Verifying),
-            3 => Some(KeyKind::Params),
+            1 => Some(ArtifactKind::Proving),
+            2 => Some(ArtifactKind::Verifying),
+            3 => Some(ArtifactKind::Params),
             _ => None,
         }
     }
 }
 
-impl fmt::Display for KeyKind {
+impl fmt::Display for ArtifactKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            KeyKind::Proving => "proving key",
-            KeyKind::Verifying => "verifying key",
-            KeyKind::Params => "KZG parameters",
+            ArtifactKind::Proving => "proving key",
+            ArtifactKind::Verifying => "verifying key",
+            ArtifactKind::Params => "KZG parameters",
         })
     }
 }
@@ -227,11 +227,15 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_through_their_bytes() {
-        for kind in [KeyKind::Proving, KeyKind::Verifying, KeyKind::Params] {
-            assert_eq!(KeyKind::from_byte(kind.byte()), Some(kind));
+        for kind in [
+            ArtifactKind::Proving,
+            ArtifactKind::Verifying,
+            ArtifactKind::Params,
+        ] {
+            assert_eq!(ArtifactKind::from_byte(kind.byte()), Some(kind));
         }
-        assert_eq!(KeyKind::from_byte(0), None);
-        assert_eq!(KeyKind::from_byte(4), None);
+        assert_eq!(ArtifactKind::from_byte(0), None);
+        assert_eq!(ArtifactKind::from_byte(4), None);
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub use file::{
     drop_cached_pages, lock_beside, replace_atomically, temp_beside, FileStamp,
     DEFAULT_LOCK_TIMEOUT,
 };
-pub use ids::{CodecId, Fingerprint, KeyDigest, KeyKind, ParseDigestError, WireMode};
+pub use ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
 pub use options::{
     BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
@@ -117,7 +117,7 @@ pub mod backend_api {
     pub use crate::bulk::{Span, SpanData};
     pub use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
     pub use crate::error::{Error, IoContext, Result};
-    pub use crate::ids::{CodecId, KeyKind, WireMode};
+    pub use crate::ids::{ArtifactKind, CodecId, WireMode};
     pub use crate::options::{Limits, Validation};
     pub use crate::params::{
         assemble_params, read_g1_points, read_g2, read_params, write_params, KzgParams, ParamsParts,

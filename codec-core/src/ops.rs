@@ -14,7 +14,7 @@ use crate::container::{self, Decoded, Input, Request};
 use crate::error::{Error, IoContext, Result};
 use crate::file::save_atomic;
 use crate::ids::KeyDigest;
-use crate::ids::{Fingerprint, KeyKind};
+use crate::ids::{ArtifactKind, Fingerprint};
 use crate::options::{LoadOptions, SaveOptions};
 use crate::params::KzgParams;
 
@@ -62,7 +62,7 @@ pub trait KeyCodecExt: KeyCodec {
     }
 
     /// Saves KZG parameters to `path` as [`KeyCodecExt::save`] saves keys (atomically,
-    /// durably), in a container of kind [`KeyKind::Params`]; returns their digest. Only
+    /// durably), in a container of kind [`ArtifactKind::Params`]; returns their digest. Only
     /// codecs that store parameters ([`KeyCodec::stores_params`]) accept them.
     ///
     /// # Errors
@@ -106,7 +106,7 @@ pub trait KeyCodecExt: KeyCodec {
         with_open_file(file, options, |input| {
             into_params(container::read(
                 self,
-                Request::of(KeyKind::Params),
+                Request::of(ArtifactKind::Params),
                 None,
                 input,
                 options,
@@ -122,7 +122,7 @@ pub trait KeyCodecExt: KeyCodec {
     fn read_params_slice(&self, bytes: &[u8], options: &LoadOptions) -> Result<KzgParams> {
         into_params(container::read(
             self,
-            Request::of(KeyKind::Params),
+            Request::of(ArtifactKind::Params),
             None,
             Input::Memory(bytes),
             options,
@@ -215,7 +215,7 @@ pub trait KeyCodecExt: KeyCodec {
     ) -> Result<VerifyingKey<G1Affine>> {
         let request = Request {
             from_proving_key: true,
-            ..Request::of(KeyKind::Verifying)
+            ..Request::of(ArtifactKind::Verifying)
         };
         load_file::<C, VerifyingKey<G1Affine>>(self, path, circuit_params, options, request)
             .map(|(vk, _)| vk)

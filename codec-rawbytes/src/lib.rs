@@ -43,7 +43,7 @@ use keycodec_core::backend_api::{
 use keycodec_core::halo2_proofs::plonk::Circuit;
 use keycodec_core::halo2_proofs::SerdeFormat;
 use keycodec_core::halo2curves::bn256::Fr;
-use keycodec_core::{HaloKey, KeyKind, LoadOptions};
+use keycodec_core::{ArtifactKind, HaloKey, LoadOptions};
 
 /// This backend's id in the container header.
 pub const ID: CodecId = CodecId::RAWBYTES;
@@ -196,8 +196,8 @@ impl RawBytesCodec {
 
     fn params_context(&self, options: &LoadOptions) -> DecodeContext {
         DecodeContext {
-            kind: KeyKind::Params,
-            payload_kind: KeyKind::Params,
+            kind: ArtifactKind::Params,
+            payload_kind: ArtifactKind::Params,
             mode: self.wire_mode(),
             k: options.expected_k,
             validation: self.effective_validation(self.wire_mode(), options.validation),
@@ -208,7 +208,7 @@ impl RawBytesCodec {
 
     fn import_context<C: Circuit<Fr>>(
         &self,
-        kind: KeyKind,
+        kind: ArtifactKind,
         circuit_params: C::Params,
         options: &LoadOptions,
     ) -> DecodeContext {

@@ -49,7 +49,9 @@ use flow::{Flow, Growth};
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::header::{Header, HEADER_LEN};
 use keycodec_core::transport::{self, fingerprint, Decoded, Input, ItemRef, Request};
-use keycodec_core::{Error, HaloKey, KeyCodec, KeyDigest, KeyKind, KzgParams, LoadOptions, Result};
+use keycodec_core::{
+    ArtifactKind, Error, HaloKey, KeyCodec, KeyDigest, KzgParams, LoadOptions, Result,
+};
 use object::{Fetcher, ObjectSource, ReadAhead, Tee};
 use upload::UploadWriter;
 
@@ -636,7 +638,7 @@ impl Remote {
         let decoded = self.read(
             codec,
             location,
-            Request::of(KeyKind::Params),
+            Request::of(ArtifactKind::Params),
             None,
             options,
             None,

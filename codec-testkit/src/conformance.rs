@@ -628,7 +628,7 @@ impl std::io::Read for ChangingFile {
 fn digest_request() -> keycodec_core::transport::Request {
     keycodec_core::transport::Request {
         digest: true,
-        ..keycodec_core::transport::Request::of(keycodec_core::KeyKind::Proving)
+        ..keycodec_core::transport::Request::of(keycodec_core::ArtifactKind::Proving)
     }
 }
 

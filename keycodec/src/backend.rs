@@ -5,12 +5,10 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use keycodec_core::halo2_proofs::plonk::Circuit;
 #[allow(unused_imports)] // used by the codecs of the backends compiled in
 use keycodec_core::halo2_proofs::SerdeFormat;
-use keycodec_core::halo2curves::bn256::Fr;
 use keycodec_core::header::Header;
-use keycodec_core::{CodecId, Error, HaloKey, KeyCodec, KeyCodecExt, LoadOptions, Result};
+use keycodec_core::{CodecId, Error, KeyCodec, Result};
 
 /// One backend: how users name it, the id its files carry, the Cargo feature that compiles
 /// it in (named like the backend), and its codecs when compiled in.
@@ -77,7 +75,19 @@ const BACKENDS: &[Entry] = &[
 #[derive(Clone, Copy)]
 pub struct Backend(&'static Entry);
 
+// The indexes are evaluated at compile time: one out of range fails the build.
+#[allow(clippy::indexing_slicing)]
 impl Backend {
+    /// halo2's own layout (byte-compatible with `pk.write`): the fastest loads; what a save
+    /// writes when [`KeyOptions::backend`](crate::KeyOptions::backend) names none.
+    pub const RAWBYTES: Backend = Backend(&BACKENDS[0]);
+    /// serde + bincode 1.3.3: for pipelines built on serde.
+    pub const BINCODE: Backend = Backend(&BACKENDS[1]);
+    /// rkyv archives, validated in place.
+    pub const RKYV: Backend = Backend(&BACKENDS[2]);
+    /// Only what cannot be recomputed: the smallest files, slower loads.
+    pub const COMPACT: Backend = Backend(&BACKENDS[3]);
+
     /// Every backend, compiled in or not.
     pub fn all() -> impl Iterator<Item = Backend> {
         BACKENDS.iter().map(Backend)
@@ -163,7 +173,7 @@ impl Backend {
     /// # Errors
     ///
     /// As [`Backend::of_file`], naming no path.
-    pub fn of_open_file(file: &std::fs::File) -> Result<Backend> {
+    pub(crate) fn of_open_file(file: &std::fs::File) -> Result<Backend> {
         let (header, _) = keycodec_core::header::read_header(file)?;
         Backend::of_id(header.codec).ok_or(Error::UnknownCodec {
             found: header.codec,
@@ -183,10 +193,10 @@ impl Backend {
 pub(crate) fn expect_key(
     header: &Header,
     backend: Backend,
-    kind: keycodec_core::KeyKind,
+    kind: keycodec_core::ArtifactKind,
     digest: Option<keycodec_core::KeyDigest>,
 ) -> Result<()> {
-    use keycodec_core::KeyKind;
+    use keycodec_core::ArtifactKind;
     if header.codec != backend.id() {
         return Err(Error::CodecMismatch {
             expected: backend.id(),
@@ -194,7 +204,9 @@ pub(crate) fn expect_key(
             found: header.codec,
         });
     }
-    if header.kind != kind && !(kind == KeyKind::Verifying && header.kind == KeyKind::Proving) {
+    if header.kind != kind
+        && !(kind == ArtifactKind::Verifying && header.kind == ArtifactKind::Proving)
+    {
         return Err(Error::KindMismatch {
             expected: kind,
             found: header.kind,
@@ -211,27 +223,6 @@ pub(crate) fn expect_key(
         }
         _ => Ok(()),
     }
-}
-
-/// Loads a key with whichever backend wrote it (read from the file's header).
-///
-/// # Errors
-///
-/// As [`Backend::of_file`], [`Backend::codec`] and
-/// [`KeyCodecExt::load`](keycodec_core::KeyCodecExt::load).
-pub fn load_any<C: Circuit<Fr>, K: HaloKey>(
-    path: &Path,
-    circuit_params: C::Params,
-    options: &LoadOptions,
-) -> Result<K> {
-    // One open: the header names the backend, and the same file is decoded.
-    let load = || {
-        let file = std::fs::File::open(path).map_err(|err| Error::io("open", err))?;
-        Backend::of_open_file(&file)?
-            .codec()?
-            .load_from::<C, K>(&file, circuit_params, options)
-    };
-    load().map_err(|err| err.at_path(path))
 }
 
 impl PartialEq for Backend {

@@ -13,13 +13,13 @@
 //! file and writes atomically and durably (a killed `gen_pk` leaves the previous file or the
 //! new one, never a torn one); [`read_params`] follows halo2-base's `PARAMS_DIR` convention but
 //! never generates parameters, and refuses a test setup (halo2-base's `gen_srs` makes them
-//! from a public seed: see [`crate::test_setup`]).
+//! from a public seed).
 //!
 //! Files snark-verifier-sdk already wrote are left as they are, and keys `gen_pk` generates are
 //! written in the same headerless layout: a fleet where some processes still read with
 //! snark-verifier-sdk's `read_pk` keeps working while it switches. (That layout has no
 //! checksum: damage is caught by the value and structure checks, not always; once every
-//! reader has switched, save containers with [`KeyCodecExt::save`](crate::KeyCodecExt::save),
+//! reader has switched, save containers with [`save_key`](crate::save_key),
 //! which `read_pk` reads too, to get checksums and digest pins.)
 
 use std::io;
@@ -56,7 +56,7 @@ fn load_pk<C: Circuit<Fr>>(
 ) -> Result<ProvingKey<G1Affine>, Error> {
     let file = std::fs::File::open(path).map_err(|err| Error::io("open", err).at_path(path))?;
     if crate::params::is_container(&file).map_err(|err| err.at_path(path))? {
-        crate::load_any::<C, _>(path, params, options)
+        crate::key::load_open_file::<C, _>(&file, params, options).map_err(|err| err.at_path(path))
     } else {
         RawBytesCodec::new(SerdeFormat::RawBytes).import_file::<C, _>(path, params, options)
     }
@@ -127,7 +127,7 @@ fn write_pk(path: &Path, pk: &ProvingKey<G1Affine>) -> Result<(), Error> {
         std::fs::create_dir_all(dir)
             .map_err(|err| Error::io("create the folder", err).at_path(dir))?;
     }
-    crate::replace_atomically(path, |file| {
+    keycodec_core::replace_atomically(path, |file| {
         let mut writer = io::BufWriter::with_capacity(1 << 20, file);
         RawBytesCodec::new(SerdeFormat::RawBytes).export(pk, &mut writer)?;
         io::Write::flush(&mut writer).map_err(|err| Error::io("write", err))
@@ -156,7 +156,7 @@ pub fn read_params(k: u32) -> io::Result<ParamsKZG<Bn256>> {
         k: Some(k),
         ..ParamsOptions::default()
     };
-    crate::start::open_params(params_path(k), &options).map_err(into_io)
+    crate::open_params(params_path(k), &options).map_err(into_io)
 }
 
 /// keycodec's error as the `io::Error` the drop-in's signatures return.
@@ -169,3 +169,7 @@ fn into_io(err: Error) -> io::Error {
     };
     io::Error::new(kind, err)
 }
+
+/// The format of halo2's headerless parameters file at `path` (`ParamsKZG::write_custom`),
+/// from its length.
+pub use crate::params::halo2_params_format;

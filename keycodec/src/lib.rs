@@ -11,38 +11,27 @@ mod backend;
 mod cache;
 #[cfg(feature = "rawbytes")]
 pub mod compat;
+mod key;
 mod location;
 pub mod manifest;
+mod options;
 mod params;
 mod replace;
-pub mod start;
+mod start;
 
-pub use backend::{load_any, Backend, ParseBackendError};
+pub use backend::{Backend, ParseBackendError};
+pub use key::{load_key, save_key};
+pub use location::Location;
+#[cfg(feature = "remote")]
+pub use location::Object;
+pub use options::{Key, KeyOptions, KeyPin};
+pub use params::{open_params, save_params, ParamsOptions, ParamsPin};
+pub use start::{load_or_generate, ColdStart, Generated, Keygen, Origin, Prover, Selectors};
+
 pub use keycodec_core::{
-    downsize, halo2_proofs, halo2curves, replace_atomically, BufferConfig, Checksum, CodecId,
-    CodecSet, Error, Fingerprint, HaloKey, KeyCodec, KeyCodecExt, KeyDigest, KeyKind, KzgParams,
-    Limits, LoadOptions, ParseDigestError, ParseSizeError, Result, SaveOptions, Size, TestSetup,
-    Validation, WireMode, MAX_K,
+    halo2_proofs, halo2curves, ArtifactKind, Checksum, Error, KeyDigest, KzgParams, Limits,
+    ParseDigestError, Result, TestSetup, Validation,
 };
-
-/// The container header, for tools that look at files without decoding them.
-pub use keycodec_core::header;
-
-/// KZG parameters made from a public seed (halo2-base's `gen_srs`), recognised.
-pub use keycodec_core::test_setup;
-
-/// For backend authors: the payload reader, the decode context, the key's parts and the
-/// field encodings a backend is written with (see the module's docs).
-pub use keycodec_core::backend_api;
 
 #[cfg(feature = "remote")]
 pub mod remote;
-
-#[cfg(feature = "bincode")]
-pub use keycodec_bincode::BincodeCodec;
-#[cfg(feature = "compact")]
-pub use keycodec_compact::CompactCodec;
-#[cfg(feature = "rawbytes")]
-pub use keycodec_rawbytes::RawBytesCodec;
-#[cfg(feature = "rkyv")]
-pub use keycodec_rkyv::RkyvCodec;

@@ -13,14 +13,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use keycodec_core::halo2_proofs::plonk::{Circuit, VerifyingKey};
-use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
-use keycodec_core::{CodecSet, Error, KeyDigest, KeyKind, KzgParams, Result};
+use keycodec_core::{ArtifactKind, Error, KeyDigest, Result};
 use serde::Deserialize;
 
 use crate::location::Location;
+use crate::options::{KeyOptions, KeyPin};
 use crate::params::{ParamsOptions, ParamsPin};
-use crate::start::{ColdStart, KeyOptions, Origin, StartOptions};
+use crate::start::{Keygen, Prover};
 use crate::Backend;
 
 /// The manifest format this build reads.
@@ -28,7 +27,7 @@ pub const MANIFEST_VERSION: u32 = 1;
 
 /// Where an artifact is, as the manifest says.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// A file (resolved against the manifest's folder).
     Path(PathBuf),
     /// A URL (`s3://`, `https://`, `http://`), through the cache directory.
@@ -37,7 +36,7 @@ pub enum Source {
 
 /// The parameters a manifest names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamsEntry {
+pub(crate) struct ParamsEntry {
     /// Where they are.
     pub source: Source,
     /// The `k` the prover runs at: larger parameters are downsized to it.
@@ -48,11 +47,11 @@ pub struct ParamsEntry {
 
 /// A key a manifest names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeyEntry {
+pub(crate) struct KeyEntry {
     /// Its name in the manifest.
     pub name: String,
     /// A proving or a verifying key.
-    pub kind: KeyKind,
+    pub kind: ArtifactKind,
     /// Where it is.
     pub source: Source,
     /// The backend that stores it (the only one its load accepts).
@@ -188,8 +187,8 @@ impl Manifest {
         for (name, key) in file.keys {
             let what = format!("key `{name}`");
             let kind = match key.kind.as_str() {
-                "proving" => KeyKind::Proving,
-                "verifying" => KeyKind::Verifying,
+                "proving" => ArtifactKind::Proving,
+                "verifying" => ArtifactKind::Verifying,
                 other => {
                     return Err(bad(format!(
                         "{what}: kind `{other}` (`proving` or `verifying`)"
@@ -224,22 +223,22 @@ impl Manifest {
         &self.path
     }
 
-    /// The parameters it names.
-    pub fn params(&self) -> &ParamsEntry {
-        &self.params
+    /// How the parameters are opened: pinned as the manifest says, at its `k`.
+    fn params_options(&self) -> ParamsOptions {
+        ParamsOptions {
+            pin: self.params.pin,
+            k: Some(self.params.k),
+            ..ParamsOptions::default()
+        }
     }
 
-    /// The keys it names, by name.
-    pub fn keys(&self) -> impl Iterator<Item = &KeyEntry> {
-        self.keys.values()
+    /// The names of the keys it names, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.keys.keys().map(String::as_str)
     }
 
-    /// The key named `name`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Manifest`] when the manifest names no such key.
-    pub fn key(&self, name: &str) -> Result<&KeyEntry> {
+    /// The entry of the key named `name`.
+    fn entry(&self, name: &str) -> Result<&KeyEntry> {
         self.keys.get(name).ok_or_else(|| Error::Manifest {
             path: self.path.clone(),
             message: format!(
@@ -249,119 +248,68 @@ impl Manifest {
         })
     }
 
-    /// How the parameters are opened: pinned as the manifest says, at its `k`.
-    pub fn params_options(&self) -> ParamsOptions {
-        ParamsOptions {
-            pin: self.params.pin,
+    /// Where the parameters are (through `cache` for a URL) and how they are opened: pinned
+    /// as the manifest says, at its `k`. For [`open_params`](crate::open_params).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotCompiled`] for a URL without the `remote` feature; a URL's errors.
+    pub fn params(&self, cache: &Path) -> Result<(Location, ParamsOptions)> {
+        Ok((location(&self.params.source, cache)?, self.params_options()))
+    }
+
+    /// Where the key named `name` is (through `cache` for a URL) and how it is loaded: its
+    /// backend only, pinned to its digest, at the manifest's `k`. For
+    /// [`load_key`](crate::load_key) and [`load_or_generate`](crate::load_or_generate) (a
+    /// verifying key, from a verifying key's container or a proving key's).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Manifest`] for a key it does not name; as [`Manifest::params`].
+    pub fn key(&self, name: &str, cache: &Path) -> Result<(Location, KeyOptions)> {
+        let key = self.entry(name)?;
+        let options = KeyOptions {
+            pin: key.digest.map(KeyPin::Digest),
+            backend: Some(key.codec),
             k: Some(self.params.k),
-            ..ParamsOptions::default()
-        }
-    }
-
-    /// How the key named `name` is loaded: its backend only, pinned to its digest.
-    ///
-    /// # Errors
-    ///
-    /// As [`Manifest::key`].
-    pub fn key_options(&self, name: &str) -> Result<KeyOptions> {
-        let key = self.key(name)?;
-        Ok(KeyOptions {
-            pin: key.digest,
-            codecs: CodecSet::NONE.with(key.codec.id()),
             ..KeyOptions::default()
-        })
-    }
-
-    /// The parameters, opened as the manifest says (through `cache` for a URL).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Artifact`] naming `params`, around what [`open_params`](crate::start::open_params)
-    /// reports.
-    pub fn open_params(&self, cache: &Path) -> Result<KzgParams> {
-        let open = || {
-            crate::start::open_params(
-                location(&self.params.source, cache)?,
-                &self.params_options(),
-            )
         };
-        open().map_err(|err| artifact("params", err))
+        Ok((location(&key.source, cache)?, options))
     }
 
-    /// A prover's whole cold start from the manifest: its parameters and the proving key named
-    /// `key`, each as the manifest pins it, through `cache` for URLs
-    /// ([`cold_start`](crate::start::cold_start): generated only when missing or provably not
-    /// this key, and then checked against the manifest's digest). `options` says how keys are
-    /// saved and how long to wait for a lock; its artifacts' options are the manifest's.
+    /// The prover that starts from the manifest's parameters and the proving key named
+    /// `key`, each as the manifest pins it, through `cache` for URLs: call
+    /// [`Prover::start`](crate::Prover::start) (and set its [`Keygen`](crate::Keygen) first
+    /// for compressed selectors or another lock timeout).
     ///
     /// # Errors
     ///
-    /// [`Error::Manifest`] for a key it does not name or that is not a proving key;
-    /// [`Error::Artifact`] naming the artifact that failed.
-    pub fn cold_start<C: Circuit<Fr>>(
-        &self,
-        key: &str,
-        circuit: &C,
-        cache: &Path,
-        options: &StartOptions,
-    ) -> Result<ColdStart> {
-        let entry = self.key(key)?;
-        if entry.kind != KeyKind::Proving {
+    /// [`Error::Manifest`] for a key it does not name or that is not a proving key; as
+    /// [`Manifest::params`].
+    pub fn prover(&self, key: &str, cache: &Path) -> Result<Prover> {
+        let entry = self.entry(key)?;
+        if entry.kind != ArtifactKind::Proving {
             return Err(Error::Manifest {
                 path: self.path.clone(),
                 message: format!("key `{key}` is a {}, not a proving key", entry.kind),
             });
         }
-        let codec = entry.codec.codec()?;
-        let params = self.open_params(cache)?;
-        let options = StartOptions {
-            key: self.key_options(key)?,
-            params: ParamsOptions::default(),
-            ..*options
-        };
-        let load = || {
-            crate::start::load_or_generate_pk(
-                codec,
-                location(&entry.source, cache)?,
-                &params,
-                circuit,
-                &options,
-            )
-        };
-        let (pk, origin): (_, Origin) = load().map_err(|err| artifact(key, err))?;
-        Ok(ColdStart { params, pk, origin })
-    }
-
-    /// The verifying key named `key` (a verifying key's container, or a proving key's), as the
-    /// manifest pins it, for the circuit at the manifest's `k` (`params`, opened with
-    /// [`Manifest::open_params`]); generated only when missing or provably not this key.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Manifest`] for a key it does not name; [`Error::Artifact`] naming it.
-    pub fn load_vk<C: Circuit<Fr>>(
-        &self,
-        key: &str,
-        params: &KzgParams,
-        circuit: &C,
-        cache: &Path,
-        options: &StartOptions,
-    ) -> Result<(VerifyingKey<G1Affine>, Origin)> {
-        let entry = self.key(key)?;
-        let options = StartOptions {
-            key: self.key_options(key)?,
-            ..*options
-        };
-        let load = || {
-            crate::start::load_or_generate_vk(
-                entry.codec.codec()?,
-                location(&entry.source, cache)?,
-                params,
-                circuit,
-                &options,
-            )
-        };
-        load().map_err(|err| artifact(key, err))
+        let (params, params_options) = self.params(cache)?;
+        let (key, key_options) = self.key(key, cache)?;
+        Ok(Prover {
+            params,
+            params_options: ParamsOptions {
+                k: None,
+                ..params_options
+            },
+            key,
+            key_options: KeyOptions {
+                k: None,
+                ..key_options
+            },
+            keygen: Keygen::default(),
+            k: self.params.k,
+        })
     }
 
     /// Checks every artifact without fetching anything: files named by path where they are
@@ -379,7 +327,7 @@ impl Manifest {
 
     fn verify_params(&self, cache: &Path) -> Result<ArtifactState> {
         let check = || match &self.params.source {
-            Source::Path(path) => crate::start::open_params(path, &self.params_options())
+            Source::Path(path) => crate::open_params(path, &self.params_options())
                 .map(|_| ArtifactState::Present(path.clone())),
             #[cfg(feature = "remote")]
             Source::Url(url) => {

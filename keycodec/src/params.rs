@@ -12,10 +12,11 @@ use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2_proofs::SerdeFormat;
 use keycodec_core::header::{Header, HEADER_LEN, MAGIC};
 use keycodec_core::{
-    downsize, Error, KeyCodecExt, KeyDigest, KeyKind, KzgParams, Limits, LoadOptions, Result,
-    TestSetup, Validation,
+    downsize, ArtifactKind, Error, KeyCodecExt, KeyDigest, KzgParams, Limits, LoadOptions, Result,
+    SaveOptions, TestSetup, Validation,
 };
 
+use crate::location::Location;
 use crate::Backend;
 
 /// A pin on KZG parameters: parameters that are not these are refused.
@@ -76,6 +77,57 @@ impl ParamsOptions {
     }
 }
 
+/// Opens KZG parameters at `at`: a keycodec container (any backend that stores them, from
+/// its header) or halo2's headerless file in any `SerdeFormat` (the format follows from the
+/// file's length), every point checked unless `options.validation` trusts them; an object
+/// (feature `remote`) goes through its cache (downloaded and checked once, then a local load:
+/// see [`crate::remote::fetch_params`]). `options.pin` refuses other parameters; `options.k`
+/// fits them to a circuit: larger ones are downsized to `2^k` points (halo2's `downsize`:
+/// `2^(k-1) * k` scalar multiplications on every core, slow at large `k`; an object's
+/// downsized parameters are cached, and a prover that starts often from a file should
+/// downsize once with `keycodec params downsize`), smaller ones refused.
+///
+/// # Errors
+///
+/// I/O and decode errors naming the file; [`Error::FileHashMismatch`] or
+/// [`Error::DigestMismatch`] for parameters that are not the pinned ones; [`Error::KMismatch`]
+/// when the file's `k` is smaller than `options.k`; [`Error::FileChanged`] for a file rewritten
+/// while it was read; [`Error::TestSetup`] for a public seed's parameters;
+/// [`Error::NotCompiled`] for a halo2 file without the rawbytes backend.
+pub fn open_params(at: impl Into<Location>, options: &ParamsOptions) -> Result<KzgParams> {
+    match at.into() {
+        Location::File(path) => {
+            let params = read_pinned(&path, options)?;
+            fit(params, options.k, &path)
+        }
+        #[cfg(feature = "remote")]
+        Location::Object(object) => {
+            crate::cache::fetch_params(&object, options, &|_| {}).map(|fetched| fetched.params)
+        }
+    }
+}
+
+/// Saves KZG parameters to `at` with `backend` (one that stores parameters: rawbytes,
+/// bincode or rkyv), as [`crate::save_key`] saves a key (atomically; an object as one
+/// upload); returns their digest, the pin ([`ParamsPin::Digest`]) to open them with.
+///
+/// # Errors
+///
+/// [`Error::KindNotSupported`] for a backend that stores no parameters;
+/// [`Error::NotCompiled`]; [`Error::Io`] naming the file; an object's store errors.
+pub fn save_params(
+    at: impl Into<Location>,
+    params: &KzgParams,
+    backend: Backend,
+) -> Result<KeyDigest> {
+    let codec = backend.codec()?;
+    match at.into() {
+        Location::File(path) => codec.save_params(&path, params, &SaveOptions::default()),
+        #[cfg(feature = "remote")]
+        Location::Object(object) => object.remote.save_params(codec, &object.path, params),
+    }
+}
+
 /// The parameters in the file at `path`, pinned by `options.pin` (its `k` not applied).
 pub(crate) fn read_pinned(path: &Path, options: &ParamsOptions) -> Result<KzgParams> {
     let read = || {
@@ -132,7 +184,7 @@ pub(crate) fn read_pinned_file(
         let found = KeyDigest::of_params(&params)?;
         if found != expected {
             return Err(Error::DigestMismatch {
-                kind: KeyKind::Params,
+                kind: ArtifactKind::Params,
                 path: Some(path.to_path_buf()),
                 expected,
                 found,
@@ -200,11 +252,13 @@ fn import_halo2(_file: &File, _options: &LoadOptions) -> Result<KzgParams> {
 /// # Errors
 ///
 /// [`Error::Malformed`] when the length fits neither, and I/O errors naming the file.
+#[cfg_attr(not(feature = "rawbytes"), allow(dead_code, unreachable_pub))]
 pub fn halo2_params_format(path: &Path) -> Result<SerdeFormat> {
     let read = || format_of(&File::open(path).map_err(|err| Error::io("open", err))?);
     read().map_err(|err: Error| err.at_path(path))
 }
 
+#[cfg_attr(not(feature = "rawbytes"), allow(dead_code))]
 fn format_of(file: &File) -> Result<SerdeFormat> {
     let len = file
         .metadata()
@@ -265,9 +319,9 @@ pub(crate) fn expected_length(first: &[u8], limits: &Limits) -> Result<(u32, Vec
     };
     let lengths = if first.starts_with(&MAGIC) {
         let header = Header::from_bytes(first)?;
-        if header.kind != KeyKind::Params {
+        if header.kind != ArtifactKind::Params {
             return Err(Error::KindMismatch {
-                expected: KeyKind::Params,
+                expected: ArtifactKind::Params,
                 found: header.kind,
             });
         }

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use keycodec_core::header::read_header;
-use keycodec_core::{Error, FileStamp, KeyKind, Result};
+use keycodec_core::{ArtifactKind, Error, FileStamp, Result};
 
 /// What a read of an artifact found.
 pub(crate) enum Found<T> {
@@ -91,21 +91,21 @@ impl Witness {
 ///
 /// `proof` (or [`Error::KindMismatch`] when there is none) when the write is refused.
 pub(crate) fn refuse_vk_over_pk(
-    kind: KeyKind,
-    header_kind: Option<KeyKind>,
+    kind: ArtifactKind,
+    header_kind: Option<ArtifactKind>,
     proof: Option<Error>,
 ) -> Result<()> {
-    if kind == KeyKind::Verifying && header_kind == Some(KeyKind::Proving) {
+    if kind == ArtifactKind::Verifying && header_kind == Some(ArtifactKind::Proving) {
         return Err(proof.unwrap_or(Error::KindMismatch {
             expected: kind,
-            found: KeyKind::Proving,
+            found: ArtifactKind::Proving,
         }));
     }
     Ok(())
 }
 
 /// The kind the container at `path` names in its header, if it is a readable container.
-pub(crate) fn file_kind(path: &Path) -> Option<KeyKind> {
+pub(crate) fn file_kind(path: &Path) -> Option<ArtifactKind> {
     let file = std::fs::File::open(path).ok()?;
     read_header(&file).ok().map(|(header, _)| header.kind)
 }

@@ -20,11 +20,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use keycodec::{Backend, KeyCodec, KeyCodecExt};
+use keycodec::Backend;
 use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use keycodec_core::header::{Header, HEADER_LEN};
-use keycodec_core::{LoadOptions, Validation};
+use keycodec_core::{KeyCodec, KeyCodecExt, LoadOptions, Validation};
 use keycodec_testkit::{LookupCircuit, StandardPlonk};
 
 pub use keycodec_testkit::conformance::refresh_checksums;
@@ -327,7 +327,7 @@ pub fn fuzz_one(
             );
             #[cfg(feature = "rawbytes")]
             if backend.name() == "rawbytes" {
-                let import = keycodec::RawBytesCodec::default();
+                let import = keycodec_rawbytes::RawBytesCodec::default();
                 entry(
                     format!("rawbytes import pk {validation:?}"),
                     false,

@@ -11,8 +11,8 @@
 
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::backend_api::{
-    DecodeContext, Error, KeyKind, Limits, PayloadReader, PkShape, Validation, VkParts, VkPlan,
-    WireMode,
+    ArtifactKind, DecodeContext, Error, Limits, PayloadReader, PkShape, Validation, VkParts,
+    VkPlan, WireMode,
 };
 use keycodec_core::halo2_proofs::poly::EvaluationDomain;
 use keycodec_core::halo2curves::bn256::Fr;
@@ -66,8 +66,8 @@ fn finish_refuses_a_domain_built_for_another_k_or_degree() {
 fn a_payload_shorter_than_the_polynomials_is_refused_before_reading() {
     let vk = standard_plonk().vk();
     let context = DecodeContext {
-        kind: KeyKind::Proving,
-        payload_kind: KeyKind::Proving,
+        kind: ArtifactKind::Proving,
+        payload_kind: ArtifactKind::Proving,
         mode: WireMode::new(0, "test"),
         k: Some(STANDARD_PLONK_K),
         validation: Validation::Checked,

@@ -8,9 +8,10 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::{load_any, Backend, Error, KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec::{load_key, Backend, Error, KeyOptions};
 use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::{KeyCodecExt, LoadOptions, SaveOptions};
 use keycodec_testkit::{lookup, pk_bytes, prove_and_verify, standard_plonk, vk_bytes, Fixture};
 use keycodec_testkit::{LookupCircuit, StandardPlonk};
 
@@ -31,7 +32,7 @@ fn file_round_trip<C: Circuit<Fr, Params = ()>>(backend: Backend, fixture: &Fixt
         .load::<C, _>(&pk_path, (), &LoadOptions::default())
         .unwrap();
     let vk: VerifyingKey<G1Affine> =
-        load_any::<C, _>(&vk_path, (), &LoadOptions::default()).unwrap();
+        load_key::<C, _>(&vk_path, (), &KeyOptions::default()).unwrap();
     assert_eq!(
         pk_bytes(&pk),
         pk_bytes(&fixture.pk),

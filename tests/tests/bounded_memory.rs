@@ -12,11 +12,11 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::{Backend, KeyCodecExt};
+use keycodec::Backend;
 use keycodec_core::halo2_proofs::plonk::ProvingKey;
 use keycodec_core::halo2curves::bn256::G1Affine;
 use keycodec_core::header::HEADER_LEN;
-use keycodec_core::LoadOptions;
+use keycodec_core::{KeyCodecExt, LoadOptions};
 use keycodec_testkit::conformance::{refresh_checksums, rewrite_header};
 use keycodec_testkit::{standard_plonk, StandardPlonk};
 use keycodec_tests::counting::{peak_during, Counting};
@@ -121,7 +121,7 @@ fn huge_declared_sizes_in_tiny_files_allocate_little() {
 #[cfg(feature = "rawbytes")]
 fn forged_large_k_parameters() {
     use keycodec_core::halo2_proofs::SerdeFormat;
-    let codec = keycodec::RawBytesCodec::default();
+    let codec = keycodec_rawbytes::RawBytesCodec::default();
     let options = LoadOptions::default();
     let dir = tempfile::tempdir().unwrap();
     let mut halo2 = Vec::new();
@@ -151,7 +151,7 @@ fn forged_large_k_parameters() {
         .save_params(
             &container_path,
             &standard_plonk().params,
-            &keycodec::SaveOptions::default(),
+            &keycodec_core::SaveOptions::default(),
         )
         .unwrap();
     let mut container = std::fs::read(&container_path).unwrap();
@@ -330,7 +330,7 @@ fn assert_bounded_by<T>(
 fn headerless_halo2_files(options: &LoadOptions) {
     let fixture = standard_plonk();
     let options = *options;
-    let codec = keycodec::RawBytesCodec::default();
+    let codec = keycodec_rawbytes::RawBytesCodec::default();
     use keycodec_core::halo2_proofs::SerdeFormat;
     let halo2 = fixture.pk.to_bytes(SerdeFormat::RawBytes);
     let vk_len = fixture.vk().to_bytes(SerdeFormat::RawBytes).len();
@@ -390,12 +390,12 @@ fn a_headerless_parameters_file_claiming_a_large_k_allocates_little() {
         .params
         .write_custom(&mut halo2, SerdeFormat::RawBytes)
         .unwrap();
-    let codec = keycodec::RawBytesCodec::default();
+    let codec = keycodec_rawbytes::RawBytesCodec::default();
     for k in [26u32, 28, 29, 32, u32::MAX] {
         halo2[..4].copy_from_slice(&k.to_le_bytes());
         let (result, peak) =
             peak_during(|| codec.import_params(&mut halo2.as_slice(), &LoadOptions::default()));
-        let expected = if k <= keycodec::MAX_K {
+        let expected = if k <= keycodec_core::MAX_K {
             matches!(result, Err(keycodec::Error::Truncated { .. }))
         } else {
             matches!(result, Err(keycodec::Error::KOutOfRange { .. }))

@@ -11,11 +11,12 @@
 // The parameter tests need the rawbytes backend; a build without it uses less of this file.
 #![cfg_attr(not(feature = "rawbytes"), allow(unused_imports, dead_code))]
 
-use keycodec::start::{
-    cold_start, load_or_generate_pk, load_or_generate_vk, open_params, KeyOptions, Origin,
-    ParamsOptions, ParamsPin, StartOptions,
+use keycodec::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
+use keycodec::halo2curves::bn256::{Fr, G1Affine};
+use keycodec::{
+    load_or_generate, open_params, save_key, save_params, Backend, Error, KeyDigest, KeyOptions,
+    KeyPin, Keygen, KzgParams, Origin, ParamsOptions, ParamsPin, Prover, Selectors,
 };
-use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, KzgParams, SaveOptions};
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2_proofs::SerdeFormat;
 use keycodec_testkit::conformance::leftover_temp_files;
@@ -38,24 +39,63 @@ fn params_bytes(params: &KzgParams) -> Vec<u8> {
     bytes
 }
 
+/// Key options that load and save with `backend` only.
+fn with_backend(backend: Backend) -> KeyOptions {
+    KeyOptions {
+        backend: Some(backend),
+        ..KeyOptions::default()
+    }
+}
+
+/// The proving key at `path`, loaded or generated.
+fn pk_at<C: Circuit<Fr>>(
+    path: &std::path::Path,
+    params: &KzgParams,
+    circuit: &C,
+    options: &KeyOptions,
+    keygen: &Keygen,
+) -> keycodec::Result<(ProvingKey<G1Affine>, Origin)> {
+    load_or_generate(path, params, circuit, options, keygen)
+}
+
+/// The verifying key at `path`, loaded or generated.
+fn vk_at<C: Circuit<Fr>>(
+    path: &std::path::Path,
+    params: &KzgParams,
+    circuit: &C,
+    options: &KeyOptions,
+    keygen: &Keygen,
+) -> keycodec::Result<(VerifyingKey<G1Affine>, Origin)> {
+    load_or_generate(path, params, circuit, options, keygen)
+}
+
+/// A prover starting from `params` and `key` at `k`, loading and saving its key with rawbytes.
+fn rawbytes_prover(params: &std::path::Path, key: &std::path::Path, k: u32) -> Prover {
+    Prover {
+        key_options: with_backend(Backend::RAWBYTES),
+        ..Prover::new(params, key, k)
+    }
+}
+
 #[test]
 fn a_missing_or_wrong_key_is_generated_and_a_right_one_loaded() {
     let fixture = standard_plonk();
-    let options = StartOptions::default();
+    let keygen = Keygen::default();
     for backend in Backend::compiled() {
-        let codec = backend.codec().unwrap();
+        let options = with_backend(backend);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("prover.pk");
         let (pk, origin) =
-            load_or_generate_pk(codec, &path, &fixture.params, &fixture.circuit, &options).unwrap();
+            pk_at(&path, &fixture.params, &fixture.circuit, &options, &keygen).unwrap();
         assert_eq!(origin, Origin::Generated, "{backend}");
         assert_eq!(
             pk_bytes(&pk),
             pk_bytes(&fixture.pk),
             "{backend}: keygen is deterministic"
         );
+        assert_eq!(Backend::of_file(&path).unwrap(), backend, "saved with it");
         let (pk, origin) =
-            load_or_generate_pk(codec, &path, &fixture.params, &fixture.circuit, &options).unwrap();
+            pk_at(&path, &fixture.params, &fixture.circuit, &options, &keygen).unwrap();
         assert_eq!(origin, Origin::Loaded, "{backend}");
         assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
 
@@ -65,13 +105,11 @@ fn a_missing_or_wrong_key_is_generated_and_a_right_one_loaded() {
         bytes[last] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         let (_, origin) =
-            load_or_generate_pk(codec, &path, &fixture.params, &fixture.circuit, &options).unwrap();
+            pk_at(&path, &fixture.params, &fixture.circuit, &options, &keygen).unwrap();
         assert_eq!(origin, Origin::Generated, "{backend}: damaged");
-        codec
-            .save::<LookupCircuit, _>(&path, &lookup().pk, (), &SaveOptions::default())
-            .unwrap();
+        save_key::<LookupCircuit, _>(&path, &lookup().pk, (), &options).unwrap();
         let (pk, origin) =
-            load_or_generate_pk(codec, &path, &fixture.params, &fixture.circuit, &options).unwrap();
+            pk_at(&path, &fixture.params, &fixture.circuit, &options, &keygen).unwrap();
         assert_eq!(origin, Origin::Generated, "{backend}: another circuit");
         assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
         assert_eq!(leftover_temp_files(dir.path()), 0);
@@ -81,32 +119,38 @@ fn a_missing_or_wrong_key_is_generated_and_a_right_one_loaded() {
 #[test]
 fn a_generated_key_that_is_not_the_pinned_one_is_an_error_and_is_not_saved() {
     let fixture = standard_plonk();
-    let codec = Backend::compiled().next().unwrap().codec().unwrap();
+    let backend = Backend::compiled().next().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("prover.pk");
-    let pinned = StartOptions {
-        key: KeyOptions {
-            pin: Some(KeyDigest([3; 32])),
-            ..KeyOptions::default()
-        },
-        ..StartOptions::default()
+    let pinned = KeyOptions {
+        pin: Some(KeyPin::Digest(KeyDigest([3; 32]))),
+        ..with_backend(backend)
     };
-    let result = load_or_generate_pk(codec, &path, &fixture.params, &fixture.circuit, &pinned);
+    let result = pk_at(
+        &path,
+        &fixture.params,
+        &fixture.circuit,
+        &pinned,
+        &Keygen::default(),
+    );
     assert!(
         matches!(result, Err(Error::DigestMismatch { .. })),
         "{:?}",
         result.err()
     );
     assert!(!path.exists());
-    let right = StartOptions {
-        key: KeyOptions {
-            pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-            ..KeyOptions::default()
-        },
-        ..StartOptions::default()
+    let right = KeyOptions {
+        pin: Some(KeyPin::Digest(KeyDigest::of_pk(&fixture.pk).unwrap())),
+        ..with_backend(backend)
     };
-    let (_, origin) =
-        load_or_generate_pk(codec, &path, &fixture.params, &fixture.circuit, &right).unwrap();
+    let (_, origin) = pk_at(
+        &path,
+        &fixture.params,
+        &fixture.circuit,
+        &right,
+        &Keygen::default(),
+    )
+    .unwrap();
     assert_eq!(origin, Origin::Generated);
 }
 
@@ -115,19 +159,18 @@ fn a_generated_key_that_is_not_the_pinned_one_is_an_error_and_is_not_saved() {
 #[test]
 fn concurrent_starts_generate_once() {
     let fixture = lookup();
-    let codec = Backend::compiled().next().unwrap().codec().unwrap();
+    let options = with_backend(Backend::compiled().next().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.pk");
-    let options = StartOptions {
-        selectors: keycodec::start::Selectors::Compressed,
-        ..StartOptions::default()
+    let keygen = Keygen {
+        selectors: Selectors::Compressed,
+        ..Keygen::default()
     };
     let outcomes: Vec<_> = std::thread::scope(|scope| {
         let starts: Vec<_> = (0..8)
             .map(|_| {
                 scope.spawn(|| {
-                    load_or_generate_pk(codec, &path, &fixture.params, &fixture.circuit, &options)
-                        .unwrap()
+                    pk_at(&path, &fixture.params, &fixture.circuit, &options, &keygen).unwrap()
                 })
             })
             .collect();
@@ -147,23 +190,26 @@ fn concurrent_starts_generate_once() {
 #[test]
 fn a_verifying_key_comes_from_its_file_or_a_proving_keys_or_keygen() {
     let fixture = lookup();
-    let options = StartOptions {
-        selectors: keycodec::start::Selectors::Compressed,
-        ..StartOptions::default()
+    let keygen = Keygen {
+        selectors: Selectors::Compressed,
+        ..Keygen::default()
     };
-    let codec = Backend::compiled().next().unwrap().codec().unwrap();
+    let options = with_backend(Backend::compiled().next().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("verifier.vk");
-    let (vk, origin) =
-        load_or_generate_vk(codec, &path, &fixture.params, &fixture.circuit, &options).unwrap();
+    let (vk, origin) = vk_at(&path, &fixture.params, &fixture.circuit, &options, &keygen).unwrap();
     assert_eq!(origin, Origin::Generated);
     assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
     let pk_path = dir.path().join("prover.pk");
-    codec
-        .save::<LookupCircuit, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
-        .unwrap();
-    let (vk, origin) =
-        load_or_generate_vk(codec, &pk_path, &fixture.params, &fixture.circuit, &options).unwrap();
+    save_key::<LookupCircuit, _>(&pk_path, &fixture.pk, (), &options).unwrap();
+    let (vk, origin) = vk_at(
+        &pk_path,
+        &fixture.params,
+        &fixture.circuit,
+        &options,
+        &keygen,
+    )
+    .unwrap();
     assert_eq!(origin, Origin::Loaded, "from the proving key's file");
     assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
 }
@@ -175,9 +221,7 @@ fn parameters_open_from_containers_and_halo2_files_in_every_format() {
     let expected = params_bytes(params);
     let dir = tempfile::tempdir().unwrap();
     let container = dir.path().join("params.kc");
-    keycodec::RawBytesCodec::default()
-        .save_params(&container, params, &SaveOptions::default())
-        .unwrap();
+    save_params(&container, params, Backend::RAWBYTES).unwrap();
     let loaded = open_params(&container, &params_options(None, None)).unwrap();
     assert_eq!(params_bytes(&loaded), expected);
     for format in [SerdeFormat::RawBytes, SerdeFormat::Processed] {
@@ -208,34 +252,15 @@ fn parameters_open_from_containers_and_halo2_files_in_every_format() {
 #[test]
 fn a_cold_start_loads_both_or_generates_the_key() {
     let fixture = standard_plonk();
-    let codec = keycodec::RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();
     let params_path = dir.path().join("params.kc");
-    codec
-        .save_params(&params_path, &fixture.params, &SaveOptions::default())
-        .unwrap();
+    save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
     let pk_path = dir.path().join("prover.pk");
     let k = fixture.params.k();
-    let options = StartOptions::default();
-    let first = cold_start(
-        &codec,
-        &params_path,
-        &pk_path,
-        k,
-        &fixture.circuit,
-        &options,
-    )
-    .unwrap();
+    let prover = rawbytes_prover(&params_path, &pk_path, k);
+    let first = prover.start(&fixture.circuit).unwrap();
     assert_eq!(first.origin, Origin::Generated);
-    let second = cold_start(
-        &codec,
-        &params_path,
-        &pk_path,
-        k,
-        &fixture.circuit,
-        &options,
-    )
-    .unwrap();
+    let second = prover.start(&fixture.circuit).unwrap();
     assert_eq!(second.origin, Origin::Loaded);
     assert_eq!(pk_bytes(&second.pk), pk_bytes(&fixture.pk));
     assert_eq!(params_bytes(&second.params), params_bytes(&fixture.params));
@@ -257,27 +282,17 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     let other =
         keycodec_testkit::generate(fixture.params.k(), other_circuit.clone(), vec![], false);
     assert_ne!(pk_bytes(&other.pk), pk_bytes(&fixture.pk), "another key");
-    let codec = keycodec::RawBytesCodec::default();
+    let rawbytes = with_backend(Backend::RAWBYTES);
     let dir = tempfile::tempdir().unwrap();
     let params_path = dir.path().join("params.kc");
-    let params_digest = codec
-        .save_params(&params_path, &fixture.params, &SaveOptions::default())
-        .unwrap();
+    let params_digest = save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
     let pk_path = dir.path().join("prover.pk");
-    codec
-        .save::<DenseCircuit, _>(&pk_path, &other.pk, (), &SaveOptions::default())
-        .unwrap();
+    save_key::<DenseCircuit, _>(&pk_path, &other.pk, (), &rawbytes).unwrap();
     let k = fixture.params.k();
 
-    let unpinned = cold_start(
-        &codec,
-        &params_path,
-        &pk_path,
-        k,
-        &fixture.circuit,
-        &StartOptions::default(),
-    )
-    .unwrap();
+    let unpinned = rawbytes_prover(&params_path, &pk_path, k)
+        .start(&fixture.circuit)
+        .unwrap();
     assert_eq!(unpinned.origin, Origin::Loaded);
     assert_eq!(
         pk_bytes(&unpinned.pk),
@@ -285,22 +300,23 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
         "unpinned, the other circuit's key loads: why keys are pinned"
     );
 
-    let pinned = StartOptions {
-        key: KeyOptions {
-            pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-            ..KeyOptions::default()
-        },
-        params: ParamsOptions {
+    let pinned_key = KeyOptions {
+        pin: Some(KeyPin::Digest(KeyDigest::of_pk(&fixture.pk).unwrap())),
+        ..rawbytes
+    };
+    let pinned = Prover {
+        key_options: pinned_key,
+        params_options: ParamsOptions {
             pin: Some(ParamsPin::Digest(params_digest)),
             ..ParamsOptions::default()
         },
-        ..StartOptions::default()
+        ..Prover::new(&params_path, &pk_path, k)
     };
-    let start = cold_start(&codec, &params_path, &pk_path, k, &fixture.circuit, &pinned).unwrap();
+    let start = pinned.start(&fixture.circuit).unwrap();
     assert_eq!(start.origin, Origin::Generated);
     assert_eq!(pk_bytes(&start.pk), pk_bytes(&fixture.pk));
     assert_eq!(params_bytes(&start.params), params_bytes(&fixture.params));
-    let again = cold_start(&codec, &params_path, &pk_path, k, &fixture.circuit, &pinned).unwrap();
+    let again = pinned.start(&fixture.circuit).unwrap();
     assert_eq!(
         again.origin,
         Origin::Loaded,
@@ -309,32 +325,28 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     assert_eq!(pk_bytes(&again.pk), pk_bytes(&fixture.pk));
     assert_eq!(leftover_temp_files(dir.path()), 0);
 
-    // load_or_generate_pk and _vk follow the same rule.
-    codec
-        .save::<DenseCircuit, _>(&pk_path, &other.pk, (), &SaveOptions::default())
-        .unwrap();
-    let (_, origin) = load_or_generate_pk(
-        codec_dyn(&codec),
+    // load_or_generate, of a proving and of a verifying key, follows the same rule.
+    save_key::<DenseCircuit, _>(&pk_path, &other.pk, (), &rawbytes).unwrap();
+    let keygen = Keygen::default();
+    let (_, origin) = pk_at(
         &pk_path,
         &fixture.params,
         &fixture.circuit,
-        &pinned,
+        &pinned_key,
+        &keygen,
     )
     .unwrap();
     assert_eq!(origin, Origin::Generated);
-    let vk_pinned = StartOptions {
-        key: KeyOptions {
-            pin: Some(KeyDigest::of_vk(fixture.vk()).unwrap()),
-            ..KeyOptions::default()
-        },
-        ..StartOptions::default()
+    let vk_pinned = KeyOptions {
+        pin: Some(KeyPin::Digest(KeyDigest::of_vk(fixture.vk()).unwrap())),
+        ..rawbytes
     };
-    let (vk, origin) = load_or_generate_vk(
-        codec_dyn(&codec),
+    let (vk, origin) = vk_at(
         &pk_path,
         &fixture.params,
         &fixture.circuit,
         &vk_pinned,
+        &keygen,
     )
     .unwrap();
     assert_eq!(
@@ -343,16 +355,14 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
         "the verifying key from the proving key's file"
     );
     assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
-    codec
-        .save::<DenseCircuit, _>(&pk_path, &other.pk, (), &SaveOptions::default())
-        .unwrap();
+    save_key::<DenseCircuit, _>(&pk_path, &other.pk, (), &rawbytes).unwrap();
     let others = std::fs::read(&pk_path).unwrap();
-    let refused = load_or_generate_vk(
-        codec_dyn(&codec),
+    let refused = vk_at(
         &pk_path,
         &fixture.params,
         &fixture.circuit,
         &vk_pinned,
+        &keygen,
     );
     // The other key's verifying key is not the pinned one; but the file is someone's proving
     // key, and a verifying key is never written over it.
@@ -367,42 +377,26 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     assert_eq!(std::fs::read(&pk_path).unwrap(), others, "the file stays");
 }
 
-#[cfg(feature = "rawbytes")]
-fn codec_dyn(codec: &keycodec::RawBytesCodec) -> &dyn keycodec::KeyCodec {
-    codec
-}
-
 /// The key's pin pins the key only: a pinned start succeeds (it failed on the parameters'
 /// digest before pins were per artifact).
 #[cfg(feature = "rawbytes")]
 #[test]
 fn the_key_pin_pins_only_the_key() {
     let fixture = standard_plonk();
-    let codec = keycodec::RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();
     let params_path = dir.path().join("params.kc");
-    codec
-        .save_params(&params_path, &fixture.params, &SaveOptions::default())
-        .unwrap();
+    save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
     let pk_path = dir.path().join("prover.pk");
-    let options = StartOptions {
-        key: KeyOptions {
-            pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-            ..KeyOptions::default()
-        },
-        ..StartOptions::default()
-    };
     let k = fixture.params.k();
+    let prover = Prover {
+        key_options: KeyOptions {
+            pin: Some(KeyPin::Digest(KeyDigest::of_pk(&fixture.pk).unwrap())),
+            ..with_backend(Backend::RAWBYTES)
+        },
+        ..Prover::new(&params_path, &pk_path, k)
+    };
     for expected in [Origin::Generated, Origin::Loaded] {
-        let start = cold_start(
-            &codec,
-            &params_path,
-            &pk_path,
-            k,
-            &fixture.circuit,
-            &options,
-        )
-        .unwrap();
+        let start = prover.start(&fixture.circuit).unwrap();
         assert_eq!(start.origin, expected);
     }
 }
@@ -415,12 +409,9 @@ fn the_key_pin_pins_only_the_key() {
 fn a_wrong_parameters_pin_is_refused_naming_the_file() {
     use sha2::Digest as _;
     let fixture = standard_plonk();
-    let codec = keycodec::RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();
     let container = dir.path().join("params.kc");
-    codec
-        .save_params(&container, &fixture.params, &SaveOptions::default())
-        .unwrap();
+    save_params(&container, &fixture.params, Backend::RAWBYTES).unwrap();
     let published = dir.path().join("kzg_bn254_4.srs");
     let bytes = params_bytes(&fixture.params);
     std::fs::write(&published, &bytes).unwrap();
@@ -429,7 +420,7 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
         let refused = open_params(path, &params_options(None, Some(wrong)));
         let message = keycodec_tests::error_text(&refused);
         assert!(
-            matches!(&refused, Err(Error::DigestMismatch { kind: keycodec::KeyKind::Params, path: Some(named), .. }) if named == path),
+            matches!(&refused, Err(Error::DigestMismatch { kind: keycodec::ArtifactKind::Params, path: Some(named), .. }) if named == path),
             "{message}"
         );
         assert!(
@@ -437,20 +428,14 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
             "{message}"
         );
         let pk_path = dir.path().join("prover.pk");
-        let start = cold_start(
-            &codec,
-            path,
-            &pk_path,
-            fixture.params.k(),
-            &fixture.circuit,
-            &StartOptions {
-                params: ParamsOptions {
-                    pin: Some(wrong),
-                    ..ParamsOptions::default()
-                },
-                ..StartOptions::default()
+        let start = Prover {
+            params_options: ParamsOptions {
+                pin: Some(wrong),
+                ..ParamsOptions::default()
             },
-        );
+            ..rawbytes_prover(path, &pk_path, fixture.params.k())
+        }
+        .start(&fixture.circuit);
         assert!(
             matches!(start, Err(Error::DigestMismatch { .. })),
             "{:?}",

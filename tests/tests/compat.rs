@@ -15,7 +15,7 @@ use std::io::{BufWriter, ErrorKind, Write};
 use std::path::Path;
 
 use keycodec::compat::{gen_pk, read_pk};
-use keycodec::{KeyCodecExt, RkyvCodec, SaveOptions};
+use keycodec::{save_key, Backend, KeyOptions};
 use keycodec_core::halo2_proofs::plonk::ProvingKey;
 use keycodec_core::halo2_proofs::SerdeFormat;
 use keycodec_core::halo2curves::bn256::G1Affine;
@@ -83,14 +83,16 @@ fn the_drop_in_reads_what_snark_verifier_sdk_wrote_and_regenerates_a_torn_file()
     // A keycodec container (any backend) reads too; a missing file is NotFound and gen_pk
     // creates it, its folder too.
     let container = dir.path().join("halo2-lib.rkyv");
-    RkyvCodec
-        .save::<Halo2LibCircuit, _>(
-            &container,
-            &fixture.pk,
-            fixture.config.clone(),
-            &SaveOptions::default(),
-        )
-        .unwrap();
+    save_key::<Halo2LibCircuit, _>(
+        &container,
+        &fixture.pk,
+        fixture.config.clone(),
+        &KeyOptions {
+            backend: Some(Backend::RKYV),
+            ..KeyOptions::default()
+        },
+    )
+    .unwrap();
     let pk = read_pk::<Halo2LibCircuit>(&container, fixture.config.clone()).unwrap();
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
     let missing = dir.path().join("keys").join("new.pk");

@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use keycodec::halo2_proofs::plonk::ProvingKey;
-use keycodec::halo2curves::bn256::G1Affine;
-use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
-use keycodec_core::halo2curves::bn256::Fr;
+use keycodec::Backend;
+use keycodec_core::halo2_proofs::plonk::ProvingKey;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::{KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
 use keycodec_testkit::conformance::leftover_temp_files;
 use keycodec_testkit::{generate, StandardPlonk};
 

@@ -23,17 +23,17 @@ use std::time::{Duration, Instant};
 use keycodec::manifest::Manifest;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use keycodec::remote::{Remote, RemoteExt, RemoteOptions};
-use keycodec::start::{
-    load_or_generate_pk, load_or_generate_vk, KeyOptions, Location, Object, Origin, StartOptions,
-};
+use keycodec::remote::{Remote, RemoteOptions};
 use keycodec::{
-    Error, KeyCodec, KeyCodecExt, KeyDigest, LoadOptions, RawBytesCodec, RkyvCodec, SaveOptions,
+    load_key, load_or_generate, open_params, Backend, Error, KeyDigest, KeyOptions, KeyPin, Keygen,
+    Location, Object, Origin, ParamsOptions, Prover,
 };
 use keycodec_core::halo2_proofs::circuit::{Layouter, SimpleFloorPlanner};
-use keycodec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem, ProvingKey};
+use keycodec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem, ProvingKey, VerifyingKey};
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::{KeyCodec, KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec_rawbytes::RawBytesCodec;
 use keycodec_testkit::{lookup, pk_bytes, standard_plonk, vk_bytes, LookupCircuit, StandardPlonk};
 use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
 use keycodec_tests::s3::{server, store};
@@ -41,6 +41,28 @@ use keycodec_tests::s3::{server, store};
 /// How long any fault below may take to answer: the test store's retries (4, milliseconds
 /// apart, within 30 s) and the stalls below (1 s each) bound it well within this.
 const BOUND: Duration = Duration::from_secs(60);
+
+type Pk = ProvingKey<G1Affine>;
+type Vk = VerifyingKey<G1Affine>;
+
+/// The key options of the loads and starts below: the rawbytes backend (what every key here
+/// is stored with), pinned to `pin` when there is one.
+fn rawbytes(pin: Option<KeyDigest>) -> KeyOptions {
+    KeyOptions {
+        backend: Some(Backend::RAWBYTES),
+        pin: pin.map(KeyPin::Digest),
+        ..KeyOptions::default()
+    }
+}
+
+/// Another backend's container of `pk`: another valid file of the same key.
+fn rkyv_bytes(pk: &Pk) -> Vec<u8> {
+    Backend::RKYV
+        .codec()
+        .unwrap()
+        .to_vec::<StandardPlonk, _>(pk, ())
+        .unwrap()
+}
 
 /// A bucket on the test S3 server behind a proxy of its own, the good key's object in it.
 struct Bucket {
@@ -188,43 +210,26 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
                 bucket.put("prover.pk", good.clone());
                 bucket.fault_every_ranged_get(fault());
                 let cache = tempfile::tempdir().unwrap();
-                let options = StartOptions {
-                    key: KeyOptions {
-                        pin,
-                        ..KeyOptions::default()
-                    },
-                    ..StartOptions::default()
-                };
+                let options = rawbytes(pin);
                 let at = bucket.object("prover.pk", cache.path());
                 let k = fixture.params.k();
                 let started = Instant::now();
-                let loaded: keycodec::Result<ProvingKey<G1Affine>> = match entry {
-                    Entry::LoadOrGenerate => {
-                        load_or_generate_pk(&codec, at, &fixture.params, &fixture.circuit, &options)
-                            .and_then(|(pk, origin)| loaded(pk, origin))
-                    }
-                    Entry::ColdStart => keycodec::start::cold_start(
-                        &codec,
-                        &params_path,
+                let loaded: keycodec::Result<Pk> = match entry {
+                    Entry::LoadOrGenerate => load_or_generate::<_, Pk>(
                         at,
-                        k,
+                        &fixture.params,
                         &fixture.circuit,
                         &options,
+                        &Keygen::default(),
                     )
+                    .and_then(|(pk, origin)| loaded(pk, origin)),
+                    Entry::ColdStart => Prover {
+                        key_options: options,
+                        ..Prover::new(&params_path, at, k)
+                    }
+                    .start(&fixture.circuit)
                     .and_then(|start| loaded(start.pk, start.origin)),
-                    Entry::LoadCached => bucket
-                        .remote
-                        .load_cached::<StandardPlonk, _>(
-                            &codec,
-                            &ObjectPath::from("prover.pk"),
-                            cache.path(),
-                            (),
-                            &LoadOptions {
-                                expected_digest: pin,
-                                ..LoadOptions::default()
-                            },
-                        )
-                        .map(|(pk, _)| pk),
+                    Entry::LoadCached => load_key::<StandardPlonk, _>(at, (), &options),
                     Entry::Manifest => {
                         let manifest_path = cache.path().join("prover.json");
                         let json = serde_json::json!({
@@ -239,14 +244,8 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
                         });
                         std::fs::write(&manifest_path, json.to_string()).unwrap();
                         Manifest::open(&manifest_path)
-                            .and_then(|manifest| {
-                                manifest.cold_start(
-                                    "prover",
-                                    &fixture.circuit,
-                                    cache.path(),
-                                    &StartOptions::default(),
-                                )
-                            })
+                            .and_then(|manifest| manifest.prover("prover", cache.path()))
+                            .and_then(|prover| prover.start(&fixture.circuit))
                             .and_then(|start| loaded(start.pk, start.origin))
                     }
                 };
@@ -286,7 +285,7 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
 }
 
 /// `pk` when it was loaded; an error when a start generated it (from a good object, never).
-fn loaded(pk: ProvingKey<G1Affine>, origin: Origin) -> keycodec::Result<ProvingKey<G1Affine>> {
+fn loaded(pk: Pk, origin: Origin) -> keycodec::Result<Pk> {
     match origin {
         Origin::Loaded => Ok(pk),
         Origin::Generated => panic!("a key was generated over a good object"),
@@ -335,16 +334,16 @@ fn slow_servers_end_in_the_key_or_an_error_never_an_upload() {
         .unwrap();
         let cache = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let start = load_or_generate_pk(
-            &codec,
-            Location::Object(Object {
+        let start = load_or_generate::<_, Pk>(
+            Object {
                 remote: Arc::new(remote),
                 path: ObjectPath::from("prover.pk"),
                 cache: cache.path().to_path_buf(),
-            }),
+            },
             &fixture.params,
             &fixture.circuit,
-            &StartOptions::default(),
+            &rawbytes(None),
+            &Keygen::default(),
         );
         let took = started.elapsed();
         eprintln!(
@@ -381,9 +380,7 @@ fn an_object_replaced_mid_load_is_not_uploaded_over() {
     let bucket = Bucket::new("replaced-mid-load");
     let good = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
     bucket.put("prover.pk", good);
-    let replacement = RkyvCodec
-        .to_vec::<StandardPlonk, _>(&fixture.pk, ())
-        .unwrap();
+    let replacement = rkyv_bytes(&fixture.pk);
     let (direct, mut replacement) = (Arc::clone(&bucket.direct), Some(replacement.clone()));
     let kept = replacement.clone();
     bucket.proxy.inject(Rule {
@@ -402,12 +399,12 @@ fn an_object_replaced_mid_load_is_not_uploaded_over() {
         })),
     });
     let cache = tempfile::tempdir().unwrap();
-    let start = load_or_generate_pk(
-        &codec,
+    let start = load_or_generate::<_, Pk>(
         bucket.object("prover.pk", cache.path()),
         &fixture.params,
         &fixture.circuit,
-        &StartOptions::default(),
+        &rawbytes(None),
+        &Keygen::default(),
     );
     assert!(
         start.as_ref().is_err() || start.as_ref().is_ok_and(|(_, o)| *o == Origin::Loaded),
@@ -450,26 +447,26 @@ fn a_manifests_verifying_key_from_a_proving_keys_object_is_read_not_uploaded_ove
     let manifest = Manifest::open(&manifest_path).unwrap();
     let cache = dir.path().join("cache");
     for round in 0..2 {
-        let (vk, origin) = manifest
-            .load_vk(
-                "verifier",
-                &fixture.params,
-                &fixture.circuit,
-                &cache,
-                &StartOptions::default(),
-            )
-            .unwrap();
+        let (at, options) = manifest.key("verifier", &cache).unwrap();
+        let (vk, origin) = load_or_generate::<_, Vk>(
+            at,
+            &fixture.params,
+            &fixture.circuit,
+            &options,
+            &Keygen::default(),
+        )
+        .unwrap();
         assert_eq!(origin, Origin::Loaded, "round {round}");
         assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
     }
     // Unpinned, through the start itself.
     let unpinned = tempfile::tempdir().unwrap();
-    let (vk, origin) = load_or_generate_vk(
-        &codec,
+    let (vk, origin) = load_or_generate::<_, Vk>(
         bucket.object("prover.pk", unpinned.path()),
         &fixture.params,
         &fixture.circuit,
-        &StartOptions::default(),
+        &rawbytes(None),
+        &Keygen::default(),
     )
     .unwrap();
     assert_eq!(origin, Origin::Loaded);
@@ -491,12 +488,12 @@ fn a_verifying_key_is_never_written_over_another_circuits_proving_key() {
     let bucket = Bucket::new("vk-over-pk");
     bucket.put("prover.pk", others.clone());
     let cache = tempfile::tempdir().unwrap();
-    let start = load_or_generate_vk(
-        &codec,
+    let start = load_or_generate::<_, Vk>(
         bucket.object("prover.pk", cache.path()),
         &fixture.params,
         &fixture.circuit,
-        &StartOptions::default(),
+        &rawbytes(None),
+        &Keygen::default(),
     );
     // Another circuit's and k's proving key: disproved, and still not written over.
     assert!(
@@ -510,12 +507,12 @@ fn a_verifying_key_is_never_written_over_another_circuits_proving_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("prover.pk");
     std::fs::write(&path, &others).unwrap();
-    let start = load_or_generate_vk(
-        &codec,
+    let start = load_or_generate::<_, Vk>(
         &path,
         &fixture.params,
         &fixture.circuit,
-        &StartOptions::default(),
+        &rawbytes(None),
+        &Keygen::default(),
     );
     assert!(start.is_err());
     assert_eq!(std::fs::read(&path).unwrap(), others);
@@ -567,19 +564,12 @@ fn a_full_cache_disk_loses_no_generated_key() {
     let bucket = Bucket::new("cache-full");
     let digest = KeyDigest::of_pk(&fixture.pk).unwrap();
     std::fs::write(cache.path().join("filler"), vec![0u8; 4096]).ok();
-    let options = StartOptions {
-        key: KeyOptions {
-            pin: Some(digest),
-            ..KeyOptions::default()
-        },
-        ..StartOptions::default()
-    };
-    let (pk, origin) = load_or_generate_pk(
-        &codec,
+    let (pk, origin) = load_or_generate::<_, Pk>(
         bucket.object("prover.pk", cache.path()),
         &fixture.params,
         &fixture.circuit,
-        &options,
+        &rawbytes(Some(digest)),
+        &Keygen::default(),
     )
     .unwrap();
     assert_eq!(origin, Origin::Generated);
@@ -609,12 +599,12 @@ fn a_full_or_read_only_key_folder_is_an_error_and_the_file_stays() {
     let path = folder.path().join("prover.pk");
     std::fs::write(&path, torn).unwrap();
     let start_keeps_the_file = |folder_state: &str| {
-        let start = load_or_generate_pk(
-            &codec,
+        let start = load_or_generate::<_, Pk>(
             &path,
             &fixture.params,
             &fixture.circuit,
-            &StartOptions::default(),
+            &rawbytes(None),
+            &Keygen::default(),
         );
         assert!(
             matches!(start.as_ref().map_err(Error::cause), Err(Error::Io { .. })),
@@ -683,21 +673,19 @@ fn a_key_deployed_while_the_start_generates_is_kept() {
     let codec = RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("prover.pk");
-    let deployed = RkyvCodec
-        .to_vec::<StandardPlonk, _>(&fixture.pk, ())
-        .unwrap();
+    let deployed = rkyv_bytes(&fixture.pk);
     DEPLOY.set((path.clone(), deployed.clone())).unwrap();
     let circuit = DeployedDuringKeygen(fixture.circuit.clone());
 
     // The start: a torn file, which it may replace, until the deploy's copy lands.
     let torn = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
     std::fs::write(&path, &torn[..torn.len() / 2]).unwrap();
-    let start = load_or_generate_pk(
-        &codec,
+    let start = load_or_generate::<_, Pk>(
         &path,
         &fixture.params,
         &circuit,
-        &StartOptions::default(),
+        &rawbytes(None),
+        &Keygen::default(),
     );
     assert!(DEPLOYED.load(Ordering::SeqCst), "keygen ran");
     assert!(
@@ -777,9 +765,8 @@ fn a_stopped_lock_holder_is_named_and_a_killed_one_taken_over() {
     );
     let digest = KeyDigest::of_pk(&fixture.pk).unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let cached = cache
-        .path()
-        .join(keycodec::remote::pinned_name(digest, codec.name()));
+    // Where a pinned load caches the key: `{digest}-{codec}.kc`.
+    let cached = cache.path().join(format!("{digest}-{}.kc", codec.name()));
     let mut holder = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "hold_a_lock", "--ignored", "--nocapture"])
         .env("KEYCODEC_TEST_HOLD", &cached)
@@ -803,18 +790,14 @@ fn a_stopped_lock_holder_is_named_and_a_killed_one_taken_over() {
             lock_timeout: Duration::from_millis(500),
             ..RemoteOptions::default()
         });
-    let pinned = LoadOptions {
-        expected_digest: Some(digest),
-        ..LoadOptions::default()
+    let object = Object {
+        remote: Arc::new(remote),
+        path: ObjectPath::from("prover.pk"),
+        cache: cache.path().to_path_buf(),
     };
+    let pinned = rawbytes(Some(digest));
     let started = Instant::now();
-    let waited = remote.load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
-        &codec,
-        &ObjectPath::from("prover.pk"),
-        cache.path(),
-        (),
-        &pinned,
-    );
+    let waited = load_key::<StandardPlonk, Pk>(object.clone(), (), &pinned);
     let took = started.elapsed();
     let text = waited
         .as_ref()
@@ -828,15 +811,7 @@ fn a_stopped_lock_holder_is_named_and_a_killed_one_taken_over() {
     assert!(took < Duration::from_secs(10), "{took:?}");
     signal("-KILL");
     let _ = holder.wait();
-    let (pk, _) = remote
-        .load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
-            &codec,
-            &ObjectPath::from("prover.pk"),
-            cache.path(),
-            (),
-            &pinned,
-        )
-        .unwrap();
+    let pk = load_key::<StandardPlonk, Pk>(object, (), &pinned).unwrap();
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
 }
 
@@ -879,9 +854,9 @@ fn unpinned_parameters_over_plain_http_are_refused() {
         .unwrap();
     let served = keycodec_tests::lying::LyingServer::start(srs, Default::default());
     let cache = tempfile::tempdir().unwrap();
-    let opened = keycodec::start::open_params(
+    let opened = open_params(
         Location::url(&served.url("kzg.srs"), cache.path()).unwrap(),
-        &keycodec::start::ParamsOptions::default(),
+        &ParamsOptions::default(),
     );
     assert!(
         matches!(
@@ -902,9 +877,9 @@ fn a_forged_payload_length_is_refused_not_overflowed() {
     let fixture = standard_plonk();
     let codec = RawBytesCodec::default();
     let good = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
-    let header = keycodec::header::Header::from_bytes(&good).unwrap();
+    let header = keycodec_core::header::Header::from_bytes(&good).unwrap();
     let digest = header.digest.unwrap();
-    let forged = keycodec::header::Header {
+    let forged = keycodec_core::header::Header {
         payload_len: u64::MAX - 8,
         ..header
     };

@@ -11,10 +11,11 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::{Backend, KeyCodec, KeyCodecExt, LoadOptions};
+use keycodec::Backend;
 use keycodec_core::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use keycodec_core::header::{Header, HEADER_LEN};
+use keycodec_core::{KeyCodec, KeyCodecExt, LoadOptions};
 use keycodec_testkit::{lookup, lookup_uncompressed, pk_bytes, standard_plonk, vk_bytes, Fixture};
 use keycodec_tests::fuzz::corpus;
 
@@ -110,7 +111,7 @@ fn the_headerless_halo2_file_imports() {
         .into_iter()
         .find(|(name, _)| name.starts_with("halo2-headerless"))
         .expect("the headerless corpus file");
-    let pk: ProvingKey<G1Affine> = keycodec::RawBytesCodec::default()
+    let pk: ProvingKey<G1Affine> = keycodec_rawbytes::RawBytesCodec::default()
         .import::<StandardPlonk, _>(&mut bytes.as_slice(), (), &LoadOptions::default())
         .unwrap_or_else(|err| panic!("{name}: {err}"));
     assert_eq!(pk_bytes(&pk), pk_bytes(&standard_plonk().pk));

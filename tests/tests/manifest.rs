@@ -14,11 +14,16 @@
 use std::path::Path;
 use std::time::Instant;
 
+use keycodec::halo2_proofs::plonk::VerifyingKey;
+use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::manifest::{ArtifactState, Manifest};
-use keycodec::start::{Origin, StartOptions};
-use keycodec::{Error, KeyCodecExt, KeyDigest, RawBytesCodec, SaveOptions};
+use keycodec::{
+    load_or_generate, save_key, Backend, Error, KeyDigest, KeyOptions, Keygen, Location, Origin,
+    ParamsPin,
+};
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2_proofs::SerdeFormat;
+use keycodec_core::KeyCodecExt;
 use keycodec_testkit::{pk_bytes, standard_plonk_k10, vk_bytes};
 use keycodec_tests::faulty::FaultyProxy;
 use keycodec_tests::s3::server;
@@ -45,7 +50,6 @@ fn write_manifest(dir: &Path, name: &str, json: &serde_json::Value) -> std::path
 #[test]
 fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
     let fixture = standard_plonk_k10();
-    let codec = RawBytesCodec::default();
     let s3 = server();
     let bucket = s3.bucket("manifest");
     let mut srs = Vec::new();
@@ -54,20 +58,21 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
         .write_custom(&mut srs, SerdeFormat::RawBytes)
         .unwrap();
     s3.put_public(&bucket, "kzg_bn254_10.srs", &srs);
-    let pk = codec
+    let pk = Backend::RAWBYTES
+        .codec()
+        .unwrap()
         .to_vec::<keycodec_testkit::StandardPlonk, _>(&fixture.pk, ())
         .unwrap();
     s3.put_public(&bucket, "prover.pk", &pk);
     let proxy = FaultyProxy::start(s3.addr);
     let dir = tempfile::tempdir().unwrap();
-    let vk_digest = codec
-        .save::<keycodec_testkit::StandardPlonk, _>(
-            &dir.path().join("verifier.vk"),
-            fixture.vk(),
-            (),
-            &SaveOptions::default(),
-        )
-        .unwrap();
+    let vk_digest = save_key::<keycodec_testkit::StandardPlonk, _>(
+        dir.path().join("verifier.vk"),
+        fixture.vk(),
+        (),
+        &KeyOptions::default(),
+    )
+    .unwrap();
     let pk_digest = KeyDigest::of_pk(&fixture.pk).unwrap();
     let manifest_at = |origin: &str, pk_digest: KeyDigest| {
         serde_json::json!({
@@ -146,21 +151,24 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
     assert!(fetched.iter().all(|(_, result)| result.is_ok()));
     let started = Instant::now();
     let start = manifest
-        .cold_start("prover", &fixture.circuit, &cache, &StartOptions::default())
+        .prover("prover", &cache)
+        .unwrap()
+        .start(&fixture.circuit)
         .unwrap();
     let start_warm = started.elapsed();
     assert_eq!(start.origin, Origin::Loaded);
     assert_eq!(pk_bytes(&start.pk), pk_bytes(&fixture.pk));
     assert_eq!(start.params.k(), 10);
-    let (vk, _) = manifest
-        .load_vk(
-            "verifier",
-            &start.params,
-            &fixture.circuit,
-            &cache,
-            &StartOptions::default(),
-        )
-        .unwrap();
+    let (at, options) = manifest.key("verifier", &cache).unwrap();
+    let (vk, vk_origin): (VerifyingKey<G1Affine>, _) = load_or_generate(
+        at,
+        &start.params,
+        &fixture.circuit,
+        &options,
+        &Keygen::default(),
+    )
+    .unwrap();
+    assert_eq!(vk_origin, Origin::Loaded);
     assert_eq!(vk_bytes(&vk), vk_bytes(fixture.vk()));
     assert_eq!(
         proxy.count("GET", false) + proxy.count("HEAD", false),
@@ -177,7 +185,9 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
     let offline = Manifest::open(&offline).unwrap();
     let started = Instant::now();
     let start = offline
-        .cold_start("prover", &fixture.circuit, &cache, &StartOptions::default())
+        .prover("prover", &cache)
+        .unwrap()
+        .start(&fixture.circuit)
         .unwrap();
     let start_offline = started.elapsed();
     assert_eq!(pk_bytes(&start.pk), pk_bytes(&fixture.pk));
@@ -190,7 +200,9 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
     let empty = dir.path().join("empty-cache");
     let started = Instant::now();
     manifest
-        .cold_start("prover", &fixture.circuit, &empty, &StartOptions::default())
+        .prover("prover", &empty)
+        .unwrap()
+        .start(&fixture.circuit)
         .unwrap();
     let start_cold = started.elapsed();
     println!(
@@ -206,7 +218,9 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
         ("nobody", "names no key"),
         ("verifier", "not a proving key"),
     ] {
-        let refused = manifest.cold_start(key, &fixture.circuit, &cache, &StartOptions::default());
+        let refused = manifest
+            .prover(key, &cache)
+            .and_then(|prover| prover.start(&fixture.circuit));
         assert!(
             matches!(&refused, Err(Error::Manifest { message, .. }) if message.contains(reason)),
             "{key}: {:?}",
@@ -240,12 +254,22 @@ fn manifests_are_parsed_strictly() {
         "keys": { "prover": { "kind": "proving", "path": "prover.pk", "codec": "rkyv" } },
     });
     let manifest = Manifest::from_json(&good.to_string(), at).unwrap();
-    assert_eq!(manifest.params().k, 20);
-    assert_eq!(
-        manifest.params().source,
-        keycodec::manifest::Source::Path("/etc/prover/kzg_bn254_22.srs".into())
+    // Files named by path are not looked up in the cache.
+    let cache = Path::new("/nonexistent/cache");
+    let (params_at, params) = manifest.params(cache).unwrap();
+    assert_eq!(params.k, Some(20));
+    assert_eq!(params.pin, Some(ParamsPin::sha256(&sha).unwrap()));
+    assert!(
+        matches!(&params_at, Location::File(path) if path == Path::new("/etc/prover/kzg_bn254_22.srs")),
+        "{params_at:?}"
     );
-    assert_eq!(manifest.key("prover").unwrap().codec.name(), "rkyv");
+    assert_eq!(manifest.keys().collect::<Vec<_>>(), ["prover"]);
+    let (key_at, key) = manifest.key("prover", cache).unwrap();
+    assert_eq!(key.backend, Some(Backend::RKYV));
+    assert!(
+        matches!(&key_at, Location::File(path) if path == Path::new("/etc/prover/prover.pk")),
+        "{key_at:?}"
+    );
     let bad = |edit: &dyn Fn(&mut serde_json::Value)| {
         let mut json = good.clone();
         edit(&mut json);

@@ -11,7 +11,7 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::{Backend, Error, KeyCodecExt, KeyDigest, LoadOptions, SaveOptions};
+use keycodec::{load_key, save_key, Backend, Error, KeyDigest, KeyOptions, KeyPin};
 use keycodec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use keycodec_core::halo2curves::bn256::G1Affine;
 use keycodec_testkit::{generate, pk_bytes, DenseCircuit, Fixture};
@@ -31,43 +31,36 @@ fn another_circuits_key_with_the_same_configure_is_refused_only_when_pinned() {
     let digest_a = KeyDigest::of_pk(&a.pk).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for backend in Backend::compiled() {
-        let codec = backend.codec().unwrap();
+        let options = KeyOptions {
+            backend: Some(backend),
+            ..KeyOptions::default()
+        };
         let path_a = dir.path().join(format!("{backend}-a.pk"));
         let path_b = dir.path().join(format!("{backend}-b.pk"));
         let path_b9 = dir.path().join(format!("{backend}-b9.pk"));
         assert_eq!(
-            codec
-                .save::<DenseCircuit, _>(&path_a, &a.pk, (), &SaveOptions::default())
-                .unwrap(),
+            save_key::<DenseCircuit, _>(&path_a, &a.pk, (), &options).unwrap(),
             digest_a,
             "{backend}: the digest depends on the backend"
         );
-        let digest_b = codec
-            .save::<DenseCircuit, _>(&path_b, &b.pk, (), &SaveOptions::default())
-            .unwrap();
-        codec
-            .save::<DenseCircuit, _>(&path_b9, &b_other_k.pk, (), &SaveOptions::default())
-            .unwrap();
+        let digest_b = save_key::<DenseCircuit, _>(&path_b, &b.pk, (), &options).unwrap();
+        save_key::<DenseCircuit, _>(&path_b9, &b_other_k.pk, (), &options).unwrap();
         assert_ne!(digest_a, digest_b);
 
         // Unpinned, the substitute loads: the hazard pinning exists for.
-        let substitute: Pk = codec
-            .load::<DenseCircuit, _>(&path_b, (), &LoadOptions::default())
-            .unwrap();
+        let substitute: Pk = load_key::<DenseCircuit, _>(&path_b, (), &options).unwrap();
         assert_eq!(pk_bytes(&substitute), pk_bytes(&b.pk));
-        let other_k: Pk = codec
-            .load::<DenseCircuit, _>(&path_b9, (), &LoadOptions::default())
-            .unwrap();
+        let other_k: Pk = load_key::<DenseCircuit, _>(&path_b9, (), &options).unwrap();
         assert_eq!(other_k.get_vk().get_domain().k(), 9);
 
-        let pinned = LoadOptions {
-            expected_digest: Some(digest_a),
-            ..LoadOptions::default()
+        let pinned = KeyOptions {
+            pin: Some(KeyPin::Digest(digest_a)),
+            ..options
         };
-        let loaded: Pk = codec.load::<DenseCircuit, _>(&path_a, (), &pinned).unwrap();
+        let loaded: Pk = load_key::<DenseCircuit, _>(&path_a, (), &pinned).unwrap();
         assert_eq!(pk_bytes(&loaded), pk_bytes(&a.pk));
         for path in [&path_b, &path_b9] {
-            let refused = codec.load::<DenseCircuit, Pk>(path, (), &pinned);
+            let refused = load_key::<DenseCircuit, Pk>(path, (), &pinned);
             assert!(
                 matches!(refused, Err(Error::DigestMismatch { .. })),
                 "{backend} {}: {:?}",
@@ -77,19 +70,17 @@ fn another_circuits_key_with_the_same_configure_is_refused_only_when_pinned() {
         }
 
         // The transcript pin a verifier carries refuses the other verifying key.
-        let by_transcript = LoadOptions {
-            expected_transcript: Some(a.vk().transcript_repr()),
-            ..LoadOptions::default()
+        let by_transcript = KeyOptions {
+            pin: Some(KeyPin::Transcript(a.vk().transcript_repr())),
+            ..options
         };
-        let refused = codec.load::<DenseCircuit, Pk>(&path_b, (), &by_transcript);
+        let refused = load_key::<DenseCircuit, Pk>(&path_b, (), &by_transcript);
         assert!(
             matches!(refused, Err(Error::TranscriptMismatch { .. })),
             "{backend}: {:?}",
             refused.err()
         );
-        codec
-            .load::<DenseCircuit, Pk>(&path_a, (), &by_transcript)
-            .unwrap();
+        load_key::<DenseCircuit, Pk>(&path_a, (), &by_transcript).unwrap();
     }
 }
 
@@ -100,24 +91,23 @@ fn verifying_keys_have_their_own_digest_and_pin() {
     let vk_digest = KeyDigest::of_vk(a.vk()).unwrap();
     assert_ne!(vk_digest, KeyDigest::of_pk(&a.pk).unwrap());
     for backend in Backend::compiled() {
-        let codec = backend.codec().unwrap();
+        let options = KeyOptions {
+            backend: Some(backend),
+            ..KeyOptions::default()
+        };
         let path = dir.path().join(format!("{backend}.vk"));
         let other = dir.path().join(format!("{backend}-other.vk"));
         assert_eq!(
-            codec
-                .save::<DenseCircuit, _>(&path, a.vk(), (), &SaveOptions::default())
-                .unwrap(),
+            save_key::<DenseCircuit, _>(&path, a.vk(), (), &options).unwrap(),
             vk_digest
         );
-        codec
-            .save::<DenseCircuit, _>(&other, b.vk(), (), &SaveOptions::default())
-            .unwrap();
-        let pinned = LoadOptions {
-            expected_digest: Some(vk_digest),
-            ..LoadOptions::default()
+        save_key::<DenseCircuit, _>(&other, b.vk(), (), &options).unwrap();
+        let pinned = KeyOptions {
+            pin: Some(KeyPin::Digest(vk_digest)),
+            ..options
         };
-        codec.load::<DenseCircuit, Vk>(&path, (), &pinned).unwrap();
-        let refused = codec.load::<DenseCircuit, Vk>(&other, (), &pinned);
+        load_key::<DenseCircuit, Vk>(&path, (), &pinned).unwrap();
+        let refused = load_key::<DenseCircuit, Vk>(&other, (), &pinned);
         assert!(
             matches!(refused, Err(Error::DigestMismatch { .. })),
             "{backend}: {:?}",

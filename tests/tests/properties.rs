@@ -11,12 +11,13 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::{Backend, KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec::Backend;
 use keycodec_core::backend_api::field::{read_fr_vec, write_fr_slice, FieldEncoding};
 use keycodec_core::backend_api::{PayloadReader, Validation};
 use keycodec_core::halo2_proofs::plonk::ProvingKey;
 use keycodec_core::halo2curves::bn256::G1Affine;
 use keycodec_core::header::{Header, HEADER_LEN, MAGIC};
+use keycodec_core::{KeyCodecExt, LoadOptions, SaveOptions};
 use keycodec_testkit::conformance::{refresh_checksums, rewrite_header};
 use keycodec_testkit::halo2_lib::Halo2LibCircuit;
 use keycodec_testkit::{halo2_lib, pk_bytes, standard_plonk, StandardPlonk};

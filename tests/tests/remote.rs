@@ -11,17 +11,22 @@
     clippy::indexing_slicing
 )]
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use keycodec::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use keycodec::remote::{CacheOutcome, Remote, RemoteExt, RemoteOptions};
+use keycodec::remote::{Remote, RemoteOptions};
 use keycodec::{
-    Backend, BufferConfig, Error, KeyCodecExt, KeyDigest, LoadOptions, RawBytesCodec, SaveOptions,
-    Size, Validation,
+    load_key, open_params, Backend, Error, KeyDigest, KeyOptions, KeyPin, Location, Object, Origin,
+    ParamsOptions, ParamsPin, Prover,
 };
+use keycodec_core::{
+    BufferConfig, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions, Size, Validation,
+};
+use keycodec_rawbytes::RawBytesCodec;
 use keycodec_testkit::{pk_bytes, standard_plonk, standard_plonk_k10, vk_bytes, StandardPlonk};
 use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
 use keycodec_tests::s3::{server, store};
@@ -46,7 +51,7 @@ fn remote_behind_proxy(prefix: &str) -> (Remote, Arc<dyn ObjectStore>, FaultyPro
 /// What [`saved_behind_proxy`] made: the remote, the store behind its back, the proxy, where
 /// the key is and its digest.
 struct Saved {
-    remote: Remote,
+    remote: Arc<Remote>,
     direct: Arc<dyn ObjectStore>,
     proxy: FaultyProxy,
     at: ObjectPath,
@@ -55,14 +60,14 @@ struct Saved {
 
 /// A fresh bucket behind a proxy (see [`remote_behind_proxy`]) holding the k = 10 key, saved
 /// by `codec` as `circuit.pk`.
-fn saved_behind_proxy(prefix: &str, codec: &dyn keycodec::KeyCodec) -> Saved {
+fn saved_behind_proxy(prefix: &str, codec: &dyn KeyCodec) -> Saved {
     let (remote, direct, proxy) = remote_behind_proxy(prefix);
     let at = ObjectPath::from("circuit.pk");
     let digest = remote
         .save::<StandardPlonk, _>(codec, &at, &standard_plonk_k10().pk, ())
         .unwrap();
     Saved {
-        remote,
+        remote: Arc::new(remote),
         direct,
         proxy,
         at,
@@ -79,6 +84,39 @@ fn put(store: &Arc<dyn ObjectStore>, location: &ObjectPath, bytes: Vec<u8>) {
 
 fn checked() -> LoadOptions {
     LoadOptions::default()
+}
+
+/// The object at `at` in `remote`, loaded through the cache directory `cache`.
+fn object(remote: &Arc<Remote>, at: &ObjectPath, cache: &Path) -> Object {
+    Object {
+        remote: Arc::clone(remote),
+        path: at.clone(),
+        cache: cache.to_path_buf(),
+    }
+}
+
+/// A facade load's options: the rawbytes backend, pinned to `pin` when there is one.
+fn rawbytes(pin: Option<KeyDigest>) -> KeyOptions {
+    KeyOptions {
+        backend: Some(Backend::RAWBYTES),
+        pin: pin.map(KeyPin::Digest),
+        ..KeyOptions::default()
+    }
+}
+
+/// The cache's entries (`.kc` files), by path, sorted.
+fn cached_keys(cache: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(cache)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|ext| ext == "kc"))
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort();
+    entries
 }
 
 /// Reads through a small buffer (16 KiB): a remote load's requests must not depend on it
@@ -254,7 +292,7 @@ fn a_load_opens_the_object_with_one_ranged_get() {
 #[test]
 fn a_decoder_that_reads_in_order_reads_ahead_in_large_ranges() {
     let fixture = standard_plonk_k10();
-    let codec = &keycodec::BincodeCodec;
+    let codec = &keycodec_bincode::BincodeCodec;
     let Saved {
         remote, proxy, at, ..
     } = saved_behind_proxy("readahead", codec);
@@ -381,7 +419,9 @@ fn an_object_replaced_during_a_load_is_refused() {
         ..
     } = saved_behind_proxy("replaced", codec);
     // Another version of the same key (another codec's bytes), put after the load began.
-    let replacement = keycodec::RkyvCodec
+    let replacement = Backend::RKYV
+        .codec()
+        .unwrap()
         .to_vec::<StandardPlonk, _>(&fixture.pk, ())
         .unwrap();
     let (direct_at, mut replacement) = (at.clone(), Some(replacement));
@@ -465,48 +505,51 @@ fn the_cache_downloads_once_and_then_loads_locally() {
         ..
     } = saved_behind_proxy("cache", codec);
     let cache = tempfile::tempdir().unwrap();
-    let load = |options: &LoadOptions| {
-        remote
-            .load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
-                codec,
-                &at,
-                cache.path(),
-                (),
-                options,
-            )
-            .unwrap()
+    let load = |options: &KeyOptions| {
+        load_key::<StandardPlonk, ProvingKey<G1Affine>>(
+            object(&remote, &at, cache.path()),
+            (),
+            options,
+        )
+        .unwrap()
     };
+    let file = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
 
-    // Unpinned: keyed by the object's ETag; a miss, then a hit that only asks for metadata.
+    // Unpinned: keyed by the object's ETag; a miss (a download, and a new entry), then a hit
+    // that only asks for metadata.
+    assert_eq!(cached_keys(cache.path()), Vec::<PathBuf>::new());
     proxy.reset_counts();
-    let (pk, outcome) = load(&checked());
-    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    let pk = load(&rawbytes(None));
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
-    assert!(proxy.count("GET", true) > 0);
+    assert!(proxy.count("GET", true) > 0, "a miss downloads");
+    let entries = cached_keys(cache.path());
+    assert_eq!(entries.len(), 1, "a miss caches the object: {entries:?}");
+    let cached = entries[0].clone();
     proxy.reset_counts();
-    let (pk, outcome) = load(&checked());
-    let CacheOutcome::Hit(cached) = outcome else {
-        panic!("{outcome:?}")
-    };
+    let pk = load(&rawbytes(None));
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
     assert_eq!(proxy.count("GET", false), 0, "a hit reads no range");
-    assert!(
-        std::fs::read(&cached).unwrap()
-            == codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap()
+    assert_eq!(
+        cached_keys(cache.path()),
+        std::slice::from_ref(&cached),
+        "a hit adds no entry"
     );
+    assert!(std::fs::read(&cached).unwrap() == file);
 
-    // Pinned: keyed by the digest; a hit sends no request at all.
-    let pinned = LoadOptions {
-        expected_digest: Some(digest),
-        ..LoadOptions::default()
-    };
-    let (_, outcome) = load(&pinned);
-    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    // Pinned: keyed by the digest (`{digest}-{codec}.kc`); a miss downloads, and a hit sends
+    // no request at all.
+    let pinned = rawbytes(Some(digest));
+    let pinned_file = cache.path().join(format!("{digest}-{}.kc", codec.name()));
+    assert!(!pinned_file.exists());
     proxy.reset_counts();
-    let (_, outcome) = load(&pinned);
-    let CacheOutcome::Hit(pinned_file) = outcome else {
-        panic!("{outcome:?}")
-    };
+    load(&pinned);
+    assert!(proxy.count("GET", true) > 0, "a miss downloads");
+    assert!(
+        std::fs::read(&pinned_file).unwrap() == file,
+        "and caches the key"
+    );
+    proxy.reset_counts();
+    load(&pinned);
     assert_eq!(proxy.count("GET", false) + proxy.count("HEAD", false), 0);
 
     // A cached file that is not the pin's key (here: another circuit's, under the pin's
@@ -515,17 +558,27 @@ fn the_cache_downloads_once_and_then_loads_locally() {
         .to_vec::<StandardPlonk, _>(&standard_plonk().pk, ())
         .unwrap();
     std::fs::write(&pinned_file, other).unwrap();
-    let (pk, outcome) = load(&pinned);
-    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    proxy.reset_counts();
+    let pk = load(&pinned);
+    assert!(proxy.count("GET", true) > 0, "a miss: downloaded again");
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert!(
+        std::fs::read(&pinned_file).unwrap() == file,
+        "the entry replaced"
+    );
     // A damaged cached file likewise.
     let mut damaged = std::fs::read(&cached).unwrap();
     let middle = damaged.len() / 2;
     damaged[middle] ^= 1;
     std::fs::write(&cached, damaged).unwrap();
-    let (pk, outcome) = load(&checked());
-    assert!(matches!(outcome, CacheOutcome::Miss(_)), "{outcome:?}");
+    proxy.reset_counts();
+    let pk = load(&rawbytes(None));
+    assert!(proxy.count("GET", true) > 0, "a miss: downloaded again");
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert!(
+        std::fs::read(&cached).unwrap() == file,
+        "the entry replaced"
+    );
 }
 
 #[test]
@@ -539,42 +592,35 @@ fn concurrent_misses_download_once() {
     // One load alone: how many ranged reads one download takes.
     let alone = tempfile::tempdir().unwrap();
     proxy.reset_counts();
-    remote
-        .load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
-            codec,
-            &at,
-            alone.path(),
-            (),
-            &checked(),
-        )
-        .unwrap();
+    load_key::<StandardPlonk, ProvingKey<G1Affine>>(
+        object(&remote, &at, alone.path()),
+        (),
+        &rawbytes(None),
+    )
+    .unwrap();
     let one_download = proxy.count("GET", true);
+    assert!(one_download > 0);
     proxy.reset_counts();
-    let outcomes: Vec<CacheOutcome> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let loads: Vec<_> = (0..4)
             .map(|_| {
                 scope.spawn(|| {
-                    let (pk, outcome) = remote
-                        .load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
-                            codec,
-                            &at,
-                            cache.path(),
-                            (),
-                            &checked(),
-                        )
-                        .unwrap();
+                    let pk = load_key::<StandardPlonk, ProvingKey<G1Affine>>(
+                        object(&remote, &at, cache.path()),
+                        (),
+                        &rawbytes(None),
+                    )
+                    .unwrap();
                     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
-                    outcome
                 })
             })
             .collect();
-        loads.into_iter().map(|load| load.join().unwrap()).collect()
+        for load in loads {
+            load.join().unwrap();
+        }
     });
-    let misses = outcomes
-        .iter()
-        .filter(|o| matches!(o, CacheOutcome::Miss(_)))
-        .count();
-    assert_eq!(misses, 1, "{outcomes:?}");
+    // One miss among the four: the ranged reads of exactly one download (a second miss
+    // would download again).
     assert_eq!(proxy.count("GET", true), one_download, "downloaded once");
     let entries: Vec<_> = std::fs::read_dir(cache.path())
         .unwrap()
@@ -643,7 +689,6 @@ fn cache_files(dir: &std::path::Path) -> Vec<String> {
 /// for a smaller k); every later open is a local load that sends no request at all.
 #[test]
 fn public_parameters_are_fetched_once_by_url_then_opened_from_the_cache() {
-    use keycodec::start::{open_params, Location, ParamsPin};
     let params = &standard_plonk().params;
     let (bytes, sha256) = published(params);
     let (url, proxy) = published_behind_proxy("published", "kzg_bn254_4.srs", &bytes);
@@ -680,14 +725,11 @@ fn public_parameters_are_fetched_once_by_url_then_opened_from_the_cache() {
 }
 
 /// Parameters fitted to `k` and pinned by `pin`, points checked.
-fn params_options(
-    k: Option<u32>,
-    pin: Option<keycodec::start::ParamsPin>,
-) -> keycodec::start::ParamsOptions {
-    keycodec::start::ParamsOptions {
+fn params_options(k: Option<u32>, pin: Option<ParamsPin>) -> ParamsOptions {
+    ParamsOptions {
         k,
         pin,
-        ..keycodec::start::ParamsOptions::default()
+        ..ParamsOptions::default()
     }
 }
 
@@ -700,7 +742,6 @@ fn keycodec_hex(bytes: &[u8]) -> String {
 /// retried.
 #[test]
 fn a_tampered_or_truncated_download_is_refused_and_never_cached() {
-    use keycodec::start::{open_params, Location, ParamsPin};
     let params = &standard_plonk().params;
     let (bytes, sha256) = published(params);
     let mut tampered = bytes.clone();
@@ -761,7 +802,6 @@ fn a_tampered_or_truncated_download_is_refused_and_never_cached() {
 /// and downloads, the others wait and open what it cached.
 #[test]
 fn concurrent_fetches_download_once() {
-    use keycodec::start::{open_params, Location, ParamsPin};
     let params = &standard_plonk_k10().params;
     let (bytes, sha256) = published(params);
     let (url, proxy) = published_behind_proxy("concurrent-fetch", "kzg_bn254_10.srs", &bytes);
@@ -799,41 +839,27 @@ fn concurrent_fetches_download_once() {
 /// it; the next (another machine's cache) downloads both; then starts send no request.
 #[test]
 fn a_cold_start_from_storage_is_pinned_and_cached() {
-    use keycodec::start::{
-        cold_start, KeyOptions, Location, Object, Origin, ParamsOptions, ParamsPin, StartOptions,
-    };
     let fixture = standard_plonk();
     let (bytes, sha256) = published(&fixture.params);
     let (params_url, params_proxy) = published_behind_proxy("start", "kzg_bn254_4.srs", &bytes);
     let (remote, store, key_proxy) = remote_behind_proxy("start-keys");
     let remote = Arc::new(remote);
     let key_object = ObjectPath::from("prover.pk");
-    let codec = RawBytesCodec::default();
-    let options = StartOptions {
-        key: KeyOptions {
-            pin: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-            ..KeyOptions::default()
-        },
-        params: ParamsOptions {
-            pin: Some(ParamsPin::Sha256(sha256)),
-            ..ParamsOptions::default()
-        },
-        ..StartOptions::default()
-    };
     let k = keycodec::halo2_proofs::poly::commitment::Params::k(&fixture.params);
     let start = |cache: &std::path::Path| {
-        cold_start(
-            &codec,
-            Location::url(&params_url, cache).unwrap(),
-            Location::Object(Object {
-                remote: Arc::clone(&remote),
-                path: key_object.clone(),
-                cache: cache.to_path_buf(),
-            }),
-            k,
-            &fixture.circuit,
-            &options,
-        )
+        Prover {
+            params_options: ParamsOptions {
+                pin: Some(ParamsPin::Sha256(sha256)),
+                ..ParamsOptions::default()
+            },
+            key_options: rawbytes(Some(KeyDigest::of_pk(&fixture.pk).unwrap())),
+            ..Prover::new(
+                Location::url(&params_url, cache).unwrap(),
+                object(&remote, &key_object, cache),
+                k,
+            )
+        }
+        .start(&fixture.circuit)
         .unwrap()
     };
     let first_machine = tempfile::tempdir().unwrap();
@@ -863,30 +889,42 @@ fn a_cold_start_from_storage_is_pinned_and_cached() {
     assert_eq!(requests, 0, "pinned starts are local once cached");
 }
 
-/// `load_any` for objects: the codec the object's header names, restricted by the load's
-/// codecs before anything but the header is read.
+/// `load_key` for objects: with no backend in the options, the one the object's header
+/// names; restricted by the options' backend before anything but the header is read.
 #[test]
-fn load_any_reads_the_codec_from_the_header() {
-    use keycodec::remote::RemoteExt;
+fn load_key_reads_the_backend_from_the_header() {
     let fixture = standard_plonk();
     let (remote, _store, proxy) = remote_behind_proxy("load-any");
+    let remote = Arc::new(remote);
     let at = ObjectPath::from("prover.pk");
     let rkyv = Backend::all().find(|b| b.name() == "rkyv").unwrap();
     let Ok(codec) = rkyv.codec() else { return };
     remote
         .save::<StandardPlonk, _>(codec, &at, &fixture.pk, ())
         .unwrap();
-    let pk: ProvingKey<G1Affine> = remote
-        .load_any::<StandardPlonk, _>(&at, (), &checked())
-        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let pk: ProvingKey<G1Affine> = load_key::<StandardPlonk, _>(
+        object(&remote, &at, cache.path()),
+        (),
+        &KeyOptions::default(),
+    )
+    .unwrap();
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
-    assert_eq!(remote.backend_of(&at, &checked()).unwrap(), rkyv);
+    // Loaded with rkyv: the cached copy is the object, an rkyv container.
+    let entries = cached_keys(cache.path());
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(Backend::of_file(&entries[0]).unwrap(), rkyv);
     proxy.reset_counts();
-    let only_rawbytes = LoadOptions {
-        codecs: keycodec::CodecSet::of([keycodec::KeyCodec::id(&RawBytesCodec::default())]),
-        ..LoadOptions::default()
+    let only_rawbytes = KeyOptions {
+        backend: Some(Backend::RAWBYTES),
+        ..KeyOptions::default()
     };
-    let refused = remote.load_any::<StandardPlonk, ProvingKey<G1Affine>>(&at, (), &only_rawbytes);
+    let fresh = tempfile::tempdir().unwrap();
+    let refused = load_key::<StandardPlonk, ProvingKey<G1Affine>>(
+        object(&remote, &at, fresh.path()),
+        (),
+        &only_rawbytes,
+    );
     assert!(
         matches!(
             refused.as_ref().map_err(Error::cause),
@@ -896,4 +934,9 @@ fn load_any_reads_the_codec_from_the_header() {
         refused.err()
     );
     assert_eq!(proxy.count("GET", true), 1, "only the header was read");
+    assert_eq!(
+        cached_keys(fresh.path()),
+        Vec::<PathBuf>::new(),
+        "nothing cached"
+    );
 }

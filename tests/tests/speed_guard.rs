@@ -15,10 +15,11 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use keycodec::{KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions};
 use keycodec_core::halo2_proofs::plonk::ProvingKey;
 use keycodec_core::halo2_proofs::SerdeFormat;
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::{KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec_rawbytes::RawBytesCodec;
 use keycodec_testkit::{generate, pk_bytes, StandardPlonk};
 
 /// Large enough that reading the polynomials, not building the domain, dominates.

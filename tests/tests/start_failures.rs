@@ -16,12 +16,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use keycodec::start::{
-    cold_start, load_or_generate_pk, open_params, KeyOptions, Origin, ParamsOptions, ParamsPin,
-    StartOptions,
-};
+use keycodec::halo2_proofs::plonk::ProvingKey;
+use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::{
-    Backend, CodecSet, Error, KeyCodecExt, KzgParams, Limits, RawBytesCodec, SaveOptions,
+    load_or_generate, open_params, save_key, save_params, Backend, Error, KeyOptions, Keygen,
+    KzgParams, Limits, Origin, ParamsOptions, ParamsPin, Prover,
 };
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2_proofs::SerdeFormat;
@@ -40,8 +39,25 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     sha2::Sha256::digest(bytes).into()
 }
 
-fn rkyv_id() -> keycodec::CodecId {
-    "rkyv".parse::<Backend>().unwrap().id()
+/// Key options that load and save with rawbytes only (as a start with its codec did).
+fn rawbytes() -> KeyOptions {
+    KeyOptions {
+        backend: Some(Backend::RAWBYTES),
+        ..KeyOptions::default()
+    }
+}
+
+/// A prover starting from `params` and `key` at `k` with the key's `options`.
+fn prover(
+    params: impl Into<keycodec::Location>,
+    key: impl Into<keycodec::Location>,
+    k: u32,
+    options: KeyOptions,
+) -> Prover {
+    Prover {
+        key_options: options,
+        ..Prover::new(params, key, k)
+    }
 }
 
 /// A good key on disk is refused by the caller's own options, a newer format or another
@@ -51,63 +67,59 @@ fn rkyv_id() -> keycodec::CodecId {
 fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     let fixture = standard_plonk();
     let k = fixture.params.k();
-    let codec = RawBytesCodec::default();
     let dir = tempfile::tempdir().unwrap();
     let params_path = dir.path().join("params.kc");
-    codec
-        .save_params(&params_path, &fixture.params, &SaveOptions::default())
-        .unwrap();
+    save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
     let pk_path = dir.path().join("prover.pk");
-    codec
-        .save::<StandardPlonk, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
-        .unwrap();
+    save_key::<StandardPlonk, _>(&pk_path, &fixture.pk, (), &rawbytes()).unwrap();
     let good = std::fs::read(&pk_path).unwrap();
-    let refusing = |key: KeyOptions| StartOptions {
-        key,
-        ..StartOptions::default()
-    };
-    type Case = (&'static str, StartOptions, fn(&Error) -> bool);
+    type Case = (&'static str, KeyOptions, fn(&Error) -> bool);
     let cases: Vec<Case> = vec![
         (
-            "codecs",
-            refusing(KeyOptions {
-                codecs: CodecSet::NONE.with(rkyv_id()),
+            "backend",
+            KeyOptions {
+                backend: Some(Backend::RKYV),
                 ..KeyOptions::default()
-            }),
+            },
             |err| matches!(err, Error::CodecNotAllowed { .. }),
         ),
         (
             "max_k",
-            refusing(KeyOptions {
+            KeyOptions {
                 limits: Limits {
                     max_k: k - 1,
                     ..Limits::default()
                 },
-                ..KeyOptions::default()
-            }),
+                ..rawbytes()
+            },
             |err| matches!(err, Error::KOutOfRange { .. }),
         ),
         (
             "max_payload_bytes",
-            refusing(KeyOptions {
+            KeyOptions {
                 limits: Limits {
                     max_payload_bytes: 1000,
                     ..Limits::default()
                 },
-                ..KeyOptions::default()
-            }),
+                ..rawbytes()
+            },
             |err| matches!(err, Error::LimitExceeded { .. }),
         ),
     ];
     for (name, options, expected) in &cases {
-        let alone =
-            load_or_generate_pk(&codec, &pk_path, &fixture.params, &fixture.circuit, options);
+        let alone: keycodec::Result<(ProvingKey<G1Affine>, Origin)> = load_or_generate(
+            &pk_path,
+            &fixture.params,
+            &fixture.circuit,
+            options,
+            &Keygen::default(),
+        );
         assert!(
             alone.as_ref().is_err_and(|err| expected(err.cause())),
             "{name}: {:?}",
             alone.err()
         );
-        let start = cold_start(&codec, &params_path, &pk_path, k, &fixture.circuit, options);
+        let start = prover(&params_path, &pk_path, k, *options).start(&fixture.circuit);
         assert!(
             start.as_ref().is_err_and(|err| expected(err.cause())),
             "{name}: {:?}",
@@ -123,14 +135,7 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     let mut newer = good.clone();
     newer[8..10].copy_from_slice(&4u16.to_le_bytes());
     std::fs::write(&pk_path, &newer).unwrap();
-    let start = cold_start(
-        &codec,
-        &params_path,
-        &pk_path,
-        k,
-        &fixture.circuit,
-        &StartOptions::default(),
-    );
+    let start = prover(&params_path, &pk_path, k, rawbytes()).start(&fixture.circuit);
     assert!(
         matches!(
             start.as_ref().map_err(Error::cause),
@@ -145,22 +150,23 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     );
 
     // The same key written by another backend (a fleet moving to rkyv): refused, kept.
-    keycodec::RkyvCodec
-        .save::<StandardPlonk, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
-        .unwrap();
-    let other_backend = std::fs::read(&pk_path).unwrap();
-    let start = cold_start(
-        &codec,
-        &params_path,
+    save_key::<StandardPlonk, _>(
         &pk_path,
-        k,
-        &fixture.circuit,
-        &StartOptions::default(),
-    );
+        &fixture.pk,
+        (),
+        &KeyOptions {
+            backend: Some(Backend::RKYV),
+            ..KeyOptions::default()
+        },
+    )
+    .unwrap();
+    let other_backend = std::fs::read(&pk_path).unwrap();
+    let start = prover(&params_path, &pk_path, k, rawbytes()).start(&fixture.circuit);
+    // (A start restricted to rawbytes refuses another backend's file before decoding it.)
     assert!(
         matches!(
             start.as_ref().map_err(Error::cause),
-            Err(Error::CodecMismatch { .. })
+            Err(Error::CodecNotAllowed { .. })
         ),
         "{:?}",
         start.err()
@@ -172,15 +178,9 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     let last = damaged.len() - 1;
     damaged[last] ^= 1;
     std::fs::write(&pk_path, &damaged).unwrap();
-    let start = cold_start(
-        &codec,
-        &params_path,
-        &pk_path,
-        k,
-        &fixture.circuit,
-        &StartOptions::default(),
-    )
-    .unwrap();
+    let start = prover(&params_path, &pk_path, k, rawbytes())
+        .start(&fixture.circuit)
+        .unwrap();
     assert_eq!(start.origin, Origin::Generated);
     assert!(std::fs::read(&pk_path).unwrap() == good);
 }
@@ -271,17 +271,17 @@ fn a_lock_held_too_long_is_reported_naming_its_holder() {
     let dir = tempfile::tempdir().unwrap();
     let pk_path = dir.path().join("prover.pk");
     let _held = keycodec_core::lock_beside(&pk_path, keycodec_core::DEFAULT_LOCK_TIMEOUT).unwrap();
-    let options = StartOptions {
+    let keygen = Keygen {
         lock_timeout: Duration::from_millis(300),
-        ..StartOptions::default()
+        ..Keygen::default()
     };
     let started = std::time::Instant::now();
-    let result = load_or_generate_pk(
-        &RawBytesCodec::default(),
+    let result: keycodec::Result<(ProvingKey<G1Affine>, Origin)> = load_or_generate(
         &pk_path,
         &fixture.params,
         &fixture.circuit,
-        &options,
+        &rawbytes(),
+        &keygen,
     );
     let message = keycodec_tests::error_text(&result);
     assert!(
@@ -301,13 +301,11 @@ fn a_lock_held_too_long_is_reported_naming_its_holder() {
 mod remote {
     use std::sync::{Arc, Mutex};
 
-    use keycodec::halo2_proofs::plonk::ProvingKey;
-    use keycodec::halo2curves::bn256::G1Affine;
     use keycodec::remote::object_store::path::Path as ObjectPath;
     use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-    use keycodec::remote::{fetch_params, CacheOutcome, Remote, RemoteExt};
-    use keycodec::start::{Location, Object};
-    use keycodec::{KeyDigest, LoadOptions};
+    use keycodec::remote::{fetch_params, CacheOutcome, Remote};
+    use keycodec::{load_key, KeyDigest, KeyPin, Location, Object};
+    use keycodec_core::KeyCodecExt;
     use keycodec_testkit::standard_plonk_k10;
     use keycodec_tests::faulty::{Fault, FaultyProxy, Rule};
     use keycodec_tests::lying::{Lies, LyingServer};
@@ -445,7 +443,7 @@ mod remote {
                 assert!(bytes_in(cache.path()) < 4096);
             }
             assert!(
-                server.bytes_asked() <= 2 * keycodec::header::HEADER_LEN as u64,
+                server.bytes_asked() <= 2 * keycodec_core::header::HEADER_LEN as u64,
                 "{}",
                 server.bytes_asked()
             );
@@ -557,7 +555,7 @@ mod remote {
             "{message}"
         );
         assert!(
-            server.bytes_asked() <= keycodec::header::HEADER_LEN as u64,
+            server.bytes_asked() <= keycodec_core::header::HEADER_LEN as u64,
             "{}",
             server.bytes_asked()
         );
@@ -578,20 +576,19 @@ mod remote {
         // A cold start for k + 1 fails, and leaves no key.
         let keys = tempfile::tempdir().unwrap();
         let pk_path = keys.path().join("prover.pk");
-        let start = cold_start(
-            &RawBytesCodec::default(),
-            Location::url(&url, cache.path()).unwrap(),
-            &pk_path,
-            k + 1,
-            &fixture.circuit,
-            &StartOptions {
-                params: ParamsOptions {
-                    pin,
-                    ..ParamsOptions::default()
-                },
-                ..StartOptions::default()
+        let start = Prover {
+            params_options: ParamsOptions {
+                pin,
+                ..ParamsOptions::default()
             },
-        );
+            ..prover(
+                Location::url(&url, cache.path()).unwrap(),
+                &pk_path,
+                k + 1,
+                rawbytes(),
+            )
+        }
+        .start(&fixture.circuit);
         assert!(
             matches!(
                 start.as_ref().map_err(Error::cause),
@@ -757,19 +754,51 @@ mod remote {
         (Arc::new(remote), store(&s3.endpoint(), &bucket), proxy)
     }
 
+    /// The object `path` of `remote`, loaded through `cache`.
+    fn object(remote: &Arc<Remote>, path: &ObjectPath, cache: &Path) -> Object {
+        Object {
+            remote: Arc::clone(remote),
+            path: path.clone(),
+            cache: cache.to_path_buf(),
+        }
+    }
+
+    /// Key options that load and save with `backend` only, pinned to `pin` if any.
+    fn backend_options(backend: Backend, pin: Option<KeyDigest>) -> KeyOptions {
+        KeyOptions {
+            backend: Some(backend),
+            pin: pin.map(KeyPin::Digest),
+            ..KeyOptions::default()
+        }
+    }
+
+    /// Every request the proxy has seen since its counts were reset.
+    fn requests(proxy: &FaultyProxy) -> usize {
+        ["GET", "HEAD", "PUT", "POST"]
+            .iter()
+            .map(|method| proxy.count(method, false))
+            .sum()
+    }
+
     /// An unpinned cached object is named from the version it is downloaded at: the object
     /// replaced right after the first HEAD is not cached under the old version's name (today's
     /// asked again and loaded the other version, here another backend's bytes, refused).
     #[test]
     fn an_unpinned_cached_object_is_named_and_downloaded_from_one_version() {
         let fixture = standard_plonk_k10();
-        let codec = RawBytesCodec::default();
         let (remote, direct, proxy) = remote_behind_proxy("one-head");
         let at = ObjectPath::from("prover.pk");
-        remote
-            .save::<StandardPlonk, _>(&codec, &at, &fixture.pk, ())
-            .unwrap();
-        let replacement = keycodec::RkyvCodec
+        let cache = tempfile::tempdir().unwrap();
+        save_key::<StandardPlonk, _>(
+            object(&remote, &at, cache.path()),
+            &fixture.pk,
+            (),
+            &rawbytes(),
+        )
+        .unwrap();
+        let replacement = Backend::RKYV
+            .codec()
+            .unwrap()
             .to_vec::<StandardPlonk, _>(&fixture.pk, ())
             .unwrap();
         let (direct_at, mut replacement) = (at.clone(), Some(replacement));
@@ -785,11 +814,17 @@ mod remote {
                 }
             })),
         });
-        let cache = tempfile::tempdir().unwrap();
-        let (pk, outcome): (ProvingKey<G1Affine>, _) = remote
-            .load_cached::<StandardPlonk, _>(&codec, &at, cache.path(), (), &LoadOptions::default())
-            .unwrap();
-        assert!(matches!(outcome, CacheOutcome::Miss(_)));
+        assert_eq!(files(cache.path()), Vec::<String>::new());
+        let pk: ProvingKey<G1Affine> =
+            load_key::<StandardPlonk, _>(object(&remote, &at, cache.path()), (), &rawbytes())
+                .unwrap();
+        // A miss: the object was downloaded, and cached under its version's name.
+        let cached = files(cache.path());
+        assert!(
+            cached.len() == 1 && cached[0].starts_with("object-"),
+            "{cached:?}"
+        );
+        assert!(proxy.count("GET", false) > 0, "downloaded");
         assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
         assert_eq!(
             proxy.count("HEAD", false),
@@ -799,93 +834,112 @@ mod remote {
     }
 
     /// One key through two backends in one cache, pinned: each has its own cached file, and
-    /// the next loads are hits (today's shared `{digest}.kc`: each load evicted the other's).
+    /// the next loads are hits, with no request (today's shared `{digest}.kc`: each load
+    /// evicted the other's).
     #[test]
     fn one_key_through_two_backends_shares_a_cache() {
         let fixture = standard_plonk_k10();
         let (remote, _, proxy) = remote_behind_proxy("two-backends");
         let digest = KeyDigest::of_pk(&fixture.pk).unwrap();
-        let pinned = LoadOptions {
-            expected_digest: Some(digest),
-            ..LoadOptions::default()
-        };
         let cache = tempfile::tempdir().unwrap();
-        let codecs: [&dyn keycodec::KeyCodec; 2] =
-            [&RawBytesCodec::default(), &keycodec::RkyvCodec];
-        for codec in codecs {
-            remote
-                .save::<StandardPlonk, _>(codec, &ObjectPath::from(codec.name()), &fixture.pk, ())
-                .unwrap();
+        let backends = [Backend::RAWBYTES, Backend::RKYV];
+        for backend in backends {
+            let at = ObjectPath::from(backend.name());
+            save_key::<StandardPlonk, _>(
+                object(&remote, &at, cache.path()),
+                &fixture.pk,
+                (),
+                &backend_options(backend, None),
+            )
+            .unwrap();
         }
         for round in 0..2 {
-            for codec in codecs {
-                let (pk, outcome): (ProvingKey<G1Affine>, _) = remote
-                    .load_cached::<StandardPlonk, _>(
-                        codec,
-                        &ObjectPath::from(codec.name()),
-                        cache.path(),
-                        (),
-                        &pinned,
-                    )
-                    .unwrap();
+            for backend in backends {
+                let at = ObjectPath::from(backend.name());
+                let entry = cache.path().join(format!("{digest}-{}.kc", backend.name()));
+                let before = files(cache.path());
+                proxy.reset_counts();
+                let pk: ProvingKey<G1Affine> = load_key::<StandardPlonk, _>(
+                    object(&remote, &at, cache.path()),
+                    (),
+                    &backend_options(backend, Some(digest)),
+                )
+                .unwrap();
                 assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
-                let hit = matches!(outcome, CacheOutcome::Hit(_));
-                assert_eq!(hit, round == 1, "{} round {round}", codec.name());
+                // A hit asks the store nothing and writes nothing; a miss downloads.
+                let hit = requests(&proxy) == 0 && files(cache.path()) == before;
+                assert_eq!(hit, round == 1, "{backend} round {round}");
+                assert!(entry.is_file(), "{backend}: its own cached file");
             }
         }
-        proxy.reset_counts();
         assert_eq!(files(cache.path()).len(), 2);
     }
 
-    /// A key cache keeps a file the caller's own options refuse (codecs, limits): the error is
-    /// the caller's, the file stays, and the next load with usable options is a hit. Today's
-    /// removed it.
+    /// A key cache keeps a file the caller's own options refuse (another backend, limits): the
+    /// error is the caller's, the file stays, and the next load with usable options is a hit.
+    /// Today's removed it.
     #[test]
     fn the_key_cache_keeps_what_the_caller_refuses() {
         let fixture = standard_plonk_k10();
-        let codec = RawBytesCodec::default();
-        let (remote, _, _proxy) = remote_behind_proxy("key-cache-keeps");
+        let (remote, _, proxy) = remote_behind_proxy("key-cache-keeps");
         let at = ObjectPath::from("prover.pk");
-        remote
-            .save::<StandardPlonk, _>(&codec, &at, &fixture.pk, ())
-            .unwrap();
-        let pinned = LoadOptions {
-            expected_digest: Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
-            ..LoadOptions::default()
-        };
         let cache = tempfile::tempdir().unwrap();
-        let _: (ProvingKey<G1Affine>, _) = remote
-            .load_cached::<StandardPlonk, _>(&codec, &at, cache.path(), (), &pinned)
-            .unwrap();
+        save_key::<StandardPlonk, _>(
+            object(&remote, &at, cache.path()),
+            &fixture.pk,
+            (),
+            &rawbytes(),
+        )
+        .unwrap();
+        let pinned = backend_options(
+            Backend::RAWBYTES,
+            Some(KeyDigest::of_pk(&fixture.pk).unwrap()),
+        );
+        let _: ProvingKey<G1Affine> =
+            load_key::<StandardPlonk, _>(object(&remote, &at, cache.path()), (), &pinned).unwrap();
         let cached = files(cache.path());
         assert_eq!(cached.len(), 1);
-        for refusing in [
-            LoadOptions {
-                codecs: CodecSet::NONE.with(rkyv_id()),
-                ..pinned
-            },
-            LoadOptions {
-                limits: Limits {
-                    max_k: 9,
-                    ..Limits::default()
+        type Case = (&'static str, KeyOptions, fn(&Error) -> bool);
+        let cases: [Case; 2] = [
+            (
+                "backend",
+                KeyOptions {
+                    backend: Some(Backend::RKYV),
+                    ..pinned
                 },
-                ..pinned
-            },
-        ] {
-            let refused = remote.load_cached::<StandardPlonk, ProvingKey<G1Affine>>(
-                &codec,
-                &at,
-                cache.path(),
+                |err| matches!(err, Error::CodecNotAllowed { .. }),
+            ),
+            (
+                "max_k",
+                KeyOptions {
+                    limits: Limits {
+                        max_k: 9,
+                        ..Limits::default()
+                    },
+                    ..pinned
+                },
+                |err| matches!(err, Error::KOutOfRange { .. }),
+            ),
+        ];
+        for (what, refusing, expected) in cases {
+            let refused = load_key::<StandardPlonk, ProvingKey<G1Affine>>(
+                object(&remote, &at, cache.path()),
                 (),
                 &refusing,
             );
-            assert!(refused.is_err());
-            assert_eq!(files(cache.path()), cached, "the cached file stays");
+            assert!(
+                refused.as_ref().is_err_and(|err| expected(err.cause())),
+                "{what}: {:?}",
+                refused.err()
+            );
+            assert_eq!(files(cache.path()), cached, "{what}: the cached file stays");
         }
-        let (_, outcome): (ProvingKey<G1Affine>, _) = remote
-            .load_cached::<StandardPlonk, _>(&codec, &at, cache.path(), (), &pinned)
-            .unwrap();
-        assert!(matches!(outcome, CacheOutcome::Hit(_)));
+        // A hit: no request, and the cache as it was.
+        proxy.reset_counts();
+        let _: ProvingKey<G1Affine> =
+            load_key::<StandardPlonk, _>(object(&remote, &at, cache.path()), (), &pinned).unwrap();
+        assert_eq!(requests(&proxy), 0, "loaded from the cache");
+        assert_eq!(files(cache.path()), cached);
     }
 
     /// A key object the caller's options refuse is the start's error: nothing is generated or
@@ -894,36 +948,33 @@ mod remote {
     #[test]
     fn a_key_object_the_start_cannot_load_is_not_uploaded_over() {
         let fixture = standard_plonk();
-        let codec = RawBytesCodec::default();
         let (remote, _, proxy) = remote_behind_proxy("start-keeps-object");
         let at = ObjectPath::from("prover.pk");
+        let cache = tempfile::tempdir().unwrap();
         // The object as a newer fleet wrote it: another backend.
-        remote
-            .save::<StandardPlonk, _>(&keycodec::RkyvCodec, &at, &fixture.pk, ())
-            .unwrap();
+        save_key::<StandardPlonk, _>(
+            object(&remote, &at, cache.path()),
+            &fixture.pk,
+            (),
+            &backend_options(Backend::RKYV, None),
+        )
+        .unwrap();
         let params_dir = tempfile::tempdir().unwrap();
         let params_path = params_dir.path().join("params.kc");
-        codec
-            .save_params(&params_path, &fixture.params, &SaveOptions::default())
-            .unwrap();
+        save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
         proxy.reset_counts();
-        let cache = tempfile::tempdir().unwrap();
-        let start = cold_start(
-            &codec,
+        // A start that loads and saves rawbytes only.
+        let start = prover(
             &params_path,
-            Location::Object(Object {
-                remote: Arc::clone(&remote),
-                path: at.clone(),
-                cache: cache.path().to_path_buf(),
-            }),
+            object(&remote, &at, cache.path()),
             fixture.params.k(),
-            &fixture.circuit,
-            &StartOptions::default(),
-        );
+            rawbytes(),
+        )
+        .start(&fixture.circuit);
         assert!(
             matches!(
                 start.as_ref().map_err(Error::cause),
-                Err(Error::CodecMismatch { .. })
+                Err(Error::CodecNotAllowed { .. })
             ),
             "{:?}",
             start.err()
@@ -974,9 +1025,7 @@ fn a_fingerprint_across_halo2_versions_is_not_proof_of_another_circuit() {
     let fixture = standard_plonk();
     let dir = tempfile::tempdir().unwrap();
     let pk_path = dir.path().join("prover.pk");
-    RawBytesCodec::default()
-        .save::<StandardPlonk, _>(&pk_path, &fixture.pk, (), &SaveOptions::default())
-        .unwrap();
+    save_key::<StandardPlonk, _>(&pk_path, &fixture.pk, (), &rawbytes()).unwrap();
     let mut bytes = std::fs::read(&pk_path).unwrap();
     assert_eq!(
         &bytes[88..105],
@@ -993,17 +1042,9 @@ fn a_fingerprint_across_halo2_versions_is_not_proof_of_another_circuit() {
     bytes[120..128].copy_from_slice(&checksum.to_le_bytes());
     std::fs::write(&pk_path, &bytes).unwrap();
     let params_path = dir.path().join("params.kc");
-    RawBytesCodec::default()
-        .save_params(&params_path, &fixture.params, &SaveOptions::default())
-        .unwrap();
-    let start = cold_start(
-        &RawBytesCodec::default(),
-        &params_path,
-        &pk_path,
-        fixture.params.k(),
-        &fixture.circuit,
-        &StartOptions::default(),
-    );
+    save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
+    let start =
+        prover(&params_path, &pk_path, fixture.params.k(), rawbytes()).start(&fixture.circuit);
     let message = match &start {
         Ok(start) => format!("started: {:?}", start.origin),
         Err(err) => err.to_string(),

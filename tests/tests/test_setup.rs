@@ -11,9 +11,10 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::start::{cold_start, open_params, ParamsOptions, StartOptions};
-use keycodec::{Error, KeyCodecExt, LoadOptions, RawBytesCodec, SaveOptions};
+use keycodec::{open_params, save_params, Backend, Error, KeyOptions, ParamsOptions, Prover};
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::{KeyCodecExt, LoadOptions};
+use keycodec_rawbytes::RawBytesCodec;
 use keycodec_testkit::standard_plonk;
 
 #[test]
@@ -42,9 +43,12 @@ fn parameters_from_gen_srs_are_refused_unless_allowed() {
 
     // As a container too, and straight through the codec.
     let container = dir.path().join("params.kc");
-    RawBytesCodec::default()
-        .save_params(&container, &params, &SaveOptions::default())
-        .unwrap();
+    save_params(&container, &params, Backend::RAWBYTES).unwrap();
+    assert!(matches!(
+        open_params(&container, &ParamsOptions::default()),
+        Err(Error::TestSetup { .. })
+    ));
+    assert!(open_params(&container, &allowed).is_ok());
     assert!(matches!(
         RawBytesCodec::default().load_params(&container, &LoadOptions::default()),
         Err(Error::TestSetup { .. })
@@ -62,14 +66,14 @@ fn parameters_from_gen_srs_are_refused_unless_allowed() {
     // A cold start on them fails, and generates nothing.
     let fixture = standard_plonk();
     let pk_path = dir.path().join("prover.pk");
-    let start = cold_start(
-        &RawBytesCodec::default(),
-        &file,
-        &pk_path,
-        k,
-        &fixture.circuit,
-        &StartOptions::default(),
-    );
+    let start = Prover {
+        key_options: KeyOptions {
+            backend: Some(Backend::RAWBYTES),
+            ..KeyOptions::default()
+        },
+        ..Prover::new(&file, &pk_path, k)
+    }
+    .start(&fixture.circuit);
     assert!(
         matches!(start, Err(Error::TestSetup { .. })),
         "{:?}",
@@ -79,8 +83,6 @@ fn parameters_from_gen_srs_are_refused_unless_allowed() {
 
     // The project's own fixtures (other seeds) load as ever.
     let own = dir.path().join("own.kc");
-    RawBytesCodec::default()
-        .save_params(&own, &fixture.params, &SaveOptions::default())
-        .unwrap();
+    save_params(&own, &fixture.params, Backend::RAWBYTES).unwrap();
     assert!(open_params(&own, &ParamsOptions::default()).is_ok());
 }

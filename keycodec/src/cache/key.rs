@@ -10,7 +10,7 @@ use keycodec_core::halo2curves::bn256::Fr;
 use keycodec_core::transport::{read_file, save_atomic, Request};
 use keycodec_core::{lock_beside, Error, HaloKey, KeyCodec, LoadOptions, Result, Size};
 use keycodec_remote::object_store::path::Path as ObjectPath;
-use keycodec_remote::Remote;
+use keycodec_remote::{ObjectInfo, Remote};
 
 use super::{first_bytes, pinned_name, remove_damaged, version_name, CacheOutcome};
 use crate::location::Object;
@@ -21,7 +21,7 @@ use crate::Backend;
 /// store for the object's version once and loads that version while it is written into a
 /// temporary file of the cache (each range as it arrives, each request conditional on the
 /// version), which takes its name only once the key has loaded and every byte of the object
-/// is in it. With a pin ([`LoadOptions::expected_digest`]) a hit needs no request to the
+/// is in it. With a digest pin a hit needs no request to the
 /// store at all. A verifying key may come from a proving key's container.
 ///
 /// # Errors
@@ -35,14 +35,16 @@ pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
     cache: &Path,
     circuit_params: C::Params,
     options: &LoadOptions,
+    info: Option<ObjectInfo>,
 ) -> Result<(K, CacheOutcome)> {
     std::fs::create_dir_all(cache)
         .map_err(|err| Error::io("create the cache directory", err).at_path(cache))?;
-    // Unpinned, the name needs the object's version: asked for once, and the download (on a
-    // miss) is of that version.
-    let info = match options.expected_digest {
-        Some(_) => None,
-        None => Some(remote.head(location)?),
+    // Unpinned, the name needs the object's version: asked for once (or given: `info`, the
+    // version whose header chose the codec), and the download (on a miss) is of that version.
+    let info = match (options.expected_digest, info) {
+        (_, Some(info)) => Some(info),
+        (Some(_), None) => None,
+        (None, None) => Some(remote.head(location)?),
     };
     let path = cache.join(match (options.expected_digest, &info) {
         (Some(digest), _) => pinned_name(digest, codec.name()),
@@ -117,7 +119,7 @@ fn is_wrong_entry(err: &Error) -> bool {
 pub(crate) fn fetch_key(
     object: &Object,
     backend: Backend,
-    kind: keycodec_core::KeyKind,
+    kind: keycodec_core::ArtifactKind,
     digest: keycodec_core::KeyDigest,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<CacheOutcome> {
@@ -206,4 +208,37 @@ pub(crate) fn generate_lock(object: &Object) -> PathBuf {
         "generate-{}",
         blake3::hash(object.name().as_bytes()).to_hex()
     ))
+}
+
+/// The backend an object's key is loaded with: the options', else the one whose pinned
+/// entry the cache holds (no request), else the one the object's header names (one HEAD and
+/// one ranged GET of its first bytes, conditional on that version), with the version it read
+/// (for the load to download that one), if the options allow it.
+pub(crate) fn backend_of(
+    object: &Object,
+    options: &crate::KeyOptions,
+) -> Result<(Backend, Option<ObjectInfo>)> {
+    if let Some(backend) = options.backend {
+        return Ok((backend, None));
+    }
+    if let Some(crate::KeyPin::Digest(digest)) = options.pin {
+        let cached = Backend::compiled().find(|backend| {
+            object
+                .cache
+                .join(pinned_name(digest, backend.name()))
+                .is_file()
+        });
+        if let Some(backend) = cached {
+            return Ok((backend, None));
+        }
+    }
+    let info = object.remote.head(&object.path)?;
+    let header = object.remote.header_of(&object.path, &info)?;
+    let backend = Backend::of_id(header.codec).ok_or_else(|| {
+        Error::UnknownCodec {
+            found: header.codec,
+        }
+        .in_object(&object.name())
+    })?;
+    Ok((backend, Some(info)))
 }

@@ -84,9 +84,9 @@ fn version_name(remote: &Remote, location: &ObjectPath, info: &ObjectInfo) -> Re
 }
 
 /// The name of the cached file of the key pinned to `digest`, stored by the codec named
-/// `codec` (`{digest}-{codec}.kc`): where a pinned [`RemoteExt::load_cached`](crate::remote::RemoteExt::load_cached) looks, and where a
+/// `codec` (`{digest}-{codec}.kc`): where a pinned load of an object looks, and where a
 /// tool that fills a cache ahead of a start (`keycodec fetch --manifest`) puts it.
-pub fn pinned_name(digest: keycodec_core::KeyDigest, codec: &str) -> String {
+pub(crate) fn pinned_name(digest: keycodec_core::KeyDigest, codec: &str) -> String {
     format!("{digest}-{codec}.kc")
 }
 

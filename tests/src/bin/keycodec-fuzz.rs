@@ -14,9 +14,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use keycodec::{Backend, KeyCodec, KeyCodecExt};
+use keycodec::Backend;
 use keycodec_core::halo2_proofs::plonk::Circuit;
 use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_core::{KeyCodec, KeyCodecExt};
 use keycodec_testkit::{lookup, lookup_uncompressed, standard_plonk, Fixture};
 use keycodec_tests::counting::{Counting, CountingMeter};
 use keycodec_tests::fuzz::{corpus, corpus_dir, run, Plan};
