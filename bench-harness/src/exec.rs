@@ -11,7 +11,7 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine};
 use keycodec::{
-    open_params, Backend, KeyDigest, KeyOptions, KzgParams, Origin, ParamsOptions, Prover,
+    open_params, Backend, KeyDigest, KeyOptions, KzgParams, Origin, ParamsOptions, Start,
     Validation,
 };
 use keycodec_core::backend_api::{PayloadReader, Span};
@@ -312,7 +312,7 @@ fn execute<C: Workload>(
                 .parse()
                 .map_err(|e: keycodec::ParseBackendError| e.to_string())?;
             let limits = load_options(Validation::Checked, None, None, buffer).limits;
-            let prover = Prover {
+            let prover = Start {
                 key_options: KeyOptions {
                     limits,
                     backend: Some(backend),
@@ -322,10 +322,10 @@ fn execute<C: Workload>(
                     limits,
                     ..ParamsOptions::default()
                 },
-                ..Prover::new(*params_path, *pk_path, k)
+                ..Start::new(*params_path, *pk_path, k)
             };
             let circuit = C::with_params(circuit_params.clone());
-            let start = prover.start(&circuit).map_err(|e| e.to_string())?;
+            let start = prover.run(&circuit).map_err(|e| e.to_string())?;
             Loaded::Start(start.params, start.pk, start.origin)
         }
         Load::NativeColdStart => {

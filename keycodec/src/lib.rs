@@ -26,7 +26,7 @@ pub use location::Location;
 pub use location::Object;
 pub use options::{Key, KeyOptions, KeyPin};
 pub use params::{open_params, save_params, ParamsOptions, ParamsPin};
-pub use start::{load_or_generate, ColdStart, Generated, Keygen, Origin, Prover, Selectors};
+pub use start::{load_or_generate, ColdStart, Generated, Keygen, Origin, Selectors, Start};
 
 pub use keycodec_core::{
     halo2_proofs, halo2curves, ArtifactKind, Checksum, Error, KeyDigest, KzgParams, Limits,

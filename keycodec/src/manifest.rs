@@ -19,7 +19,7 @@ use serde::Deserialize;
 use crate::location::Location;
 use crate::options::{KeyOptions, KeyPin};
 use crate::params::{ParamsOptions, ParamsPin};
-use crate::start::{Keygen, Prover};
+use crate::start::{Keygen, Start};
 use crate::Backend;
 
 /// The manifest format this build reads.
@@ -277,16 +277,16 @@ impl Manifest {
         Ok((location(&key.source, cache)?, options))
     }
 
-    /// The prover that starts from the manifest's parameters and the proving key named
+    /// The start of a prover from the manifest's parameters and the proving key named
     /// `key`, each as the manifest pins it, through `cache` for URLs: call
-    /// [`Prover::start`](crate::Prover::start) (and set its [`Keygen`](crate::Keygen) first
+    /// [`Start::run`](crate::Start::run) (and set its [`Keygen`](crate::Keygen) first
     /// for compressed selectors or another lock timeout).
     ///
     /// # Errors
     ///
     /// [`Error::Manifest`] for a key it does not name or that is not a proving key; as
     /// [`Manifest::params`].
-    pub fn prover(&self, key: &str, cache: &Path) -> Result<Prover> {
+    pub fn start(&self, key: &str, cache: &Path) -> Result<Start> {
         let entry = self.entry(key)?;
         if entry.kind != ArtifactKind::Proving {
             return Err(Error::Manifest {
@@ -296,7 +296,7 @@ impl Manifest {
         }
         let (params, params_options) = self.params(cache)?;
         let (key, key_options) = self.key(key, cache)?;
-        Ok(Prover {
+        Ok(Start {
             params,
             params_options: ParamsOptions {
                 k: None,

@@ -233,16 +233,16 @@ impl Generated for keycodec_core::halo2_proofs::plonk::VerifyingKey<G1Affine> {
 
 /// What a prover starts from: its KZG parameters and its proving key, where each is and the
 /// options of each, the circuit's `k`, and how a missing key is made. Built in code
-/// ([`Prover::new`]) or from a manifest ([`Manifest::prover`](crate::manifest::Manifest::prover)).
+/// ([`Start::new`]) or from a manifest ([`Manifest::start`](crate::manifest::Manifest::start)).
 #[derive(Clone, Debug)]
-pub struct Prover {
+pub struct Start {
     /// Where the parameters are.
     pub params: Location,
-    /// How they are opened (their `k` is [`Prover::k`]: leave it `None`).
+    /// How they are opened (their `k` is [`Start::k`]: leave it `None`).
     pub params_options: ParamsOptions,
     /// Where the proving key is.
     pub key: Location,
-    /// How it is loaded, pinned and saved (its `k` is [`Prover::k`]: leave it `None`).
+    /// How it is loaded, pinned and saved (its `k` is [`Start::k`]: leave it `None`).
     pub key_options: KeyOptions,
     /// How it is made when missing or provably not this key.
     pub keygen: Keygen,
@@ -261,11 +261,11 @@ pub struct ColdStart {
     pub origin: Origin,
 }
 
-impl Prover {
+impl Start {
     /// A prover whose parameters are at `params` and proving key at `key`, for a circuit of
     /// `2^k` rows, with default options (every value checked, nothing pinned: pin both).
     pub fn new(params: impl Into<Location>, key: impl Into<Location>, k: u32) -> Self {
-        Prover {
+        Start {
             params: params.into(),
             params_options: ParamsOptions::default(),
             key: key.into(),
@@ -284,8 +284,8 @@ impl Prover {
     /// # Errors
     ///
     /// Those of [`open_params`] and [`load_or_generate`], each naming its file or object;
-    /// [`Error::KMismatch`] when the options set another `k` than [`Prover::k`].
-    pub fn start<C: Circuit<Fr>>(&self, circuit: &C) -> Result<ColdStart> {
+    /// [`Error::KMismatch`] when the options set another `k` than [`Start::k`].
+    pub fn run<C: Circuit<Fr>>(&self, circuit: &C) -> Result<ColdStart> {
         let k = self.k;
         for other in [self.params_options.k, self.key_options.k]
             .into_iter()

@@ -15,7 +15,7 @@ use keycodec::halo2_proofs::plonk::{Circuit, ProvingKey, VerifyingKey};
 use keycodec::halo2curves::bn256::{Fr, G1Affine};
 use keycodec::{
     load_or_generate, open_params, save_key, save_params, Backend, Error, KeyDigest, KeyOptions,
-    KeyPin, Keygen, KzgParams, Origin, ParamsOptions, ParamsPin, Prover, Selectors,
+    KeyPin, Keygen, KzgParams, Origin, ParamsOptions, ParamsPin, Selectors, Start,
 };
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2_proofs::SerdeFormat;
@@ -70,10 +70,10 @@ fn vk_at<C: Circuit<Fr>>(
 }
 
 /// A prover starting from `params` and `key` at `k`, loading and saving its key with rawbytes.
-fn rawbytes_prover(params: &std::path::Path, key: &std::path::Path, k: u32) -> Prover {
-    Prover {
+fn rawbytes_prover(params: &std::path::Path, key: &std::path::Path, k: u32) -> Start {
+    Start {
         key_options: with_backend(Backend::RAWBYTES),
-        ..Prover::new(params, key, k)
+        ..Start::new(params, key, k)
     }
 }
 
@@ -258,9 +258,9 @@ fn a_cold_start_loads_both_or_generates_the_key() {
     let pk_path = dir.path().join("prover.pk");
     let k = fixture.params.k();
     let prover = rawbytes_prover(&params_path, &pk_path, k);
-    let first = prover.start(&fixture.circuit).unwrap();
+    let first = prover.run(&fixture.circuit).unwrap();
     assert_eq!(first.origin, Origin::Generated);
-    let second = prover.start(&fixture.circuit).unwrap();
+    let second = prover.run(&fixture.circuit).unwrap();
     assert_eq!(second.origin, Origin::Loaded);
     assert_eq!(pk_bytes(&second.pk), pk_bytes(&fixture.pk));
     assert_eq!(params_bytes(&second.params), params_bytes(&fixture.params));
@@ -291,7 +291,7 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
     let k = fixture.params.k();
 
     let unpinned = rawbytes_prover(&params_path, &pk_path, k)
-        .start(&fixture.circuit)
+        .run(&fixture.circuit)
         .unwrap();
     assert_eq!(unpinned.origin, Origin::Loaded);
     assert_eq!(
@@ -304,19 +304,19 @@ fn a_pinned_cold_start_loads_the_right_key_and_regenerates_another() {
         pin: Some(KeyPin::Digest(KeyDigest::of_pk(&fixture.pk).unwrap())),
         ..rawbytes
     };
-    let pinned = Prover {
+    let pinned = Start {
         key_options: pinned_key,
         params_options: ParamsOptions {
             pin: Some(ParamsPin::Digest(params_digest)),
             ..ParamsOptions::default()
         },
-        ..Prover::new(&params_path, &pk_path, k)
+        ..Start::new(&params_path, &pk_path, k)
     };
-    let start = pinned.start(&fixture.circuit).unwrap();
+    let start = pinned.run(&fixture.circuit).unwrap();
     assert_eq!(start.origin, Origin::Generated);
     assert_eq!(pk_bytes(&start.pk), pk_bytes(&fixture.pk));
     assert_eq!(params_bytes(&start.params), params_bytes(&fixture.params));
-    let again = pinned.start(&fixture.circuit).unwrap();
+    let again = pinned.run(&fixture.circuit).unwrap();
     assert_eq!(
         again.origin,
         Origin::Loaded,
@@ -388,15 +388,15 @@ fn the_key_pin_pins_only_the_key() {
     save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
     let pk_path = dir.path().join("prover.pk");
     let k = fixture.params.k();
-    let prover = Prover {
+    let prover = Start {
         key_options: KeyOptions {
             pin: Some(KeyPin::Digest(KeyDigest::of_pk(&fixture.pk).unwrap())),
             ..with_backend(Backend::RAWBYTES)
         },
-        ..Prover::new(&params_path, &pk_path, k)
+        ..Start::new(&params_path, &pk_path, k)
     };
     for expected in [Origin::Generated, Origin::Loaded] {
-        let start = prover.start(&fixture.circuit).unwrap();
+        let start = prover.run(&fixture.circuit).unwrap();
         assert_eq!(start.origin, expected);
     }
 }
@@ -428,14 +428,14 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
             "{message}"
         );
         let pk_path = dir.path().join("prover.pk");
-        let start = Prover {
+        let start = Start {
             params_options: ParamsOptions {
                 pin: Some(wrong),
                 ..ParamsOptions::default()
             },
             ..rawbytes_prover(path, &pk_path, fixture.params.k())
         }
-        .start(&fixture.circuit);
+        .run(&fixture.circuit);
         assert!(
             matches!(start, Err(Error::DigestMismatch { .. })),
             "{:?}",

@@ -26,7 +26,7 @@ use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use keycodec::remote::{Remote, RemoteOptions};
 use keycodec::{
     load_key, load_or_generate, open_params, Backend, Error, KeyDigest, KeyOptions, KeyPin, Keygen,
-    Location, Object, Origin, ParamsOptions, Prover,
+    Location, Object, Origin, ParamsOptions, Start,
 };
 use keycodec_core::halo2_proofs::circuit::{Layouter, SimpleFloorPlanner};
 use keycodec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem, ProvingKey, VerifyingKey};
@@ -223,11 +223,11 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
                         &Keygen::default(),
                     )
                     .and_then(|(pk, origin)| loaded(pk, origin)),
-                    Entry::ColdStart => Prover {
+                    Entry::ColdStart => Start {
                         key_options: options,
-                        ..Prover::new(&params_path, at, k)
+                        ..Start::new(&params_path, at, k)
                     }
-                    .start(&fixture.circuit)
+                    .run(&fixture.circuit)
                     .and_then(|start| loaded(start.pk, start.origin)),
                     Entry::LoadCached => load_key::<StandardPlonk, _>(at, (), &options),
                     Entry::Manifest => {
@@ -244,8 +244,8 @@ fn a_servers_odd_answers_never_replace_a_good_object() {
                         });
                         std::fs::write(&manifest_path, json.to_string()).unwrap();
                         Manifest::open(&manifest_path)
-                            .and_then(|manifest| manifest.prover("prover", cache.path()))
-                            .and_then(|prover| prover.start(&fixture.circuit))
+                            .and_then(|manifest| manifest.start("prover", cache.path()))
+                            .and_then(|prover| prover.run(&fixture.circuit))
                             .and_then(|start| loaded(start.pk, start.origin))
                     }
                 };

@@ -151,9 +151,9 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
     assert!(fetched.iter().all(|(_, result)| result.is_ok()));
     let started = Instant::now();
     let start = manifest
-        .prover("prover", &cache)
+        .start("prover", &cache)
         .unwrap()
-        .start(&fixture.circuit)
+        .run(&fixture.circuit)
         .unwrap();
     let start_warm = started.elapsed();
     assert_eq!(start.origin, Origin::Loaded);
@@ -185,9 +185,9 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
     let offline = Manifest::open(&offline).unwrap();
     let started = Instant::now();
     let start = offline
-        .prover("prover", &cache)
+        .start("prover", &cache)
         .unwrap()
-        .start(&fixture.circuit)
+        .run(&fixture.circuit)
         .unwrap();
     let start_offline = started.elapsed();
     assert_eq!(pk_bytes(&start.pk), pk_bytes(&fixture.pk));
@@ -200,9 +200,9 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
     let empty = dir.path().join("empty-cache");
     let started = Instant::now();
     manifest
-        .prover("prover", &empty)
+        .start("prover", &empty)
         .unwrap()
-        .start(&fixture.circuit)
+        .run(&fixture.circuit)
         .unwrap();
     let start_cold = started.elapsed();
     println!(
@@ -219,8 +219,8 @@ fn a_cold_start_from_a_manifest_fetches_once_then_needs_no_server() {
         ("verifier", "not a proving key"),
     ] {
         let refused = manifest
-            .prover(key, &cache)
-            .and_then(|prover| prover.start(&fixture.circuit));
+            .start(key, &cache)
+            .and_then(|prover| prover.run(&fixture.circuit));
         assert!(
             matches!(&refused, Err(Error::Manifest { message, .. }) if message.contains(reason)),
             "{key}: {:?}",

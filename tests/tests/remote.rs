@@ -21,7 +21,7 @@ use keycodec::remote::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use keycodec::remote::{Remote, RemoteOptions};
 use keycodec::{
     load_key, open_params, Backend, Error, KeyDigest, KeyOptions, KeyPin, Location, Object, Origin,
-    ParamsOptions, ParamsPin, Prover,
+    ParamsOptions, ParamsPin, Start,
 };
 use keycodec_core::{
     BufferConfig, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions, Size, Validation,
@@ -847,19 +847,19 @@ fn a_cold_start_from_storage_is_pinned_and_cached() {
     let key_object = ObjectPath::from("prover.pk");
     let k = keycodec::halo2_proofs::poly::commitment::Params::k(&fixture.params);
     let start = |cache: &std::path::Path| {
-        Prover {
+        Start {
             params_options: ParamsOptions {
                 pin: Some(ParamsPin::Sha256(sha256)),
                 ..ParamsOptions::default()
             },
             key_options: rawbytes(Some(KeyDigest::of_pk(&fixture.pk).unwrap())),
-            ..Prover::new(
+            ..Start::new(
                 Location::url(&params_url, cache).unwrap(),
                 object(&remote, &key_object, cache),
                 k,
             )
         }
-        .start(&fixture.circuit)
+        .run(&fixture.circuit)
         .unwrap()
     };
     let first_machine = tempfile::tempdir().unwrap();

@@ -20,7 +20,7 @@ use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::{
     load_or_generate, open_params, save_key, save_params, Backend, Error, KeyOptions, Keygen,
-    KzgParams, Limits, Origin, ParamsOptions, ParamsPin, Prover,
+    KzgParams, Limits, Origin, ParamsOptions, ParamsPin, Start,
 };
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::halo2_proofs::SerdeFormat;
@@ -53,10 +53,10 @@ fn prover(
     key: impl Into<keycodec::Location>,
     k: u32,
     options: KeyOptions,
-) -> Prover {
-    Prover {
+) -> Start {
+    Start {
         key_options: options,
-        ..Prover::new(params, key, k)
+        ..Start::new(params, key, k)
     }
 }
 
@@ -119,7 +119,7 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
             "{name}: {:?}",
             alone.err()
         );
-        let start = prover(&params_path, &pk_path, k, *options).start(&fixture.circuit);
+        let start = prover(&params_path, &pk_path, k, *options).run(&fixture.circuit);
         assert!(
             start.as_ref().is_err_and(|err| expected(err.cause())),
             "{name}: {:?}",
@@ -135,7 +135,7 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     let mut newer = good.clone();
     newer[8..10].copy_from_slice(&4u16.to_le_bytes());
     std::fs::write(&pk_path, &newer).unwrap();
-    let start = prover(&params_path, &pk_path, k, rawbytes()).start(&fixture.circuit);
+    let start = prover(&params_path, &pk_path, k, rawbytes()).run(&fixture.circuit);
     assert!(
         matches!(
             start.as_ref().map_err(Error::cause),
@@ -161,7 +161,7 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     )
     .unwrap();
     let other_backend = std::fs::read(&pk_path).unwrap();
-    let start = prover(&params_path, &pk_path, k, rawbytes()).start(&fixture.circuit);
+    let start = prover(&params_path, &pk_path, k, rawbytes()).run(&fixture.circuit);
     // (A start restricted to rawbytes refuses another backend's file before decoding it.)
     assert!(
         matches!(
@@ -179,7 +179,7 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
     damaged[last] ^= 1;
     std::fs::write(&pk_path, &damaged).unwrap();
     let start = prover(&params_path, &pk_path, k, rawbytes())
-        .start(&fixture.circuit)
+        .run(&fixture.circuit)
         .unwrap();
     assert_eq!(start.origin, Origin::Generated);
     assert!(std::fs::read(&pk_path).unwrap() == good);
@@ -576,7 +576,7 @@ mod remote {
         // A cold start for k + 1 fails, and leaves no key.
         let keys = tempfile::tempdir().unwrap();
         let pk_path = keys.path().join("prover.pk");
-        let start = Prover {
+        let start = Start {
             params_options: ParamsOptions {
                 pin,
                 ..ParamsOptions::default()
@@ -588,7 +588,7 @@ mod remote {
                 rawbytes(),
             )
         }
-        .start(&fixture.circuit);
+        .run(&fixture.circuit);
         assert!(
             matches!(
                 start.as_ref().map_err(Error::cause),
@@ -970,7 +970,7 @@ mod remote {
             fixture.params.k(),
             rawbytes(),
         )
-        .start(&fixture.circuit);
+        .run(&fixture.circuit);
         assert!(
             matches!(
                 start.as_ref().map_err(Error::cause),
@@ -1044,7 +1044,7 @@ fn a_fingerprint_across_halo2_versions_is_not_proof_of_another_circuit() {
     let params_path = dir.path().join("params.kc");
     save_params(&params_path, &fixture.params, Backend::RAWBYTES).unwrap();
     let start =
-        prover(&params_path, &pk_path, fixture.params.k(), rawbytes()).start(&fixture.circuit);
+        prover(&params_path, &pk_path, fixture.params.k(), rawbytes()).run(&fixture.circuit);
     let message = match &start {
         Ok(start) => format!("started: {:?}", start.origin),
         Err(err) => err.to_string(),

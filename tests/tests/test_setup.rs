@@ -11,7 +11,7 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::{open_params, save_params, Backend, Error, KeyOptions, ParamsOptions, Prover};
+use keycodec::{open_params, save_params, Backend, Error, KeyOptions, ParamsOptions, Start};
 use keycodec_core::halo2_proofs::poly::commitment::Params as _;
 use keycodec_core::{KeyCodecExt, LoadOptions};
 use keycodec_rawbytes::RawBytesCodec;
@@ -66,14 +66,14 @@ fn parameters_from_gen_srs_are_refused_unless_allowed() {
     // A cold start on them fails, and generates nothing.
     let fixture = standard_plonk();
     let pk_path = dir.path().join("prover.pk");
-    let start = Prover {
+    let start = Start {
         key_options: KeyOptions {
             backend: Some(Backend::RAWBYTES),
             ..KeyOptions::default()
         },
-        ..Prover::new(&file, &pk_path, k)
+        ..Start::new(&file, &pk_path, k)
     }
-    .start(&fixture.circuit);
+    .run(&fixture.circuit);
     assert!(
         matches!(start, Err(Error::TestSetup { .. })),
         "{:?}",
