@@ -31,7 +31,7 @@ use crate::Backend;
 ///
 /// [`Error::Io`] naming the file; header errors ([`Error::BadMagic`], [`Error::UnknownCodec`],
 /// [`Error::CodecNotAllowed`], [`Error::KindMismatch`], [`Error::KMismatch`],
-/// [`Error::FingerprintMismatch`] for another circuit); damage ([`Error::ChecksumMismatch`],
+/// [`Error::CircuitMismatch`] for another circuit); damage ([`Error::PayloadChecksum`],
 /// [`Error::Truncated`], ...); the pin's ([`Error::DigestMismatch`],
 /// [`Error::TranscriptMismatch`]); the limits'; an object's store and transport errors.
 pub fn load_key<C: Circuit<Fr>, K: Key>(

@@ -279,7 +279,7 @@ impl Manifest {
 
     /// The start of a prover from the manifest's parameters and the proving key named
     /// `key`, each as the manifest pins it, through `cache` for URLs: call
-    /// [`Start::run`](crate::Start::run) (and set its [`Keygen`](crate::Keygen) first
+    /// [`Start::run`](crate::Start::run) (and set its [`crate::Keygen`] first
     /// for compressed selectors or another lock timeout).
     ///
     /// # Errors
