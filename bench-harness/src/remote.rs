@@ -550,7 +550,8 @@ struct StartSetup {
     native_at: ObjectPath,
     /// Where halo2's download puts the key and the parameters.
     downloads: (PathBuf, PathBuf),
-    options: keycodec::start::StartOptions,
+    /// The key's and the parameters' options (their pins, the harness's limits).
+    options: (KeyOptions, keycodec::ParamsOptions),
 }
 
 impl Drop for StartSetup {
@@ -572,10 +573,7 @@ fn start_plan<'a, C: Workload>(
     publisher: &Publisher<'_>,
 ) -> Result<Plan<'a>, String> {
     use halo2_proofs::SerdeFormat;
-    use keycodec::start::{
-        cold_start, ColdStart, KeyOptions, Location, Object, Origin, ParamsOptions, ParamsPin,
-        StartOptions,
-    };
+    use keycodec::{ColdStart, Location, Origin, ParamsOptions, ParamsPin, Start};
     use sha2::{Digest, Sha256};
 
     let &Context {
@@ -615,19 +613,19 @@ fn start_plan<'a, C: Workload>(
         ),
         options: {
             let limits = load_options(Validation::Checked, None, Some(k), Size::mib(1)).limits;
-            StartOptions {
-                key: KeyOptions {
-                    pin: Some(key_pin),
+            (
+                KeyOptions {
+                    pin: Some(KeyPin::Digest(key_pin)),
+                    backend: Some(backend),
                     limits,
                     ..KeyOptions::default()
                 },
-                params: ParamsOptions {
+                ParamsOptions {
                     pin: Some(ParamsPin::Sha256(sha256)),
                     limits,
                     ..ParamsOptions::default()
                 },
-                ..StartOptions::default()
-            }
+            )
         },
     });
 
@@ -721,8 +719,14 @@ fn start_plan<'a, C: Workload>(
                 path: setup.key_at.clone(),
                 cache: cache.to_path_buf(),
             });
-            let start = cold_start(codec, params, key, k, &circuit, &setup.options)
-                .map_err(|e| e.to_string())?;
+            let (key_options, params_options) = setup.options;
+            let start = Start {
+                key_options,
+                params_options,
+                ..Start::new(params, key, k)
+            }
+            .run(&circuit)
+            .map_err(|e| e.to_string())?;
             let seconds = started.elapsed().as_secs_f64();
             Ok::<_, String>(sample(seconds, started_right(&start)))
         }
