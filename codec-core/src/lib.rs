@@ -48,6 +48,7 @@ mod params;
 mod payload;
 mod pk_parts;
 mod poly_hash;
+pub mod record;
 mod source;
 mod vk_layout;
 mod vk_parts;

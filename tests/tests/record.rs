@@ -1,0 +1,268 @@
+//! A circuit's record: every test circuit's constraint system recorded and replayed equal (its
+//! pinned form, what keys and fingerprints hash), its keys loaded with `Recorded` and no
+//! circuit code, byte for byte; damaged or edited records refused.
+
+// Test code: failing loudly is its job.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use keycodec::Backend;
+use keycodec_core::backend_api::circuit::configure;
+use keycodec_core::halo2_proofs::circuit::{Layouter, SimpleFloorPlanner};
+use keycodec_core::halo2_proofs::plonk::{
+    Circuit, ConstraintSystem, Error as PlonkError, FirstPhase, ProvingKey, SecondPhase,
+    VerifyingKey,
+};
+use keycodec_core::halo2_proofs::poly::Rotation;
+use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::record::{CircuitRecord, Recorded};
+use keycodec_core::{Error, KeyCodecExt, LoadOptions, SaveOptions};
+use keycodec_testkit::halo2_lib::Halo2LibCircuit;
+use keycodec_testkit::{
+    dense, halo2_lib, lookup, lookup_uncompressed, pk_bytes, standard_plonk, vk_bytes,
+    DenseCircuit, LookupCircuit, StandardPlonk,
+};
+
+/// The record of `C`'s constraint system, through its bytes, checked to replay equal.
+fn recorded<C: Circuit<Fr>>(circuit_params: C::Params) -> CircuitRecord {
+    let cs = configure::<C>(circuit_params);
+    let record = CircuitRecord::of(&cs)
+        .unwrap_or_else(|err| panic!("{}: {err}", std::any::type_name::<C>()));
+    let back = CircuitRecord::from_bytes(&record.to_bytes()).unwrap();
+    assert_eq!(back, record);
+    assert_eq!(
+        format!("{:?}", back.replay().pinned()),
+        format!("{:?}", cs.pinned())
+    );
+    back
+}
+
+/// A circuit with what the kit's circuits lack: advice in two phases, a challenge, an
+/// instance column, complex selectors, a lookup of expressions, constants, a minimum degree,
+/// equality enabled between gates, and cells queried in another order than the expressions
+/// use them. Configured only (no key).
+#[derive(Clone, Default)]
+struct Phased;
+
+impl Circuit<Fr> for Phased {
+    type Config = ();
+    type FloorPlanner = SimpleFloorPlanner;
+    type Params = ();
+
+    fn without_witnesses(&self) -> Self {
+        Phased
+    }
+
+    fn configure(meta: &mut ConstraintSystem<Fr>) {
+        let a = meta.advice_column();
+        let b = meta.advice_column();
+        let constants = meta.fixed_column();
+        meta.enable_constant(constants);
+        let challenge = meta.challenge_usable_after(FirstPhase);
+        let c = meta.advice_column_in(SecondPhase);
+        let instance = meta.instance_column();
+        let table = meta.fixed_column();
+        let s = meta.complex_selector();
+        let t = meta.selector();
+        meta.enable_equality(b);
+        meta.create_gate("mixed", |cells| {
+            let next = cells.query_advice(a, Rotation::next());
+            let c = cells.query_advice(c, Rotation::cur());
+            let a = cells.query_advice(a, Rotation::cur());
+            let s = cells.query_selector(s);
+            let r = cells.query_challenge(challenge);
+            let x = cells.query_instance(instance, Rotation::cur());
+            vec![
+                ("rlc", s.clone() * (a.clone() * r - c + x)),
+                ("step", s * (next - a * Fr::from(3))),
+            ]
+        });
+        meta.enable_equality(instance);
+        meta.lookup_any("in table", |cells| {
+            let s = cells.query_selector(s);
+            let b = cells.query_advice(b, Rotation::prev());
+            let table = cells.query_fixed(table, Rotation::cur());
+            vec![(s * b, table)]
+        });
+        meta.create_gate("simple", |cells| {
+            let t = cells.query_selector(t);
+            let b = cells.query_advice(b, Rotation::cur());
+            vec![t * (b.clone() * b.clone() - b)]
+        });
+        meta.enable_equality(c);
+        meta.set_minimum_degree(5);
+    }
+
+    fn synthesize(&self, _config: (), _layouter: impl Layouter<Fr>) -> Result<(), PlonkError> {
+        Ok(())
+    }
+}
+
+/// A gate that queries a cell its constraints do not use: halo2 numbers the query, and no
+/// expression shows it.
+#[derive(Clone, Default)]
+struct UnusedQuery;
+
+impl Circuit<Fr> for UnusedQuery {
+    type Config = ();
+    type FloorPlanner = SimpleFloorPlanner;
+    type Params = ();
+
+    fn without_witnesses(&self) -> Self {
+        UnusedQuery
+    }
+
+    fn configure(meta: &mut ConstraintSystem<Fr>) {
+        let a = meta.advice_column();
+        let s = meta.selector();
+        meta.create_gate("unused", |cells| {
+            let _unused = cells.query_advice(a, Rotation::next());
+            let s = cells.query_selector(s);
+            vec![s * cells.query_advice(a, Rotation::cur())]
+        });
+    }
+
+    fn synthesize(&self, _config: (), _layouter: impl Layouter<Fr>) -> Result<(), PlonkError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_query_no_expression_shows_cannot_be_recorded() {
+    let cs = configure::<UnusedQuery>(());
+    let refused = CircuitRecord::of(&cs);
+    assert!(matches!(refused, Err(Error::Malformed(_))), "{refused:?}");
+}
+
+#[test]
+fn every_test_circuit_replays_into_its_constraint_system() {
+    recorded::<StandardPlonk>(());
+    assert_eq!(recorded::<LookupCircuit>(()).gates_and_lookups().1, 1);
+    recorded::<DenseCircuit>(());
+    assert_eq!(recorded::<Phased>(()).gates_and_lookups(), (2, 1));
+    let (gates, _) = recorded::<Halo2LibCircuit>(halo2_lib().config.clone()).gates_and_lookups();
+    assert!(gates > 0);
+}
+
+/// Saves `pk` (and its verifying key) with every backend, then loads both with the record
+/// alone: the same bytes, the same transcript.
+fn loads_with_the_record<C: Circuit<Fr>>(pk: &ProvingKey<G1Affine>, circuit_params: C::Params)
+where
+    C::Params: Clone,
+{
+    let record = recorded::<C>(circuit_params.clone());
+    let dir = tempfile::tempdir().unwrap();
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        let path = dir.path().join(format!("{backend}.pk"));
+        codec
+            .save::<C, _>(&path, pk, circuit_params.clone(), &SaveOptions::default())
+            .unwrap();
+        let loaded: ProvingKey<G1Affine> = codec
+            .load::<Recorded, _>(&path, record.clone(), &LoadOptions::default())
+            .unwrap();
+        assert_eq!(pk_bytes(&loaded), pk_bytes(pk), "{backend}");
+        assert_eq!(
+            loaded.get_vk().transcript_repr(),
+            pk.get_vk().transcript_repr()
+        );
+        let vk_path = dir.path().join(format!("{backend}.vk"));
+        codec
+            .save::<C, _>(
+                &vk_path,
+                pk.get_vk(),
+                circuit_params.clone(),
+                &SaveOptions::default(),
+            )
+            .unwrap();
+        let vk: VerifyingKey<G1Affine> = codec
+            .load::<Recorded, _>(&vk_path, record.clone(), &LoadOptions::default())
+            .unwrap();
+        assert_eq!(vk_bytes(&vk), vk_bytes(pk.get_vk()), "{backend}");
+    }
+}
+
+#[test]
+fn keys_load_with_their_record_and_no_circuit() {
+    loads_with_the_record::<StandardPlonk>(&standard_plonk().pk, ());
+    loads_with_the_record::<LookupCircuit>(&lookup().pk, ());
+    loads_with_the_record::<LookupCircuit>(&lookup_uncompressed().pk, ());
+    loads_with_the_record::<DenseCircuit>(&dense().pk, ());
+    let fixture = halo2_lib();
+    loads_with_the_record::<Halo2LibCircuit>(&fixture.pk, fixture.config.clone());
+}
+
+#[test]
+fn an_edited_record_is_another_circuit_and_its_load_is_refused() {
+    let fixture = standard_plonk();
+    let record = recorded::<StandardPlonk>(());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key.pk");
+    let codec = Backend::RAWBYTES.codec().unwrap();
+    codec
+        .save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
+        .unwrap();
+    // A rotation moved in the bytes (a gate's query at another row): still a well-formed
+    // record, of another circuit.
+    let bytes = record.to_bytes();
+    let mut edited = None;
+    for i in 0..bytes.len() {
+        let mut candidate = bytes.clone();
+        candidate[i] ^= 1;
+        if let Ok(other) = CircuitRecord::from_bytes(&candidate) {
+            if format!("{:?}", other.replay().pinned()) != format!("{:?}", record.replay().pinned())
+            {
+                edited = Some(other);
+                break;
+            }
+        }
+    }
+    let edited = edited.expect("an edit that is still a record");
+    let refused =
+        codec.load::<Recorded, ProvingKey<G1Affine>>(&path, edited, &LoadOptions::default());
+    assert!(
+        matches!(refused, Err(ref err) if matches!(err.cause(), Error::CircuitMismatch { .. })),
+        "{:?}",
+        refused.err()
+    );
+}
+
+#[test]
+fn damaged_records_are_refused_without_a_panic() {
+    let record = recorded::<Halo2LibCircuit>(halo2_lib().config.clone());
+    let bytes = record.to_bytes();
+    // Every truncation is refused.
+    for len in 0..bytes.len() {
+        assert!(CircuitRecord::from_bytes(&bytes[..len]).is_err(), "{len}");
+    }
+    // Every byte flipped three ways: refused, or a record that replays without a panic.
+    for i in 0..bytes.len() {
+        for flip in [0x01, 0x80, 0xff] {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= flip;
+            if let Ok(other) = CircuitRecord::from_bytes(&damaged) {
+                let _ = other.replay();
+            }
+        }
+    }
+    // A count that claims more than the bytes hold is refused before it is allocated.
+    let mut huge = bytes.clone();
+    huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(CircuitRecord::from_bytes(&huge).is_err());
+    // Another version is refused.
+    let mut newer = bytes;
+    newer[0] = 2;
+    assert!(CircuitRecord::from_bytes(&newer).is_err());
+}
+
+#[test]
+fn the_recorded_circuit_cannot_make_a_key() {
+    let fixture = standard_plonk();
+    // keygen needs the circuit's layout, which a record does not hold: refused, no panic.
+    let keygen = keycodec_core::halo2_proofs::plonk::keygen_vk(&fixture.params, &Recorded);
+    assert!(keygen.is_err());
+}
