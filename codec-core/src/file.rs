@@ -355,7 +355,7 @@ fn sync_dir(_dir: &Path) -> Result<()> {
 /// How long keycodec waits by default for a lock another process holds (one generating a
 /// key, or downloading an object into a cache): three hours, longer than keygen takes at
 /// `k = 24` on two cores. Every lock keycodec takes has a deadline; the options that set
-/// one (`StartOptions::lock_timeout`, `RemoteOptions::lock_timeout`) default to this.
+/// one (the facade's `Keygen::lock_timeout`, `RemoteOptions::lock_timeout`) default to this.
 pub const DEFAULT_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3 * 3600);
 
 /// Takes an exclusive lock on `.{name}.keycodec.lock` beside `path` (creating it), waiting

@@ -275,7 +275,7 @@ pub struct LoadOptions {
     pub expected_transcript: Option<Fr>,
     /// The codecs whose files this load accepts (all by default); another codec's file is
     /// refused with [`crate::Error::CodecNotAllowed`] before anything is decoded. Restrict it
-    /// when the file, not the caller, chooses the backend (`load_any`).
+    /// when the file, not the caller, chooses the backend (the facade's `load_key`).
     pub codecs: CodecSet,
     /// Whether KZG parameters made from a known public seed load (for tests only: see
     /// [`crate::test_setup`]). Default [`TestSetup::Refused`]: they are refused with

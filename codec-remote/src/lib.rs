@@ -84,7 +84,7 @@ pub struct RemoteOptions {
     /// Bytes a transfer may hold beyond the key itself: an upload's parts in flight, a
     /// streamed decoder's reads ahead. Default 1 GiB.
     pub memory: usize,
-    /// How long a load through a cache (the facade's `RemoteExt::load_cached` and its
+    /// How long a load through a cache (the facade's `load_key` of an object and its
     /// fetches of parameters and keys) waits for another process that holds the lock on the same cached
     /// file (downloading it) before it reports that process: an [`Error::Io`] of kind
     /// `TimedOut` naming the holder. Default [`keycodec_core::DEFAULT_LOCK_TIMEOUT`].
