@@ -33,7 +33,7 @@ pub(crate) struct Inspection {
     pub(crate) path: PathBuf,
     /// The file's length.
     pub(crate) file_bytes: u64,
-    /// The container version (from the header's length).
+    /// The container version (from the header's length, and 4 with a record).
     pub(crate) version: u16,
     /// The header.
     pub(crate) header: Header,
@@ -43,6 +43,50 @@ pub(crate) struct Inspection {
     pub(crate) mode: Option<&'static str>,
     /// The payload's state.
     pub(crate) payload: PayloadState,
+    /// The circuit's record (version 4): what it says, or why it cannot be read.
+    pub(crate) record: Option<Result<Circuit, String>>,
+}
+
+/// What a container's record says of its circuit.
+#[derive(Debug)]
+pub(crate) struct Circuit {
+    pub(crate) advice: usize,
+    pub(crate) phases: usize,
+    pub(crate) fixed: usize,
+    pub(crate) instance: usize,
+    pub(crate) selectors: usize,
+    pub(crate) challenges: usize,
+    pub(crate) gates: usize,
+    pub(crate) lookups: usize,
+    pub(crate) equality: usize,
+    pub(crate) degree: usize,
+    /// Rows a circuit can use: `2^k` less halo2's blinding rows.
+    pub(crate) usable_rows: u64,
+}
+
+impl Circuit {
+    fn of(record: &keycodec::CircuitRecord, k: u32) -> Circuit {
+        let cs = record.replay();
+        let phases = cs
+            .advice_column_phase()
+            .iter()
+            .max()
+            .map_or(0, |&p| usize::from(p) + 1);
+        let rows = 1u64.checked_shl(k).unwrap_or(0);
+        Circuit {
+            advice: cs.num_advice_columns(),
+            phases,
+            fixed: cs.num_fixed_columns(),
+            instance: cs.num_instance_columns(),
+            selectors: cs.num_selectors(),
+            challenges: cs.num_challenges(),
+            gates: cs.gates().len(),
+            lookups: cs.lookups().len(),
+            equality: cs.permutation().get_columns().len(),
+            degree: cs.degree(),
+            usable_rows: rows.saturating_sub(cs.blinding_factors() as u64 + 1),
+        }
+    }
 }
 
 /// Whether the payload is what the header says.
@@ -77,6 +121,10 @@ impl Inspection {
                 self.header.payload_checksum
             )),
         }
+        .or_else(|| match &self.record {
+            Some(Err(why)) => Some(format!("the circuit's record cannot be read: {why}")),
+            _ => None,
+        })
     }
 
     /// The key digest the header records, if any.
@@ -134,7 +182,9 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
                 .find(|mode| mode.byte() == header.mode)
                 .map(|mode| mode.name())
         });
-    let present = file_bytes.saturating_sub(header_len as u64);
+    let present = file_bytes
+        .saturating_sub(header_len as u64)
+        .saturating_sub(header.record_section_len());
     let payload = if present != header.payload_len {
         PayloadState::WrongLength {
             declared: header.payload_len,
@@ -148,14 +198,21 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
             PayloadState::Corrupt { found }
         }
     };
+    let record = (payload == PayloadState::Intact && header.record_len > 0).then(|| {
+        keycodec_core::header::read_record_section(file, &header, header_len as u64)
+            .map_err(|err| err.to_string())
+            .and_then(|record| record.ok_or_else(|| "no record".to_owned()))
+            .map(|record| Circuit::of(&record, header.k))
+    });
     Ok(Inspection {
         path: path.to_path_buf(),
         file_bytes,
-        version,
+        version: if header.record_len > 0 { 4 } else { version },
         header,
         backend,
         mode,
         payload,
+        record,
     })
 }
 

@@ -298,6 +298,26 @@ pub(crate) fn report(found: &Inspection, json: bool) {
             _ => found.problem().unwrap_or_default(),
         }
     );
+    match &found.record {
+        Some(Ok(c)) => {
+            println!(
+                "  circuit       recorded: {} advice columns in {} phase(s), {} fixed, {} instance; {} selectors, {} challenges",
+                c.advice, c.phases, c.fixed, c.instance, c.selectors, c.challenges
+            );
+            println!(
+                "                {} gates, {} lookups, {} equality columns, degree {}, {} usable rows of {}",
+                c.gates,
+                c.lookups,
+                c.equality,
+                c.degree,
+                c.usable_rows,
+                1u64.checked_shl(header.k).unwrap_or(0)
+            );
+        }
+        Some(Err(why)) => println!("  circuit       record unreadable: {why}"),
+        None if header.kind == keycodec::ArtifactKind::Params => {}
+        None => println!("  circuit       not recorded (load the key with its circuit type)"),
+    }
     match header.digest {
         Some(digest) => println!("  key digest    {digest} (recorded)"),
         None => println!("  key digest    not recorded (a version 1 container)"),
@@ -333,6 +353,24 @@ pub(crate) fn report_value(found: &Inspection) -> serde_json::Value {
         "payload_checksum": format!("{:#018x}", header.payload_checksum),
         "payload": payload_json(found.payload),
         "key_digest": header.digest.map(|d| d.to_string()),
+        "circuit": match &found.record {
+            Some(Ok(c)) => json!({
+                "recorded": true,
+                "advice_columns": c.advice,
+                "phases": c.phases,
+                "fixed_columns": c.fixed,
+                "instance_columns": c.instance,
+                "selectors": c.selectors,
+                "challenges": c.challenges,
+                "gates": c.gates,
+                "lookups": c.lookups,
+                "equality_columns": c.equality,
+                "degree": c.degree,
+                "usable_rows": c.usable_rows,
+            }),
+            Some(Err(why)) => json!({ "recorded": true, "error": why }),
+            None => json!({ "recorded": false }),
+        },
         "written_by": header.written_by.map(|writer| json!({
             "halo2": writer.halo2(),
             "keycodec": writer.keycodec(),

@@ -128,7 +128,7 @@ pub(crate) fn pull(
             header.payload_len
         )));
     }
-    let expected = header_len + header.payload_len;
+    let expected = header.container_len(header_len as usize);
     if info.size != expected {
         return Err(Failure::Check(format!(
             "{url}: the server says {} bytes, but its header declares {expected}",

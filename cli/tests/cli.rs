@@ -48,6 +48,8 @@ fn inspect_describes_the_container_for_people_and_for_scripts() {
         "intact",
         &digest.to_string(),
         "written by    halo2-axiom 0.5.3 with keycodec",
+        "circuit       recorded:",
+        "1 lookups",
     ] {
         assert!(human.contains(expected), "{expected}: {human}");
     }
@@ -56,7 +58,10 @@ fn inspect_describes_the_container_for_people_and_for_scripts() {
     assert_eq!(json["codec"]["name"], "rkyv");
     assert_eq!(json["kind"], "proving key");
     assert_eq!(json["k"], 6);
-    assert_eq!(json["container_version"], 3);
+    assert_eq!(json["container_version"], 4);
+    assert_eq!(json["circuit"]["recorded"], true);
+    assert_eq!(json["circuit"]["lookups"], 1);
+    assert!(json["circuit"]["usable_rows"].as_u64().unwrap() < 64);
     assert_eq!(json["written_by"]["halo2"], "halo2-axiom 0.5.3");
     assert_eq!(json["written_by"]["keycodec"], env!("CARGO_PKG_VERSION"));
     assert_eq!(json["payload"]["state"], "intact");
@@ -86,8 +91,9 @@ fn damage_is_exit_code_1_a_missing_file_3_and_a_bad_command_line_2() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = saved(dir.path());
     let mut bytes = std::fs::read(&path).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 1;
+    // A byte of the payload (the circuit's record, a few kilobytes, follows it).
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
     let corrupt = dir.path().join("corrupt.pk");
     std::fs::write(&corrupt, &bytes).unwrap();
     let out = keycodec(&["verify", corrupt.to_str().unwrap()]);

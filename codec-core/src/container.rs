@@ -39,21 +39,61 @@ pub enum Input<'a> {
 
 /// Writes header placeholder, payload, then seeks back to write the real header, which
 /// records the digest (computed beside the encoding, on another thread); returns it.
+/// What a container says of the circuit its key belongs to: the fingerprint, and the record
+/// section that follows the payload (empty: none, as for parameters).
+#[derive(Clone, Debug)]
+pub struct Described {
+    /// The circuit's fingerprint ([`Fingerprint::NONE`] for parameters).
+    pub fingerprint: Fingerprint,
+    /// The record section ([`CircuitRecord::to_section`](crate::record::CircuitRecord::to_section)), or empty.
+    pub section: Vec<u8>,
+}
+
+impl Described {
+    /// Parameters: no circuit.
+    pub fn none() -> Described {
+        Described {
+            fingerprint: Fingerprint::NONE,
+            section: Vec::new(),
+        }
+    }
+
+    /// The circuit `cs`: its fingerprint, and its record when it can be recorded (see
+    /// [`CircuitRecord::of`](crate::record::CircuitRecord::of); one that cannot, or whose
+    /// record is over [`MAX_RECORD_BYTES`](crate::record::MAX_RECORD_BYTES), is described by
+    /// its fingerprint alone).
+    pub fn of(cs: &ConstraintSystem<Fr>) -> Described {
+        let section = crate::record::CircuitRecord::of(cs)
+            .map(|record| record.to_section())
+            .ok()
+            .filter(|section| section.len() <= crate::record::MAX_RECORD_BYTES + 8)
+            .unwrap_or_default();
+        Described {
+            fingerprint: fingerprint_of(cs),
+            section,
+        }
+    }
+
+    /// The record's length in the header (0: none).
+    fn record_len(&self) -> u32 {
+        u32::try_from(self.section.len().saturating_sub(8)).unwrap_or(0)
+    }
+}
+
 pub(crate) fn write<K: KeyCodec + ?Sized>(
     codec: &K,
     item: ItemRef<'_>,
-    fingerprint: Fingerprint,
+    circuit: &Described,
     writer: &mut (impl Write + Seek),
 ) -> Result<KeyDigest> {
     let start = writer.stream_position().during("seek in")?;
     writer.write_all(&[0u8; HEADER_LEN]).during("write")?;
-    let (header, digest) = encode_beside_digest(codec, item, fingerprint, &mut *writer)?;
+    let (header, digest) = encode_beside_digest(codec, item, circuit, &mut *writer)?;
+    writer.write_all(&circuit.section).during("write")?;
     writer.seek(SeekFrom::Start(start)).during("seek in")?;
     writer.write_all(&header.to_bytes()).during("write")?;
     writer
-        .seek(SeekFrom::Start(
-            start + HEADER_LEN as u64 + header.payload_len,
-        ))
+        .seek(SeekFrom::Start(start + header.container_len(HEADER_LEN)))
         .during("seek in")?;
     writer.flush().during("write")?;
     Ok(digest)
@@ -73,7 +113,7 @@ pub(crate) fn write<K: KeyCodec + ?Sized>(
 pub fn write_in_order<K: KeyCodec + ?Sized>(
     codec: &K,
     item: ItemRef<'_>,
-    fingerprint: Fingerprint,
+    circuit: &Described,
     writer: &mut dyn Write,
     keep: usize,
 ) -> Result<KeyDigest> {
@@ -81,11 +121,12 @@ pub fn write_in_order<K: KeyCodec + ?Sized>(
         true => keep,
         false => 0,
     });
-    let (header, digest) = encode_beside_digest(codec, item, fingerprint, &mut kept)?;
+    let (header, digest) = encode_beside_digest(codec, item, circuit, &mut kept)?;
     writer.write_all(&header.to_bytes()).during("write")?;
     if let Some(payload) = kept.bytes {
         // The very bytes the header's length and checksum were computed on.
         writer.write_all(&payload).during("write")?;
+        writer.write_all(&circuit.section).during("write")?;
         writer.flush().during("write")?;
         return Ok(digest);
     }
@@ -105,6 +146,7 @@ pub fn write_in_order<K: KeyCodec + ?Sized>(
             codec.name()
         )));
     }
+    writer.write_all(&circuit.section).during("write")?;
     writer.flush().during("write")?;
     Ok(digest)
 }
@@ -157,7 +199,7 @@ impl Write for Kept {
 fn encode_beside_digest<K: KeyCodec + ?Sized>(
     codec: &K,
     item: ItemRef<'_>,
-    fingerprint: Fingerprint,
+    circuit: &Described,
     out: impl Write,
 ) -> Result<(Header, KeyDigest)> {
     let mut hashing = HashingWriter {
@@ -191,9 +233,10 @@ fn encode_beside_digest<K: KeyCodec + ?Sized>(
         k: item.k(),
         payload_len: hashing.written,
         payload_checksum: hashing.hasher.digest(),
-        fingerprint,
+        fingerprint: circuit.fingerprint,
         digest: Some(digest),
         written_by: Some(crate::header::WrittenBy::this_build()),
+        record_len: circuit.record_len(),
     };
     Ok((header, digest))
 }
@@ -291,10 +334,11 @@ pub fn read<K: KeyCodec + ?Sized>(
     }
     let verify = options.checksum == Checksum::Verify;
     if let (true, Some(bytes)) = (verify, memory) {
-        verify_checksum(
-            &header,
-            xxh3_64(bytes.get(header_len..).unwrap_or_default()),
-        )?;
+        let payload = usize::try_from(header.payload_len)
+            .ok()
+            .and_then(|len| bytes.get(header_len..header_len.checked_add(len)?))
+            .unwrap_or_default();
+        verify_checksum(&header, xxh3_64(payload))?;
     }
     let hash_while_reading = verify && memory.is_none();
     let mut payload = reader.narrow(header.payload_len, total.is_some(), hash_while_reading)?;
@@ -312,9 +356,10 @@ pub fn read<K: KeyCodec + ?Sized>(
         payload.record_polynomials();
     }
     let decoded = decode_item(codec, &mut payload, &context, options);
+    // A pin authenticates a verifying key read from a proving key's container by itself: the
+    // rest of it need not be read.
+    let pinned = options.expected_digest.is_some() || options.expected_transcript.is_some();
     let item = if prefix {
-        // A pin authenticates the verifying key by itself: the polynomials need not be read.
-        let pinned = options.expected_digest.is_some() || options.expected_transcript.is_some();
         settle_prefix(
             decoded,
             &mut payload,
@@ -324,6 +369,21 @@ pub fn read<K: KeyCodec + ?Sized>(
     } else {
         settle(decoded, &mut payload, &header, hash_while_reading)?
     };
+    // The record section is checked whenever the payload's checksum is: every byte of the
+    // container is then covered.
+    if verify && !(prefix && pinned) && header.record_len > 0 {
+        // Bounded: a stream's length is not known.
+        if header.record_len as usize > crate::record::MAX_RECORD_BYTES {
+            return Err(Error::Malformed(format!(
+                "the circuit's record is {} bytes (at most {})",
+                header.record_len,
+                crate::record::MAX_RECORD_BYTES
+            )));
+        }
+        let end = (header_len as u64).saturating_add(header.payload_len);
+        let section = payload.read_after(header.record_section_len(), memory, end)?;
+        check_record_section(&section)?;
+    }
     if item.kind() != kind {
         return Err(Error::Internal(format!(
             "the {} decoder returned {} for {kind}",
@@ -502,16 +562,34 @@ fn explain(payload: &mut PayloadReader<'_>, header: &Header, verify: bool) -> Re
 }
 
 /// Compares the declared payload length with the bytes actually after the header.
+/// Fails unless `section` (a record and its XXH3-64) holds the checksum of its record.
+fn check_record_section(section: &[u8]) -> Result<()> {
+    let Some((record, stored)) = section.split_last_chunk::<8>() else {
+        return Err(Error::Truncated {
+            context: "the circuit's record",
+        });
+    };
+    let (expected, found) = (u64::from_le_bytes(*stored), xxh3_64(record));
+    if expected != found {
+        return Err(Error::PayloadChecksum { expected, found });
+    }
+    Ok(())
+}
+
 fn check_length(header: &Header, available: u64) -> Result<()> {
-    if available < header.payload_len {
+    // The payload, then the record section (version 4) when there is one.
+    let expected = header
+        .payload_len
+        .saturating_add(header.record_section_len());
+    if available < expected {
         return Err(Error::LengthMismatch {
             declared: header.payload_len,
-            available,
+            available: available.saturating_sub(header.record_section_len()),
         });
     }
-    if available > header.payload_len {
+    if available > expected {
         return Err(Error::TrailingBytes {
-            count: available - header.payload_len,
+            count: available - expected,
         });
     }
     Ok(())

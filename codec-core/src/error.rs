@@ -410,6 +410,12 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// The container holds no record of its circuit (saved before keycodec recorded circuits,
+    /// or of a circuit whose constraint system could not be recorded): load the key with its
+    /// circuit type.
+    #[error("the container holds no record of its circuit: load the key with its circuit type")]
+    NotRecorded,
+
     /// A bug in keycodec or a backend (a broken internal invariant, a worker thread that
     /// panicked), reported instead of panicking.
     #[error("internal error: {0} (please report this)")]

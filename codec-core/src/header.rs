@@ -1,18 +1,19 @@
 //! The self-describing container header every backend writes before its payload.
 //!
-//! Layout of version 3 (128 bytes, little-endian), which this build writes:
+//! Layout of versions 4 and 3 (128 bytes, little-endian), which this build writes (4 when the
+//! circuit's record follows the payload, 3 otherwise):
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `\x89KEYCDC\x1a` |
-//! | 8 | 2 | container version (3) |
+//! | 8 | 2 | container version (4 or 3) |
 //! | 10 | 1 | codec id ([`CodecId`]) |
 //! | 11 | 1 | codec wire mode ([`WireMode`](crate::WireMode), codec-specific) |
 //! | 12 | 1 | key kind ([`ArtifactKind`]) |
 //! | 13 | 1 | curve id (1 = BN254) |
 //! | 14 | 2 | flags: bit 0 set when the key digest is recorded; the others zero |
 //! | 16 | 4 | `k` (the circuit has `2^k` rows) |
-//! | 20 | 4 | reserved, zero |
+//! | 20 | 4 | version 4: the length of the circuit's record after the payload (non-zero); version 3: reserved, zero |
 //! | 24 | 8 | payload length in bytes |
 //! | 32 | 8 | XXH3-64 of the payload |
 //! | 40 | 16 | circuit [`Fingerprint`] |
@@ -21,6 +22,8 @@
 //! | 112 | 8 | who wrote it: the keycodec version, ASCII, zero-padded |
 //! | 120 | 8 | XXH3-64 of bytes 0..120 |
 //!
+//! In version 4 the payload is followed by the record section: the circuit's record
+//! ([`crate::record::CircuitRecord`], as many bytes as the header says), then its XXH3-64.
 //! Version 2 (96 bytes, still read) has no writer: its checksum (of bytes 0..88) is at 88.
 //! Version 1 (64 bytes, still read) has no key digest either: bytes 14..16 are reserved and
 //! zero, and its checksum (of bytes 0..56) is at 56. The magic and the version never move, so any
@@ -50,8 +53,9 @@ const FLAG_DIGEST: u16 = 1;
 /// catch text-mode transfers, as PNG's signature does.
 pub const MAGIC: [u8; 8] = *b"\x89KEYCDC\x1a";
 
-/// The container version this build writes (it reads 1 and 2 too).
-pub const CONTAINER_VERSION: u16 = 3;
+/// The newest container version this build writes and reads (version 4: a record follows
+/// the payload; it writes version 3 when none does, and reads 1, 2 and 3 too).
+pub const CONTAINER_VERSION: u16 = 4;
 
 /// The halo2 crate this build is compiled against, as headers record it (the workspace pins
 /// it exactly; a test checks the lock file agrees).
@@ -141,11 +145,31 @@ pub struct Header {
     pub digest: Option<KeyDigest>,
     /// Who wrote it (`None` before version 3). [`Header::to_bytes`] writes this build.
     pub written_by: Option<WrittenBy>,
+    /// The length of the circuit's record after the payload (version 4), 0 when there is
+    /// none. The record section is these bytes and their XXH3-64.
+    pub record_len: u32,
 }
 
 impl Header {
-    /// Encodes the header in version 3, header checksum included, recording this build as its
-    /// writer (whatever `written_by` says).
+    /// The length of what follows the payload: the record and its checksum, or nothing.
+    pub fn record_section_len(&self) -> u64 {
+        match self.record_len {
+            0 => 0,
+            len => u64::from(len) + 8,
+        }
+    }
+
+    /// The whole container's length for a header of `header_len` bytes (saturating: a
+    /// forged length is refused against the bytes there, never overflowed).
+    pub fn container_len(&self, header_len: usize) -> u64 {
+        (header_len as u64)
+            .saturating_add(self.payload_len)
+            .saturating_add(self.record_section_len())
+    }
+
+    /// Encodes the header in version 4 when a record follows the payload and version 3 when
+    /// none does, header checksum included, recording this build as its writer (whatever
+    /// `written_by` says).
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
         let mut writer = FieldWriter {
@@ -157,12 +181,13 @@ impl Header {
         } else {
             0
         };
+        let version: u16 = if self.record_len > 0 { 4 } else { 3 };
         writer.put(&MAGIC);
-        writer.put(&CONTAINER_VERSION.to_le_bytes());
+        writer.put(&version.to_le_bytes());
         writer.put(&[self.codec.byte(), self.mode, self.kind.byte(), CURVE_BN254]);
         writer.put(&flags.to_le_bytes());
         writer.put(&self.k.to_le_bytes());
-        writer.put(&[0u8; 4]);
+        writer.put(&self.record_len.to_le_bytes());
         writer.put(&self.payload_len.to_le_bytes());
         writer.put(&self.payload_checksum.to_le_bytes());
         writer.put(&self.fingerprint.0);
@@ -194,7 +219,7 @@ impl Header {
         match u16::from_le_bytes(fields.take()?) {
             1 => Ok(HEADER_LEN_V1),
             2 => Ok(HEADER_LEN_V2),
-            3 => Ok(HEADER_LEN),
+            3 | 4 => Ok(HEADER_LEN),
             found => Err(Error::UnsupportedVersion {
                 found,
                 supported: CONTAINER_VERSION,
@@ -220,6 +245,7 @@ impl Header {
         if stored != xxh3_64(body).to_le_bytes() {
             return Err(Error::HeaderChecksum);
         }
+        let version_4 = body.get(8..PREFIX_LEN) == Some(&4u16.to_le_bytes()[..]);
         let mut fields = FieldReader {
             rest: body.get(PREFIX_LEN..).unwrap_or_default(),
         };
@@ -230,7 +256,8 @@ impl Header {
             return Err(Error::ReservedField { field: "flags" });
         }
         let k = u32::from_le_bytes(fields.take()?);
-        if fields.take::<4>()? != [0; 4] {
+        let record_len = u32::from_le_bytes(fields.take()?);
+        if version_4 != (record_len > 0) {
             return Err(Error::ReservedField { field: "reserved1" });
         }
         let payload_len = u64::from_le_bytes(fields.take()?);
@@ -266,6 +293,7 @@ impl Header {
             fingerprint,
             digest,
             written_by,
+            record_len,
         })
     }
 }
@@ -331,7 +359,8 @@ pub fn read_header(file: &std::fs::File) -> Result<(Header, usize)> {
     Ok((Header::from_bytes(head)?, header_len))
 }
 
-/// The container version a header of `len` bytes is (3, 2 or 1), if it is one.
+/// The container version a header of `len` bytes is (3 or 4, 2 or 1: 3 stands for both of
+/// the 128-byte versions), if it is one.
 pub const fn version_of_len(len: usize) -> Option<u16> {
     match len {
         HEADER_LEN => Some(3),
@@ -360,15 +389,20 @@ pub fn verify_file(file: &std::fs::File) -> Result<Header> {
     let (header, header_len) = read_header(file)?;
     let header_len = header_len as u64;
     let available = len.saturating_sub(header_len);
-    if available != header.payload_len {
+    if available
+        != header
+            .payload_len
+            .saturating_add(header.record_section_len())
+    {
         return Err(Error::LengthMismatch {
             declared: header.payload_len,
-            available,
+            available: available.saturating_sub(header.record_section_len()),
         });
     }
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buffer = vec![0u8; 4 << 20];
     let mut at = header_len;
+    let len = header_len + header.payload_len;
     while at < len {
         let step = usize::try_from((len - at).min(buffer.len() as u64)).unwrap_or(buffer.len());
         let chunk = buffer.get_mut(..step).unwrap_or_default();
@@ -384,7 +418,38 @@ pub fn verify_file(file: &std::fs::File) -> Result<Header> {
             found,
         });
     }
+    read_record_section(file, &header, header_len)?;
     Ok(header)
+}
+
+/// The circuit's record in the container in `file` (the header `header` of `header_len`
+/// bytes), checked against its checksum and decoded; `None` when the container has none.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] for a record section the file does not hold whole,
+/// [`Error::PayloadChecksum`] for a record whose checksum is not its bytes', the record's
+/// own errors ([`Error::Malformed`]), and [`Error::Io`] reading it.
+pub fn read_record_section(
+    file: &std::fs::File,
+    header: &Header,
+    header_len: u64,
+) -> Result<Option<crate::record::CircuitRecord>> {
+    use crate::source::ReadAt;
+    if header.record_len == 0 {
+        return Ok(None);
+    }
+    let len = header.record_len as usize;
+    if len > crate::record::MAX_RECORD_BYTES {
+        return Err(Error::Malformed(format!(
+            "the circuit's record is {len} bytes (at most {})",
+            crate::record::MAX_RECORD_BYTES
+        )));
+    }
+    let mut bytes = vec![0u8; len + 8];
+    file.read_exact_at(&mut bytes, header_len.saturating_add(header.payload_len))
+        .map_err(|err| Error::from_read(err, "the circuit's record"))?;
+    crate::record::CircuitRecord::from_section(&bytes).map(Some)
 }
 
 #[cfg(test)]
@@ -402,6 +467,39 @@ mod tests {
             fingerprint: Fingerprint([7; 16]),
             digest: Some(KeyDigest([9; 32])),
             written_by: Some(WrittenBy::this_build()),
+            record_len: 0,
+        }
+    }
+
+    /// A header with a record after its payload is version 4; the length round-trips, and
+    /// a version 3 header with a record length, or a version 4 one without, is refused.
+    #[test]
+    fn a_record_makes_version_4() {
+        let with_record = Header {
+            record_len: 77,
+            ..sample()
+        };
+        let bytes = with_record.to_bytes();
+        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 4);
+        assert_eq!(Header::from_bytes(&bytes).unwrap(), with_record);
+        assert_eq!(
+            with_record.container_len(HEADER_LEN),
+            128 + 123_456 + 77 + 8
+        );
+        assert_eq!(u16::from_le_bytes([sample().to_bytes()[8], 0]), 3);
+        for (version, record_len) in [(3u16, 77u32), (4, 0)] {
+            let mut forged = sample().to_bytes();
+            forged[8..10].copy_from_slice(&version.to_le_bytes());
+            forged[20..24].copy_from_slice(&record_len.to_le_bytes());
+            let checksum = xxh3_64(&forged[..120]);
+            forged[120..].copy_from_slice(&checksum.to_le_bytes());
+            assert!(
+                matches!(
+                    Header::from_bytes(&forged),
+                    Err(Error::ReservedField { .. })
+                ),
+                "version {version}, record {record_len}"
+            );
         }
     }
 
@@ -540,7 +638,7 @@ mod tests {
             Header::from_bytes(&bytes),
             Err(Error::UnsupportedVersion {
                 found: 9,
-                supported: 3
+                supported: 4
             })
         ));
     }

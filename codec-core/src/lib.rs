@@ -85,7 +85,7 @@ pub mod transport {
 
     pub use crate::circuit::fingerprint;
     pub use crate::codec::{Item, ItemRef};
-    pub use crate::container::{read, write_in_order, Decoded, Input, Request};
+    pub use crate::container::{read, write_in_order, Decoded, Described, Input, Request};
     pub use crate::file::{save_atomic, write_all_at, Writeback};
     pub use crate::ops::{into_key, into_params, read_file};
     pub use crate::source::{Dst, ReadAt, BULK_STEP};

@@ -8,13 +8,13 @@ use std::path::Path;
 use halo2_proofs::plonk::{Circuit, VerifyingKey};
 use halo2curves::bn256::{Fr, G1Affine};
 
-use crate::circuit::{configure, fingerprint};
+use crate::circuit::configure;
 use crate::codec::{HaloKey, Item, ItemRef, KeyCodec};
-use crate::container::{self, Decoded, Input, Request};
+use crate::container::{self, Decoded, Described, Input, Request};
 use crate::error::{Error, IoContext, Result};
 use crate::file::save_atomic;
+use crate::ids::ArtifactKind;
 use crate::ids::KeyDigest;
-use crate::ids::{ArtifactKind, Fingerprint};
 use crate::options::{LoadOptions, SaveOptions};
 use crate::params::KzgParams;
 
@@ -54,9 +54,9 @@ pub trait KeyCodecExt: KeyCodec {
         circuit_params: C::Params,
         options: &SaveOptions,
     ) -> Result<KeyDigest> {
-        let fingerprint = fingerprint::<C>(circuit_params);
+        let circuit = Described::of(&configure::<C>(circuit_params));
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
-            container::write(self, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
+            container::write(self, ItemRef::Key(key.as_key_ref()), &circuit, writer)
         })
         .map_err(|err| err.at_path(path))
     }
@@ -75,7 +75,7 @@ pub trait KeyCodecExt: KeyCodec {
         options: &SaveOptions,
     ) -> Result<KeyDigest> {
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
-            container::write(self, ItemRef::Params(params), Fingerprint::NONE, writer)
+            container::write(self, ItemRef::Params(params), &Described::none(), writer)
         })
         .map_err(|err| err.at_path(path))
     }
@@ -234,8 +234,8 @@ pub trait KeyCodecExt: KeyCodec {
         key: &K,
         circuit_params: C::Params,
     ) -> Result<KeyDigest> {
-        let fingerprint = fingerprint::<C>(circuit_params);
-        container::write(self, ItemRef::Key(key.as_key_ref()), fingerprint, writer)
+        let circuit = Described::of(&configure::<C>(circuit_params));
+        container::write(self, ItemRef::Key(key.as_key_ref()), &circuit, writer)
     }
 
     /// Encodes a container into a new vector.

@@ -225,6 +225,48 @@ impl<'a> PayloadReader<'a> {
         Ok(self)
     }
 
+    /// The `len` bytes that follow the payload (a container's record section), read outside
+    /// the payload's length and hash: from a stream, its next bytes (the payload must have
+    /// been read whole; memory grows with the bytes that arrive, not with `len`); from a
+    /// positioned source, the bytes after the payload's `end`; from memory, those of the
+    /// container's bytes given. The caller has checked that a source of known length holds
+    /// them.
+    pub(crate) fn read_after(
+        &mut self,
+        len: u64,
+        memory: Option<&[u8]>,
+        end: u64,
+    ) -> Result<Vec<u8>> {
+        let eof = || io::Error::from(io::ErrorKind::UnexpectedEof);
+        let read = match (&mut self.source, memory) {
+            (_, Some(bytes)) => usize::try_from(end)
+                .ok()
+                .zip(usize::try_from(len).ok())
+                .and_then(|(start, len)| bytes.get(start..start.checked_add(len)?))
+                .map(<[u8]>::to_vec)
+                .ok_or_else(eof),
+            (Source::Stream(inner), None) => {
+                let mut bytes = Vec::new();
+                inner.take(len).read_to_end(&mut bytes).and_then(|n| {
+                    if n as u64 == len {
+                        Ok(bytes)
+                    } else {
+                        Err(eof())
+                    }
+                })
+            }
+            (Source::At { reader, .. }, None) => {
+                let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+                reader
+                    .source()
+                    .read_exact_at(&mut bytes, end)
+                    .map(|()| bytes)
+            }
+            (Source::Memory { .. }, None) => Err(eof()),
+        };
+        read.map_err(|err| Error::from_read(err, "the circuit's record"))
+    }
+
     /// From now on, hashes every polynomial read with [`PayloadReader::read_polynomial`] (or
     /// [`read_polynomial`](crate::backend_api::field::read_polynomial)), for the key's digest.
     pub(crate) fn record_polynomials(&mut self) {

@@ -43,10 +43,10 @@ fn container_payload_is_the_halo2_payload() {
     let codec = RawBytesCodec::default();
     let pk = &lookup().pk;
     let file = codec.to_vec::<LookupCircuit, _>(pk, ()).unwrap();
-    assert_eq!(
-        &file[keycodec_core::header::HEADER_LEN..],
-        pk.to_bytes(SerdeFormat::RawBytes)
-    );
+    let header = keycodec_core::header::Header::from_bytes(&file).unwrap();
+    let start = keycodec_core::header::HEADER_LEN;
+    let end = start + header.payload_len as usize;
+    assert_eq!(&file[start..end], pk.to_bytes(SerdeFormat::RawBytes));
 }
 
 #[test]

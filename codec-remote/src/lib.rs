@@ -48,7 +48,7 @@ use tokio::runtime::{Handle, Runtime};
 use flow::{Flow, Growth};
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::header::{Header, HEADER_LEN};
-use keycodec_core::transport::{self, fingerprint, Decoded, Input, ItemRef, Request};
+use keycodec_core::transport::{self, Decoded, Described, Input, ItemRef, Request};
 use keycodec_core::{
     ArtifactKind, Error, HaloKey, KeyCodec, KeyDigest, KzgParams, LoadOptions, Result,
 };
@@ -447,11 +447,13 @@ impl Remote {
         key: &K,
         circuit_params: C::Params,
     ) -> Result<KeyDigest> {
-        let fingerprint = fingerprint::<C>(circuit_params);
+        let circuit = Described::of(&keycodec_core::backend_api::circuit::configure::<C>(
+            circuit_params,
+        ));
         let keep = self.kept_payload(codec);
         self.upload(location, None, &|_| {}, keep, |writer| {
             let item = ItemRef::Key(key.as_key_ref());
-            transport::write_in_order(codec, item, fingerprint, writer, keep)
+            transport::write_in_order(codec, item, &circuit, writer, keep)
         })
     }
 
@@ -470,7 +472,7 @@ impl Remote {
         let keep = self.kept_payload(codec);
         self.upload(location, None, &|_| {}, keep, |writer| {
             let item = ItemRef::Params(params);
-            transport::write_in_order(codec, item, keycodec_core::Fingerprint::NONE, writer, keep)
+            transport::write_in_order(codec, item, &Described::none(), writer, keep)
         })
     }
 

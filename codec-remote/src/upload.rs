@@ -76,7 +76,7 @@ impl<'a> UploadWriter<'a> {
             };
             let size = self.size.or_else(|| {
                 let header = Header::from_bytes(first.get(..HEADER_LEN)?).ok()?;
-                (HEADER_LEN as u64).checked_add(header.payload_len)
+                Some(header.container_len(HEADER_LEN))
             });
             self.part_size = self.options.part_for(size);
             let start = self.options.upload_concurrency.max(1);

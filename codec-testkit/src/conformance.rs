@@ -1002,11 +1002,30 @@ pub fn a_forged_recorded_digest_is_refused_when_the_digest_is_computed<K: KeyCod
     );
 }
 
-/// A small proving-key container from `codec` (StandardPlonk at k = 4).
+/// A small proving-key container from `codec` (StandardPlonk at k = 4), without the
+/// circuit's record (version 3): its payload ends the file, as the tests that forge payload
+/// bytes at offsets from the end expect. (The record's own damage is tested where records
+/// are: `tests/tests/record.rs`.)
 pub fn small_pk_file<K: KeyCodec + ?Sized>(codec: &K) -> Vec<u8> {
-    codec
-        .to_vec::<StandardPlonk, _>(&standard_plonk().pk, ())
-        .expect("encode")
+    without_record(
+        codec
+            .to_vec::<StandardPlonk, _>(&standard_plonk().pk, ())
+            .expect("encode"),
+    )
+}
+
+/// The container `file` without its circuit's record: a version 3 container of the same
+/// payload.
+pub fn without_record(mut file: Vec<u8>) -> Vec<u8> {
+    let header = Header::from_bytes(&file).expect("valid header");
+    let end = HEADER_LEN + usize::try_from(header.payload_len).expect("payload length");
+    file.truncate(end);
+    let bare = Header {
+        record_len: 0,
+        ..header
+    };
+    file[..HEADER_LEN].copy_from_slice(&bare.to_bytes());
+    file
 }
 
 /// Recomputes the payload checksum and header checksum after a payload edit (as a forger

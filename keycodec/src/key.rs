@@ -6,6 +6,7 @@ use std::fs::File;
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::halo2_proofs::plonk::Circuit;
 use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_core::record::CircuitRecord;
 use keycodec_core::transport::{into_key, read, Input, Request};
 use keycodec_core::{Error, KeyCodecExt, KeyDigest, LoadOptions, Result, SaveOptions};
 
@@ -60,6 +61,69 @@ pub fn load_key<C: Circuit<Fr>, K: Key>(
                 info,
             )
             .map(|(key, _)| key)
+        }
+    }
+}
+
+/// The circuit recorded in the key's container at `at`, for [`load_key`] with
+/// [`Recorded`](crate::Recorded) and no circuit code:
+///
+/// ```no_run
+/// # fn main() -> keycodec::Result<()> {
+/// use keycodec::halo2_proofs::plonk::ProvingKey;
+/// use keycodec::halo2curves::bn256::G1Affine;
+/// use keycodec::{load_key, read_record, KeyDigest, KeyOptions, KeyPin, Recorded};
+/// # let digest: KeyDigest = "00".repeat(32).parse().unwrap();
+/// let path = std::path::Path::new("circuit.pk");
+/// let record = read_record(path)?;
+/// // A record authenticates nothing: pin the key.
+/// let pinned = KeyOptions { pin: Some(KeyPin::Digest(digest)), ..KeyOptions::default() };
+/// let pk: ProvingKey<G1Affine> = load_key::<Recorded, _>(path, record, &pinned)?;
+/// # Ok(()) }
+/// ```
+///
+/// Keys saved by this version record their circuit (those whose constraint system halo2's
+/// public API can build again: every circuit tried, halo2-lib's among them).
+///
+/// # Errors
+///
+/// [`Error::NotRecorded`] for a container without a record (saved by an earlier version, or
+/// of a circuit that could not be recorded: load it with its circuit type); the header's
+/// errors; a damaged record ([`Error::PayloadChecksum`], [`Error::Malformed`]); I/O and store
+/// errors.
+pub fn read_record(at: impl Into<Location>) -> Result<CircuitRecord> {
+    match at.into() {
+        Location::File(path) => {
+            let read = || {
+                let file = File::open(&path).map_err(|err| Error::io("open", err))?;
+                let (header, header_len) = keycodec_core::header::read_header(&file)?;
+                keycodec_core::header::read_record_section(&file, &header, header_len as u64)?
+                    .ok_or(Error::NotRecorded)
+            };
+            read().map_err(|err| err.at_path(&path))
+        }
+        #[cfg(feature = "remote")]
+        Location::Object(object) => {
+            let read = || {
+                let info = object.remote.head(&object.path)?;
+                let header = object.remote.header_of(&object.path, &info)?;
+                if header.record_len == 0 {
+                    return Err(Error::NotRecorded);
+                }
+                let len = header.record_section_len();
+                let start = info.size.checked_sub(len).ok_or(Error::Truncated {
+                    context: "the circuit's record",
+                })?;
+                if len > keycodec_core::record::MAX_RECORD_BYTES as u64 + 8 {
+                    return Err(Error::Malformed("the circuit's record is too long".into()));
+                }
+                let mut bytes = vec![0u8; len as usize];
+                object
+                    .remote
+                    .read_range(&object.path, &info, &mut bytes, start)?;
+                CircuitRecord::from_section(&bytes)
+            };
+            read().map_err(|err| err.in_object(&object.name()))
         }
     }
 }

@@ -17,7 +17,7 @@ use keycodec_core::halo2_proofs::plonk::ProvingKey;
 use keycodec_core::halo2curves::bn256::G1Affine;
 use keycodec_core::header::HEADER_LEN;
 use keycodec_core::{KeyCodecExt, LoadOptions};
-use keycodec_testkit::conformance::{refresh_checksums, rewrite_header};
+use keycodec_testkit::conformance::{refresh_checksums, rewrite_header, without_record};
 use keycodec_testkit::{standard_plonk, StandardPlonk};
 use keycodec_tests::counting::{peak_during, Counting};
 
@@ -56,11 +56,14 @@ fn huge_declared_sizes_in_tiny_files_allocate_little() {
     let options = LoadOptions::default();
 
     for backend in Backend::compiled() {
-        let file = backend
-            .codec()
-            .unwrap()
-            .to_vec::<StandardPlonk, _>(&fixture.pk, ())
-            .unwrap();
+        // Without the circuit's record: the payload ends the file.
+        let file = without_record(
+            backend
+                .codec()
+                .unwrap()
+                .to_vec::<StandardPlonk, _>(&fixture.pk, ())
+                .unwrap(),
+        );
 
         // 1. The header declares a payload of 1 TiB (the default limit) and k = 28; the
         //    stream holds 10 KiB. (The payload's own k disagrees, so also forge nothing else:
@@ -251,7 +254,8 @@ fn forged_large_k_keys() {
         }
         for backend in Backend::compiled() {
             let codec = backend.codec().unwrap();
-            let vk_file = codec.to_vec::<StandardPlonk, _>(fixture.vk(), ()).unwrap();
+            let vk_file =
+                without_record(codec.to_vec::<StandardPlonk, _>(fixture.vk(), ()).unwrap());
             assert!(vk_file.len() < 1024, "{backend}: {} bytes", vk_file.len());
             let forged = forge_k(backend, &vk_file, k);
             let path = dir.path().join(format!("{backend}-{k}.vk"));
@@ -293,7 +297,7 @@ fn forged_large_k_keys() {
     options.limits.memory_budget = options.limits.memory_budget.min(domain_estimate(24) / 2);
     for backend in Backend::compiled() {
         let codec = backend.codec().unwrap();
-        let pk_file = codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap();
+        let pk_file = without_record(codec.to_vec::<StandardPlonk, _>(&fixture.pk, ()).unwrap());
         let mut forged = forge_k(backend, &pk_file, 24);
         let (result, peak) =
             peak_during(|| codec.read_slice::<StandardPlonk, Pk>(&forged, (), &options));

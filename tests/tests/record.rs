@@ -10,7 +10,7 @@
     clippy::indexing_slicing
 )]
 
-use keycodec::Backend;
+use keycodec::{load_key, read_record, save_key, Backend, KeyOptions, KeyPin};
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::halo2_proofs::circuit::{Layouter, SimpleFloorPlanner};
 use keycodec_core::halo2_proofs::plonk::{
@@ -19,6 +19,7 @@ use keycodec_core::halo2_proofs::plonk::{
 };
 use keycodec_core::halo2_proofs::poly::Rotation;
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
+use keycodec_core::header::{Header, HEADER_LEN};
 use keycodec_core::record::{CircuitRecord, Recorded};
 use keycodec_core::{Error, KeyCodecExt, LoadOptions, SaveOptions};
 use keycodec_testkit::halo2_lib::Halo2LibCircuit;
@@ -149,7 +150,7 @@ fn every_test_circuit_replays_into_its_constraint_system() {
 }
 
 /// Saves `pk` (and its verifying key) with every backend, then loads both with the record
-/// alone: the same bytes, the same transcript.
+/// their files carry and no circuit code: the same bytes, the same transcript.
 fn loads_with_the_record<C: Circuit<Fr>>(pk: &ProvingKey<G1Affine>, circuit_params: C::Params)
 where
     C::Params: Clone,
@@ -157,33 +158,117 @@ where
     let record = recorded::<C>(circuit_params.clone());
     let dir = tempfile::tempdir().unwrap();
     for backend in Backend::compiled() {
-        let codec = backend.codec().unwrap();
+        let options = KeyOptions {
+            backend: Some(backend),
+            ..KeyOptions::default()
+        };
         let path = dir.path().join(format!("{backend}.pk"));
-        codec
-            .save::<C, _>(&path, pk, circuit_params.clone(), &SaveOptions::default())
-            .unwrap();
-        let loaded: ProvingKey<G1Affine> = codec
-            .load::<Recorded, _>(&path, record.clone(), &LoadOptions::default())
-            .unwrap();
+        let digest = save_key::<C, _>(&path, pk, circuit_params.clone(), &options).unwrap();
+        assert_eq!(read_record(&path).unwrap(), record, "{backend}");
+        let pinned = KeyOptions {
+            pin: Some(KeyPin::Digest(digest)),
+            ..options
+        };
+        let loaded: ProvingKey<G1Affine> =
+            load_key::<Recorded, _>(&path, read_record(&path).unwrap(), &pinned).unwrap();
         assert_eq!(pk_bytes(&loaded), pk_bytes(pk), "{backend}");
         assert_eq!(
             loaded.get_vk().transcript_repr(),
             pk.get_vk().transcript_repr()
         );
+        // The same key by its circuit type, record or not.
+        let by_type: ProvingKey<G1Affine> =
+            load_key::<C, _>(&path, circuit_params.clone(), &pinned).unwrap();
+        assert_eq!(pk_bytes(&by_type), pk_bytes(pk), "{backend}");
         let vk_path = dir.path().join(format!("{backend}.vk"));
-        codec
-            .save::<C, _>(
-                &vk_path,
-                pk.get_vk(),
-                circuit_params.clone(),
-                &SaveOptions::default(),
-            )
-            .unwrap();
-        let vk: VerifyingKey<G1Affine> = codec
-            .load::<Recorded, _>(&vk_path, record.clone(), &LoadOptions::default())
-            .unwrap();
+        save_key::<C, _>(&vk_path, pk.get_vk(), circuit_params.clone(), &options).unwrap();
+        let by_transcript = KeyOptions {
+            pin: Some(KeyPin::Transcript(pk.get_vk().transcript_repr())),
+            ..options
+        };
+        let vk: VerifyingKey<G1Affine> =
+            load_key::<Recorded, _>(&vk_path, read_record(&vk_path).unwrap(), &by_transcript)
+                .unwrap();
         assert_eq!(vk_bytes(&vk), vk_bytes(pk.get_vk()), "{backend}");
+        // And a verifying key from the proving key's file, by the record.
+        let from_pk: VerifyingKey<G1Affine> =
+            load_key::<Recorded, _>(&path, record.clone(), &by_transcript).unwrap();
+        assert_eq!(vk_bytes(&from_pk), vk_bytes(pk.get_vk()), "{backend}");
     }
+}
+
+/// A container without a record (as earlier versions wrote them: version 3) says so, and
+/// loads by its circuit type; a record section damaged is refused by a check of the file and
+/// by a read of the record.
+#[test]
+fn containers_without_a_record_or_with_a_damaged_one() {
+    let fixture = standard_plonk();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key.pk");
+    save_key::<StandardPlonk, _>(&path, &fixture.pk, (), &KeyOptions::default()).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let header = Header::from_bytes(&bytes).unwrap();
+    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 4);
+    assert!(header.record_len > 0);
+    let payload_end = HEADER_LEN + header.payload_len as usize;
+
+    // Without its record: a version 3 container.
+    let mut bare = Header {
+        record_len: 0,
+        ..header
+    }
+    .to_bytes()
+    .to_vec();
+    bare.extend_from_slice(&bytes[HEADER_LEN..payload_end]);
+    let bare_path = dir.path().join("bare.pk");
+    std::fs::write(&bare_path, &bare).unwrap();
+    assert!(
+        matches!(read_record(&bare_path), Err(ref err) if matches!(err.cause(), Error::NotRecorded))
+    );
+    let loaded: ProvingKey<G1Affine> =
+        load_key::<StandardPlonk, _>(&bare_path, (), &KeyOptions::default()).unwrap();
+    assert_eq!(pk_bytes(&loaded), pk_bytes(&fixture.pk));
+
+    // A byte of the record flipped: its checksum refuses it.
+    let mut damaged = bytes.clone();
+    damaged[payload_end + 3] ^= 0x10;
+    let damaged_path = dir.path().join("damaged.pk");
+    std::fs::write(&damaged_path, &damaged).unwrap();
+    assert!(read_record(&damaged_path).is_err());
+    let file = std::fs::File::open(&damaged_path).unwrap();
+    assert!(keycodec_core::header::verify_file(&file).is_err());
+
+    // Every flip of a sample of the record section's bits is refused by a load by type too
+    // (it checks the record's checksum as it checks the payload's).
+    let section = payload_end..bytes.len();
+    for bit in (section.start * 8..section.end * 8).step_by(13) {
+        let mut flipped = bytes.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let refused = Backend::RAWBYTES
+            .codec()
+            .unwrap()
+            .read_slice::<StandardPlonk, ProvingKey<G1Affine>>(
+                &flipped,
+                (),
+                &LoadOptions::default(),
+            );
+        assert!(
+            matches!(refused, Err(Error::PayloadChecksum { .. })),
+            "bit {bit}: {:?}",
+            refused.err()
+        );
+    }
+
+    // The record section cut short: the container's length refuses it.
+    let short_path = dir.path().join("short.pk");
+    std::fs::write(&short_path, &bytes[..bytes.len() - 4]).unwrap();
+    assert!(load_key::<StandardPlonk, ProvingKey<G1Affine>>(
+        &short_path,
+        (),
+        &KeyOptions::default()
+    )
+    .is_err());
+    assert!(read_record(&short_path).is_err());
 }
 
 #[test]

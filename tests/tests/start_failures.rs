@@ -131,15 +131,15 @@ fn a_good_key_the_start_cannot_load_is_an_error_and_stays() {
         );
     }
 
-    // A file a newer keycodec wrote (container version 4): refused, kept.
+    // A file a newer keycodec wrote (container version 5): refused, kept.
     let mut newer = good.clone();
-    newer[8..10].copy_from_slice(&4u16.to_le_bytes());
+    newer[8..10].copy_from_slice(&5u16.to_le_bytes());
     std::fs::write(&pk_path, &newer).unwrap();
     let start = prover(&params_path, &pk_path, k, rawbytes()).run(&fixture.circuit);
     assert!(
         matches!(
             start.as_ref().map_err(Error::cause),
-            Err(Error::UnsupportedVersion { found: 4, .. })
+            Err(Error::UnsupportedVersion { found: 5, .. })
         ),
         "{:?}",
         start.err()

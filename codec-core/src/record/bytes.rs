@@ -1,27 +1,6 @@
-//! A record's bytes ([`CircuitRecord::to_bytes`], [`CircuitRecord::from_bytes`]): little-endian, counts as
-//! `u32` (checked against the bytes left before anything is allocated), strings as a count and
-//! UTF-8, field elements as their 32-byte canonical representation:
-//!
-//! ```text
-//! version u32 (1)
-//! advice phases: count, a byte each (0, 1 or 2)
-//! fixed columns u32, instance columns u32
-//! selectors: count, a byte each (1 simple, 0 complex)
-//! challenge phases: count, a byte each
-//! steps: count, each a tag byte and its body, in the order configure made them:
-//!   0 gate: name, queries, constraints: count, each a name and an expression
-//!   1 lookup: name, queries, pairs: count, each an input expression and a table expression
-//!   2 equality: a column (kind byte 0 advice, 1 fixed, 2 instance; index u32)
-//! queries: count, each a column and a rotation i32: the cells the step queried that no step
-//!   before it had, in the order halo2 numbered them
-//! constants: count, a fixed column index u32 each
-//! minimum degree: 0, or 1 and a u32
-//! ```
-//!
-//! An expression is its nodes in postfix order (a count, then each node a tag byte and its
-//! body): 0 constant (32 bytes), 1 selector (u32), 2 fixed, 3 advice, 4 instance (each a
-//! column u32 and a rotation i32), 5 challenge (u32), 6 negated, 7 sum, 8 product (no body:
-//! they take the one or two values before them), 9 scaled (32 bytes; takes one value).
+//! A record's bytes ([`CircuitRecord::to_bytes`], [`CircuitRecord::from_bytes`]) and the
+//! container's record section ([`CircuitRecord::to_section`]): `docs/format.md` ("The
+//! circuit's record") describes them byte by byte.
 
 use super::{
     malformed, CircuitRecord, ColumnRef, Node, Query, Step, MAX_RECORD_BYTES, RECORD_VERSION,
@@ -29,6 +8,37 @@ use super::{
 use crate::error::{Error, Result};
 
 impl CircuitRecord {
+    /// The record section of a container (version 4): the record's bytes, then their
+    /// XXH3-64.
+    pub fn to_section(&self) -> Vec<u8> {
+        let mut bytes = self.to_bytes();
+        let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
+        bytes.extend_from_slice(&checksum.to_le_bytes());
+        bytes
+    }
+
+    /// The record in a container's record section (see [`CircuitRecord::to_section`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PayloadChecksum`] when the checksum is not the record's; as
+    /// [`CircuitRecord::from_bytes`].
+    pub fn from_section(section: &[u8]) -> Result<CircuitRecord> {
+        let Some((record, stored)) = section.split_last_chunk::<8>() else {
+            return Err(Error::Truncated {
+                context: "the circuit's record",
+            });
+        };
+        let (expected, found) = (
+            u64::from_le_bytes(*stored),
+            xxhash_rust::xxh3::xxh3_64(record),
+        );
+        if expected != found {
+            return Err(Error::PayloadChecksum { expected, found });
+        }
+        CircuitRecord::from_bytes(record)
+    }
+
     /// Its bytes (see the module docs).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Writer(Vec::new());

@@ -16,8 +16,8 @@
 //! circuit. Pin a key loaded with [`Recorded`] (its digest, or its verifying key's
 //! transcript).
 //!
-//! Its bytes ([`CircuitRecord::to_bytes`]) are versioned ([`RECORD_VERSION`]); their layout is
-//! described beside the code that writes them (`record/bytes.rs`).
+//! Its bytes ([`CircuitRecord::to_bytes`]) are versioned ([`RECORD_VERSION`]); a key's
+//! container carries them after its payload (version 4: `docs/format.md`).
 
 mod bytes;
 mod order;

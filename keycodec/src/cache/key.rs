@@ -162,7 +162,7 @@ pub(crate) fn fetch_key(
     let check = || {
         let header = keycodec_core::header::Header::from_bytes(first)?;
         expect(&header)?;
-        let header_len = keycodec_core::header::Header::len_of(first)? as u64;
+        let header_len = keycodec_core::header::Header::len_of(first)?;
         let max_payload = keycodec_core::Limits::default().max_payload_bytes;
         if header.payload_len > max_payload {
             return Err(Error::LimitExceeded {
@@ -171,11 +171,13 @@ pub(crate) fn fetch_key(
                 limit: max_payload,
             });
         }
-        // Both within bounds now: the sum cannot overflow.
-        if header_len.saturating_add(header.payload_len) != info.size {
+        if header.container_len(header_len) != info.size {
             return Err(Error::LengthMismatch {
                 declared: header.payload_len,
-                available: info.size.saturating_sub(header_len),
+                available: info
+                    .size
+                    .saturating_sub(header_len as u64)
+                    .saturating_sub(header.record_section_len()),
             });
         }
         Ok(())
