@@ -351,3 +351,46 @@ fn the_recorded_circuit_cannot_make_a_key() {
     let keygen = keycodec_core::halo2_proofs::plonk::keygen_vk(&fixture.params, &Recorded);
     assert!(keygen.is_err());
 }
+
+/// A record is small beside its key: kilobytes (what it adds to every key's file).
+#[test]
+fn records_are_kilobytes() {
+    let sizes = [
+        (
+            "StandardPlonk",
+            recorded::<StandardPlonk>(()).to_section().len(),
+        ),
+        (
+            "LookupCircuit",
+            recorded::<LookupCircuit>(()).to_section().len(),
+        ),
+        (
+            "DenseCircuit",
+            recorded::<DenseCircuit>(()).to_section().len(),
+        ),
+        (
+            "halo2-lib",
+            recorded::<Halo2LibCircuit>(halo2_lib().config.clone())
+                .to_section()
+                .len(),
+        ),
+    ];
+    // halo2-lib's usual shape at k = 18: 30 advice columns, 3 of them looked up, a fixed
+    // column, an instance column (configured only: no key is made).
+    let wide = halo2_base::gates::circuit::BaseCircuitParams {
+        k: 18,
+        num_advice_per_phase: vec![30],
+        num_fixed: 1,
+        num_lookup_advice_per_phase: vec![3],
+        lookup_bits: Some(17),
+        num_instance_columns: 1,
+    };
+    let wide = (
+        "halo2-lib, 30 advice columns",
+        recorded::<Halo2LibCircuit>(wide).to_section().len(),
+    );
+    for (name, bytes) in sizes.into_iter().chain([wide]) {
+        println!("{name}: a record section of {bytes} bytes");
+        assert!(bytes < 64 << 10, "{name}: {bytes} bytes");
+    }
+}
