@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod convert;
 mod manifest;
 mod params;
 mod remote;
@@ -22,7 +23,8 @@ const EXAMPLES: &str = "\
 Examples:
   keycodec inspect prover.pk                 what the file holds, and whether it is intact
   keycodec verify prover.pk --digest 4f1e…   fail unless intact and recording that digest
-  keycodec digest prover.pk                  the key digest to pin in LoadOptions
+  keycodec digest prover.pk                  the key digest to pin (KeyOptions::pin)
+  keycodec convert prover.pk prover.rkyv --codec rkyv --digest 4f1e…   no circuit code needed
   keycodec inspect --json prover.pk | jq .k
   keycodec params import kzg_bn254_22.srs params-22.kc   check halo2's file, save a container
   keycodec params downsize params-22.kc params-20.kc --k 20
@@ -49,8 +51,8 @@ Exit codes:
 
 A container records its key's digest when it is saved (version 2). These commands check the
 file's header and payload checksums, which detect corruption; the digest they print is the
-one the file records. A load pinned to a digest (LoadOptions::expected_digest) recomputes it
-from the key itself, so a forged record is caught there.";
+one the file records. A load pinned to a digest (KeyOptions::pin) recomputes it from the key
+itself, so a forged record is caught there (convert --digest does).";
 
 /// Look at, check and pin keycodec containers (halo2 proving and verifying keys) without
 /// the circuit's code.
@@ -112,6 +114,25 @@ enum Command {
         /// The cache directory [default: ~/.cache/keycodec/artifacts].
         #[arg(long)]
         cache: Option<PathBuf>,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert a key (proving or verifying) whose container records its circuit to another
+    /// backend, with no circuit code: every value is checked on the load, the output is
+    /// written atomically, and the key's digest is kept (and printed). Pin the key with
+    /// --digest: its record authenticates nothing.
+    Convert {
+        /// The key's container.
+        input: PathBuf,
+        /// The container to write.
+        output: PathBuf,
+        /// The backend to write with: rawbytes, bincode, rkyv or compact.
+        #[arg(long)]
+        codec: keycodec::Backend,
+        /// The key's digest (64 hex digits): another key is refused.
+        #[arg(long)]
+        digest: Option<KeyDigest>,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -200,6 +221,13 @@ fn main() -> ExitCode {
         Command::Digest { file, json } => {
             (*json, inspect(file).and_then(|found| digest(&found, *json)))
         }
+        Command::Convert {
+            input,
+            output,
+            codec,
+            digest,
+            json,
+        } => (*json, convert::run(input, output, *codec, *digest, *json)),
         Command::Params(command) => (command.json(), command.run()),
         Command::Push {
             file,

@@ -814,3 +814,79 @@ fn pull_fetch_and_push_under_a_servers_odd_answers_keep_what_was_there() {
         text(&check.stderr)
     );
 }
+
+/// `convert` needs no circuit code: a recorded key to every backend, its digest kept, the
+/// converted file the same key; a wrong pin and a container without a record are refused
+/// (exit 1) and write nothing.
+#[test]
+fn convert_changes_the_backend_with_no_circuit_code() {
+    use keycodec::halo2_proofs::plonk::ProvingKey;
+    use keycodec::halo2curves::bn256::G1Affine;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, digest) = saved(dir.path());
+    for codec in ["rawbytes", "bincode", "compact", "rkyv"] {
+        let out_path = dir.path().join(format!("converted.{codec}"));
+        let out = out_path.to_str().unwrap();
+        let run = keycodec(&[
+            "convert",
+            &path,
+            out,
+            "--codec",
+            codec,
+            "--digest",
+            &digest.to_string(),
+            "--json",
+        ]);
+        assert_eq!(run.status.code(), Some(0), "{codec}: {}", text(&run.stdout));
+        let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(json["to"], codec);
+        assert_eq!(json["digest"], digest.to_string());
+        assert_eq!(json["digest_kept"], true);
+        assert_eq!(keycodec::Backend::of_file(&out_path).unwrap().name(), codec);
+        let loaded: ProvingKey<G1Affine> = keycodec::load_key::<LookupCircuit, _>(
+            &out_path,
+            (),
+            &keycodec::KeyOptions {
+                pin: Some(keycodec::KeyPin::Digest(digest)),
+                ..keycodec::KeyOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            keycodec_testkit::pk_bytes(&loaded),
+            keycodec_testkit::pk_bytes(&lookup().pk)
+        );
+    }
+    // Another key's digest: refused, nothing written.
+    let other = dir.path().join("other.rkyv");
+    let wrong = "00".repeat(32);
+    let run = keycodec(&[
+        "convert",
+        &path,
+        other.to_str().unwrap(),
+        "--codec",
+        "rkyv",
+        "--digest",
+        &wrong,
+    ]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run.stderr));
+    assert!(!other.exists());
+    // A container without a record (as earlier versions wrote them).
+    let bare = dir.path().join("bare.pk");
+    let bytes = keycodec_testkit::conformance::without_record(std::fs::read(&path).unwrap());
+    std::fs::write(&bare, bytes).unwrap();
+    let run = keycodec(&[
+        "convert",
+        bare.to_str().unwrap(),
+        other.to_str().unwrap(),
+        "--codec",
+        "rkyv",
+    ]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        text(&run.stderr).contains("no record"),
+        "{}",
+        text(&run.stderr)
+    );
+    assert!(!other.exists());
+}
