@@ -8,6 +8,7 @@ mod check;
 mod convert;
 mod manifest;
 mod params;
+mod proof;
 mod remote;
 
 use std::path::PathBuf;
@@ -25,6 +26,8 @@ Examples:
   keycodec verify prover.pk --digest 4f1e…   fail unless intact and recording that digest
   keycodec digest prover.pk                  the key digest to pin (KeyOptions::pin)
   keycodec convert prover.pk prover.rkyv --codec rkyv --digest 4f1e…   no circuit code needed
+  keycodec verify-proof --vk verifier.vk --params kzg_bn254_20.srs --proof proof.bin \
+      --instances instances.json --transcript 0x1b7e…                 no circuit code needed
   keycodec inspect --json prover.pk | jq .k
   keycodec params import kzg_bn254_22.srs params-22.kc   check halo2's file, save a container
   keycodec params downsize params-22.kc params-20.kc --k 20
@@ -137,6 +140,37 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check a proof with a verifying key whose container records its circuit (a verifying
+    /// key's or a proving key's file), its KZG parameters and its instances, no circuit code:
+    /// a Blake2b transcript, SHPLONK (halo2-lib's gen_proof) or GWC. Pin the key (--digest
+    /// or --transcript): its record authenticates nothing. Exits 0 only if the proof verifies.
+    VerifyProof {
+        /// The verifying key's (or proving key's) container.
+        #[arg(long)]
+        vk: PathBuf,
+        /// The KZG parameters (a container or halo2's file; larger ones are downsized).
+        #[arg(long)]
+        params: PathBuf,
+        /// The proof: the transcript's bytes.
+        #[arg(long)]
+        proof: PathBuf,
+        /// The instances: JSON, one array of strings per instance column ("0x2a" or "42").
+        #[arg(long)]
+        instances: Option<PathBuf>,
+        /// The verifying key's digest (64 hex digits): another key is refused.
+        #[arg(long)]
+        digest: Option<KeyDigest>,
+        /// The verifying key's transcript_repr (0x and 64 hex digits), as a verifier or a
+        /// contract carries it: another key is refused.
+        #[arg(long)]
+        transcript: Option<String>,
+        /// The multi-open scheme: shplonk (halo2-lib's) or gwc.
+        #[arg(long, default_value = "shplonk", value_parser = ["shplonk", "gwc"])]
+        scheme: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// KZG parameters: inspect, import halo2's files, export them, fetch them by URL, downsize.
     #[command(subcommand)]
     Params(params::ParamsCommand),
@@ -228,6 +262,33 @@ fn main() -> ExitCode {
             digest,
             json,
         } => (*json, convert::run(input, output, *codec, *digest, *json)),
+        Command::VerifyProof {
+            vk,
+            params,
+            proof,
+            instances,
+            digest,
+            transcript,
+            scheme,
+            json,
+        } => (
+            *json,
+            proof::pin(*digest, transcript.as_deref()).and_then(|pin| {
+                proof::run(&proof::Request {
+                    vk,
+                    params,
+                    proof,
+                    instances: instances.as_deref(),
+                    pin,
+                    scheme: if scheme == "gwc" {
+                        keycodec::Scheme::Gwc
+                    } else {
+                        keycodec::Scheme::Shplonk
+                    },
+                    json: *json,
+                })
+            }),
+        ),
         Command::Params(command) => (command.json(), command.run()),
         Command::Push {
             file,

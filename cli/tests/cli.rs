@@ -890,3 +890,118 @@ fn convert_changes_the_backend_with_no_circuit_code() {
     );
     assert!(!other.exists());
 }
+
+/// `verify-proof` checks a proof with the recorded verifying key's file, the parameters'
+/// file, the proof and the instances, no circuit code: 0 when it verifies (with a warning
+/// when the key is not pinned), 1 for a forged proof, other instances or another key.
+#[test]
+fn verify_proof_needs_no_circuit_code() {
+    use keycodec::halo2curves::ff::PrimeField;
+    let fixture = keycodec_testkit::standard_plonk();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    keycodec::save_key::<keycodec_testkit::StandardPlonk, _>(
+        dir.path().join("verifier.vk"),
+        fixture.vk(),
+        (),
+        &keycodec::KeyOptions::default(),
+    )
+    .unwrap();
+    keycodec::save_params(
+        dir.path().join("kzg.params"),
+        &fixture.params,
+        keycodec::Backend::RAWBYTES,
+    )
+    .unwrap();
+    let proof = keycodec_testkit::proof(
+        &fixture.params,
+        &fixture.pk,
+        &fixture.circuit,
+        &fixture.instances,
+        false,
+    )
+    .unwrap();
+    std::fs::write(path("proof.bin"), &proof).unwrap();
+    let hex = |value: &keycodec::halo2curves::bn256::Fr| {
+        let repr = value.to_repr();
+        let digits: String = repr.iter().rev().map(|b| format!("{b:02x}")).collect();
+        format!("0x{digits}")
+    };
+    let instances: Vec<Vec<String>> = fixture
+        .instances
+        .iter()
+        .map(|column| column.iter().map(hex).collect())
+        .collect();
+    std::fs::write(
+        path("instances.json"),
+        serde_json::to_vec(&instances).unwrap(),
+    )
+    .unwrap();
+    let transcript = format!("{:?}", fixture.vk().transcript_repr());
+    let run = |proof: &str, instances: &str, pin: &[&str]| {
+        let mut args = vec![
+            "verify-proof",
+            "--vk",
+            "VK",
+            "--params",
+            "PARAMS",
+            "--proof",
+            proof,
+            "--instances",
+            instances,
+        ];
+        let (vk, params) = (path("verifier.vk"), path("kzg.params"));
+        args[2] = &vk;
+        args[4] = &params;
+        args.extend_from_slice(pin);
+        keycodec(&args)
+    };
+    let ok = run(
+        &path("proof.bin"),
+        &path("instances.json"),
+        &["--transcript", &transcript],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert!(
+        text(&ok.stdout).contains("verifies"),
+        "{}",
+        text(&ok.stdout)
+    );
+    assert!(text(&ok.stdout).contains("(pinned)"));
+    // Unpinned: verified, said loudly.
+    let unpinned = run(&path("proof.bin"), &path("instances.json"), &[]);
+    assert_eq!(unpinned.status.code(), Some(0));
+    assert!(
+        text(&unpinned.stderr).contains("WARNING"),
+        "{}",
+        text(&unpinned.stderr)
+    );
+    // A forged proof, other instances, another key: 1.
+    let mut forged = proof.clone();
+    forged[proof.len() / 2] ^= 1;
+    std::fs::write(path("forged.bin"), &forged).unwrap();
+    let refused = run(
+        &path("forged.bin"),
+        &path("instances.json"),
+        &["--transcript", &transcript],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    let mut other = instances.clone();
+    other[0][0] = "0x1234".into();
+    std::fs::write(path("other.json"), serde_json::to_vec(&other).unwrap()).unwrap();
+    let refused = run(
+        &path("proof.bin"),
+        &path("other.json"),
+        &["--transcript", &transcript],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    let another = "00".repeat(32);
+    let refused = run(
+        &path("proof.bin"),
+        &path("instances.json"),
+        &["--digest", &another, "--json"],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(json["ok"], false);
+}

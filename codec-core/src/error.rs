@@ -410,6 +410,15 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A proof did not verify with the verifying key, the parameters and the instances given
+    /// (halo2's reason: a wrong proof or wrong instances; instances of another count of
+    /// columns; a proof cut short).
+    #[error("the proof does not verify: {reason}")]
+    ProofRejected {
+        /// halo2's error.
+        reason: String,
+    },
+
     /// The container holds no record of its circuit (saved before keycodec recorded circuits,
     /// or of a circuit whose constraint system could not be recorded): load the key with its
     /// circuit type.

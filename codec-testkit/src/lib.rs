@@ -21,7 +21,7 @@ use halo2_proofs::plonk::{
 };
 use halo2_proofs::poly::commitment::ParamsProver;
 use halo2_proofs::poly::kzg::commitment::{KZGCommitmentScheme, ParamsKZG};
-use halo2_proofs::poly::kzg::multiopen::{ProverGWC, VerifierGWC};
+use halo2_proofs::poly::kzg::multiopen::{ProverGWC, ProverSHPLONK, VerifierGWC};
 use halo2_proofs::poly::kzg::strategy::SingleStrategy;
 use halo2_proofs::transcript::{
     Blake2bRead, Blake2bWrite, Challenge255, TranscriptReadBuffer, TranscriptWriterBuffer,
@@ -201,6 +201,43 @@ pub fn scalar_modulus_le() -> [u8; 32] {
         *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex");
     }
     bytes
+}
+
+/// A proof of `circuit` with `pk` and a Blake2b transcript, SHPLONK (as halo2-lib's
+/// `gen_proof` makes it) or, with `gwc`, GWC: the transcript's bytes.
+pub fn proof<C: Circuit<Fr>>(
+    params: &ParamsKZG<Bn256>,
+    pk: &ProvingKey<G1Affine>,
+    circuit: &C,
+    instances: &[Vec<Fr>],
+    gwc: bool,
+) -> Result<Vec<u8>, String> {
+    let instance_refs: Vec<&[Fr]> = instances.iter().map(Vec::as_slice).collect();
+    let all_instances = [instance_refs.as_slice()];
+    let mut transcript = Blake2bWrite::<_, G1Affine, Challenge255<_>>::init(vec![]);
+    let circuits = std::slice::from_ref(circuit);
+    let rng = StdRng::seed_from_u64(7);
+    let made = if gwc {
+        create_proof::<KZGCommitmentScheme<Bn256>, ProverGWC<'_, Bn256>, _, _, _, _>(
+            params,
+            pk,
+            circuits,
+            &all_instances,
+            rng,
+            &mut transcript,
+        )
+    } else {
+        create_proof::<KZGCommitmentScheme<Bn256>, ProverSHPLONK<'_, Bn256>, _, _, _, _>(
+            params,
+            pk,
+            circuits,
+            &all_instances,
+            rng,
+            &mut transcript,
+        )
+    };
+    made.map_err(|err| format!("create_proof: {err:?}"))?;
+    Ok(transcript.finalize())
 }
 
 /// Makes a proof with `pk` and checks it against `vk`.

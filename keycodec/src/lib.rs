@@ -16,6 +16,7 @@ mod location;
 pub mod manifest;
 mod options;
 mod params;
+mod proof;
 mod replace;
 mod start;
 
@@ -27,6 +28,7 @@ pub use location::Location;
 pub use location::Object;
 pub use options::{Key, KeyOptions, KeyPin};
 pub use params::{open_params, save_params, ParamsOptions, ParamsPin};
+pub use proof::{ProofVerifier, Scheme};
 pub use start::{load_or_generate, ColdStart, Generated, Keygen, Origin, Selectors, Start};
 
 pub use keycodec_core::{
