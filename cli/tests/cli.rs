@@ -824,12 +824,28 @@ fn convert_changes_the_backend_with_no_circuit_code() {
     use keycodec::halo2curves::bn256::G1Affine;
     let dir = tempfile::tempdir().unwrap();
     let (path, digest) = saved(dir.path());
-    for codec in ["rawbytes", "bincode", "compact", "rkyv"] {
-        let out_path = dir.path().join(format!("converted.{codec}"));
+    // Every backend to every other: the rkyv file to each, then each to each.
+    let converted = |codec: &str| dir.path().join(format!("converted.{codec}"));
+    let pairs = ["rawbytes", "bincode", "compact", "rkyv"]
+        .into_iter()
+        .map(|to| (path.clone(), to))
+        .chain(
+            ["rawbytes", "bincode", "compact", "rkyv"]
+                .into_iter()
+                .flat_map(|from| {
+                    ["rawbytes", "bincode", "compact", "rkyv"]
+                        .into_iter()
+                        .map(move |to| (from, to))
+                })
+                .map(|(from, to)| (converted(from).display().to_string(), to)),
+        )
+        .collect::<Vec<_>>();
+    for (input, codec) in pairs {
+        let out_path = dir.path().join(format!("next.{codec}"));
         let out = out_path.to_str().unwrap();
         let run = keycodec(&[
             "convert",
-            &path,
+            &input,
             out,
             "--codec",
             codec,
@@ -856,6 +872,7 @@ fn convert_changes_the_backend_with_no_circuit_code() {
             keycodec_testkit::pk_bytes(&loaded),
             keycodec_testkit::pk_bytes(&lookup().pk)
         );
+        std::fs::rename(&out_path, converted(codec)).unwrap();
     }
     // Another key's digest: refused, nothing written.
     let other = dir.path().join("other.rkyv");
@@ -1004,4 +1021,106 @@ fn verify_proof_needs_no_circuit_code() {
     assert_eq!(refused.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&refused.stdout).unwrap();
     assert_eq!(json["ok"], false);
+}
+
+/// A proof of each test circuit, verified by the command alone (the key's file, the
+/// parameters' file, the proof, the instances), pinned by the key's digest.
+#[test]
+fn verify_proof_of_every_test_circuit() {
+    use keycodec::halo2_proofs::plonk::{Circuit, ProvingKey};
+    use keycodec::halo2curves::bn256::{Fr, G1Affine};
+    use keycodec::halo2curves::ff::PrimeField;
+    fn verified<C: Circuit<Fr>>(
+        name: &str,
+        params: &keycodec::KzgParams,
+        pk: &ProvingKey<G1Affine>,
+        circuit: &C,
+        circuit_params: C::Params,
+        instances: &[Vec<Fr>],
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |file: &str| dir.path().join(file).display().to_string();
+        let digest = keycodec::save_key::<C, _>(
+            dir.path().join("verifier.vk"),
+            pk.get_vk(),
+            circuit_params,
+            &keycodec::KeyOptions::default(),
+        )
+        .unwrap();
+        keycodec::save_params(
+            dir.path().join("kzg.params"),
+            params,
+            keycodec::Backend::RAWBYTES,
+        )
+        .unwrap();
+        let proof = keycodec_testkit::proof(params, pk, circuit, instances, false).unwrap();
+        std::fs::write(path("proof.bin"), proof).unwrap();
+        let columns: Vec<Vec<String>> = instances
+            .iter()
+            .map(|column| {
+                column
+                    .iter()
+                    .map(|value| {
+                        let digits: String = value
+                            .to_repr()
+                            .iter()
+                            .rev()
+                            .map(|b| format!("{b:02x}"))
+                            .collect();
+                        format!("0x{digits}")
+                    })
+                    .collect()
+            })
+            .collect();
+        std::fs::write(
+            path("instances.json"),
+            serde_json::to_vec(&columns).unwrap(),
+        )
+        .unwrap();
+        let out = keycodec(&[
+            "verify-proof",
+            "--vk",
+            &path("verifier.vk"),
+            "--params",
+            &path("kzg.params"),
+            "--proof",
+            &path("proof.bin"),
+            "--instances",
+            &path("instances.json"),
+            "--digest",
+            &digest.to_string(),
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stdout));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["verified"], true, "{name}");
+        assert_eq!(json["pinned"], true, "{name}");
+    }
+    let plonk = keycodec_testkit::standard_plonk();
+    verified(
+        "StandardPlonk",
+        &plonk.params,
+        &plonk.pk,
+        &plonk.circuit,
+        (),
+        &plonk.instances,
+    );
+    let lookups = lookup();
+    verified(
+        "LookupCircuit (compressed selectors)",
+        &lookups.params,
+        &lookups.pk,
+        &lookups.circuit,
+        (),
+        &lookups.instances,
+    );
+    let lib = keycodec_testkit::halo2_lib();
+    verified::<keycodec_testkit::halo2_lib::Halo2LibCircuit>(
+        "halo2-lib",
+        &lib.params,
+        &lib.pk,
+        &lib.prover(),
+        lib.config.clone(),
+        &[],
+    );
 }
