@@ -156,7 +156,7 @@ pub fn read_params(k: u32) -> io::Result<ParamsKZG<Bn256>> {
         k: Some(k),
         ..ParamsOptions::default()
     };
-    crate::open_params(params_path(k), &options).map_err(into_io)
+    crate::params::open_params(params_path(k), &options).map_err(into_io)
 }
 
 /// keycodec's error as the `io::Error` the drop-in's signatures return.

@@ -10,9 +10,9 @@ use keycodec_core::record::CircuitRecord;
 use keycodec_core::transport::{into_key, read, Input, Request};
 use keycodec_core::{Error, KeyCodecExt, KeyDigest, LoadOptions, Result, SaveOptions};
 
+use crate::backend::Backend;
 use crate::location::Location;
 use crate::options::{Key, KeyOptions};
-use crate::Backend;
 
 /// Loads the key at `at` for the circuit `C` with `circuit_params` (what halo2's
 /// `ProvingKey::read` needs too: they fix the constraint system the key must match), with

@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use keycodec_core::{ArtifactKind, Error, KeyDigest, Result};
 use serde::Deserialize;
 
+use crate::backend::Backend;
 use crate::location::Location;
 use crate::options::{KeyOptions, KeyPin};
 use crate::params::{ParamsOptions, ParamsPin};
 use crate::start::{Keygen, Start};
-use crate::Backend;
 
 /// The manifest format this build reads.
 pub const MANIFEST_VERSION: u32 = 1;
@@ -327,7 +327,7 @@ impl Manifest {
 
     fn verify_params(&self, cache: &Path) -> Result<ArtifactState> {
         let check = || match &self.params.source {
-            Source::Path(path) => crate::open_params(path, &self.params_options())
+            Source::Path(path) => crate::params::open_params(path, &self.params_options())
                 .map(|_| ArtifactState::Present(path.clone())),
             #[cfg(feature = "remote")]
             Source::Url(url) => {

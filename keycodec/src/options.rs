@@ -1,6 +1,6 @@
 //! How a key is loaded, saved and pinned: one options type, [`KeyOptions`], whichever entry
 //! point takes it ([`crate::load_key`], [`crate::save_key`], [`crate::load_or_generate`], a
-//! [`crate::Prover`]'s start, a manifest's key).
+//! [`crate::Start`]'s run, a manifest's key).
 
 use keycodec_core::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
@@ -8,7 +8,7 @@ use keycodec_core::{
     Checksum, CodecSet, Error, HaloKey, KeyDigest, Limits, LoadOptions, Result, Validation,
 };
 
-use crate::Backend;
+use crate::backend::Backend;
 
 /// What pins a key: a key that is not this one is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,8 +16,8 @@ use keycodec_core::{
     SaveOptions, TestSetup, Validation,
 };
 
+use crate::backend::Backend;
 use crate::location::Location;
-use crate::Backend;
 
 /// A pin on KZG parameters: parameters that are not these are refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -50,13 +50,13 @@ impl ProofVerifier {
         scheme: Scheme,
     ) -> Result<ProofVerifier> {
         let at = vk.into();
-        let record = crate::read_record(at.clone())?;
+        let record = crate::key::read_record(at.clone())?;
         let options = KeyOptions {
             pin: Some(pin),
             ..KeyOptions::default()
         };
         let vk: VerifyingKey<G1Affine> =
-            crate::load_key::<keycodec_core::record::Recorded, _>(at, record, &options)?;
+            crate::key::load_key::<keycodec_core::record::Recorded, _>(at, record, &options)?;
         ProofVerifier::new(vk, params, scheme)
     }
 

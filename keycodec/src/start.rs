@@ -120,7 +120,7 @@ pub fn load_or_generate<C: Circuit<Fr>, K: Key + Generated>(
             let attempt = || {
                 judge_file(
                     &path,
-                    || crate::load_key::<C, K>(&path, circuit.params(), &options),
+                    || crate::key::load_key::<C, K>(&path, circuit.params(), &options),
                     Error::disproves_artifact,
                 )
             };
@@ -143,7 +143,7 @@ pub fn load_or_generate<C: Circuit<Fr>, K: Key + Generated>(
         Location::Object(object) => {
             let attempt = || {
                 judge(
-                    crate::load_key::<C, K>(
+                    crate::key::load_key::<C, K>(
                         Location::Object(object.clone()),
                         circuit.params(),
                         &options,
@@ -308,7 +308,7 @@ impl Start {
         };
         let open = || open_params(self.params.clone(), &params_options);
         let load_key = || {
-            crate::load_key::<C, ProvingKey<G1Affine>>(
+            crate::key::load_key::<C, ProvingKey<G1Affine>>(
                 self.key.clone(),
                 circuit.params(),
                 &key_options,

@@ -13,8 +13,8 @@ use keycodec_remote::object_store::path::Path as ObjectPath;
 use keycodec_remote::{ObjectInfo, Remote};
 
 use super::{first_bytes, pinned_name, remove_damaged, version_name, CacheOutcome};
+use crate::backend::Backend;
 use crate::location::Object;
-use crate::Backend;
 
 /// Loads a key from `location` through the cache directory `cache` (created if missing): a
 /// hit is a file load with every check a file load makes, the pin among them; a miss asks the
@@ -218,12 +218,12 @@ pub(crate) fn generate_lock(object: &Object) -> PathBuf {
 /// (for the load to download that one), if the options allow it.
 pub(crate) fn backend_of(
     object: &Object,
-    options: &crate::KeyOptions,
+    options: &crate::options::KeyOptions,
 ) -> Result<(Backend, Option<ObjectInfo>)> {
     if let Some(backend) = options.backend {
         return Ok((backend, None));
     }
-    if let Some(crate::KeyPin::Digest(digest)) = options.pin {
+    if let Some(crate::options::KeyPin::Digest(digest)) = options.pin {
         let cached = Backend::compiled().find(|backend| {
             object
                 .cache

@@ -27,9 +27,9 @@ use keycodec_remote::ObjectInfo;
 
 use super::{first_bytes, remove_damaged, version_name, CacheOutcome};
 
+use crate::backend::Backend;
 use crate::location::Object;
 use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
-use crate::Backend;
 
 /// Parameters fetched through the cache, and where they are cached.
 #[derive(Debug)]
