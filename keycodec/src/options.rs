@@ -45,7 +45,8 @@ pub struct KeyOptions {
     pub k: Option<u32>,
     /// The backend: a load accepts only files it wrote ([`Error::CodecNotAllowed`]) and a
     /// save writes with it. `None`: a load accepts every compiled backend (the file's header
-    /// names it), a save writes with rawbytes.
+    /// names it), a save writes with rawbytes (in a build without it, the first backend
+    /// compiled in).
     pub backend: Option<Backend>,
     /// Whether the payload's checksum is verified (the default) or skipped.
     pub checksum: Checksum,
@@ -77,7 +78,9 @@ impl KeyOptions {
 
     /// The backend a save writes with.
     pub(crate) fn save_backend(&self) -> Result<&'static dyn keycodec_core::KeyCodec> {
-        self.backend.unwrap_or(Backend::RAWBYTES).codec()
+        // rawbytes, first in the list when compiled in; else the first backend compiled.
+        let default = || Backend::compiled().next().unwrap_or(Backend::RAWBYTES);
+        self.backend.unwrap_or_else(default).codec()
     }
 
     /// `key`, if it is the pinned one (or nothing is pinned); `at` names it in the error.

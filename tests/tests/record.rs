@@ -244,7 +244,8 @@ fn containers_without_a_record_or_with_a_damaged_one() {
     for bit in (section.start * 8..section.end * 8).step_by(13) {
         let mut flipped = bytes.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
-        let refused = Backend::RAWBYTES
+        let refused = Backend::of_file(&path)
+            .unwrap()
             .codec()
             .unwrap()
             .read_slice::<StandardPlonk, ProvingKey<G1Affine>>(
@@ -287,7 +288,7 @@ fn an_edited_record_is_another_circuit_and_its_load_is_refused() {
     let record = recorded::<StandardPlonk>(());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("key.pk");
-    let codec = Backend::RAWBYTES.codec().unwrap();
+    let codec = Backend::compiled().next().unwrap().codec().unwrap();
     codec
         .save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
         .unwrap();
