@@ -382,7 +382,7 @@ pub fn read<K: KeyCodec + ?Sized>(
         }
         let end = (header_len as u64).saturating_add(header.payload_len);
         let section = payload.read_after(header.record_section_len(), memory, end)?;
-        check_record_section(&section)?;
+        crate::record::record_of_section(&section)?;
     }
     if item.kind() != kind {
         return Err(Error::Internal(format!(
@@ -562,20 +562,6 @@ fn explain(payload: &mut PayloadReader<'_>, header: &Header, verify: bool) -> Re
 }
 
 /// Compares the declared payload length with the bytes actually after the header.
-/// Fails unless `section` (a record and its XXH3-64) holds the checksum of its record.
-fn check_record_section(section: &[u8]) -> Result<()> {
-    let Some((record, stored)) = section.split_last_chunk::<8>() else {
-        return Err(Error::Truncated {
-            context: "the circuit's record",
-        });
-    };
-    let (expected, found) = (u64::from_le_bytes(*stored), xxh3_64(record));
-    if expected != found {
-        return Err(Error::PayloadChecksum { expected, found });
-    }
-    Ok(())
-}
-
 fn check_length(header: &Header, available: u64) -> Result<()> {
     // The payload, then the record section (version 4) when there is one.
     let expected = header

@@ -212,31 +212,35 @@ pub fn proof<C: Circuit<Fr>>(
     instances: &[Vec<Fr>],
     gwc: bool,
 ) -> Result<Vec<u8>, String> {
-    let instance_refs: Vec<&[Fr]> = instances.iter().map(Vec::as_slice).collect();
-    let all_instances = [instance_refs.as_slice()];
-    let mut transcript = Blake2bWrite::<_, G1Affine, Challenge255<_>>::init(vec![]);
-    let circuits = std::slice::from_ref(circuit);
-    let rng = StdRng::seed_from_u64(7);
-    let made = if gwc {
-        create_proof::<KZGCommitmentScheme<Bn256>, ProverGWC<'_, Bn256>, _, _, _, _>(
-            params,
-            pk,
-            circuits,
-            &all_instances,
-            rng,
-            &mut transcript,
-        )
+    if gwc {
+        proof_with::<ProverGWC<'_, Bn256>, C>(params, pk, circuit, instances)
     } else {
-        create_proof::<KZGCommitmentScheme<Bn256>, ProverSHPLONK<'_, Bn256>, _, _, _, _>(
-            params,
-            pk,
-            circuits,
-            &all_instances,
-            rng,
-            &mut transcript,
-        )
-    };
-    made.map_err(|err| format!("create_proof: {err:?}"))?;
+        proof_with::<ProverSHPLONK<'_, Bn256>, C>(params, pk, circuit, instances)
+    }
+}
+
+/// [`proof`] with the multi-open prover `P`.
+fn proof_with<'p, P, C>(
+    params: &'p ParamsKZG<Bn256>,
+    pk: &ProvingKey<G1Affine>,
+    circuit: &C,
+    instances: &[Vec<Fr>],
+) -> Result<Vec<u8>, String>
+where
+    P: halo2_proofs::poly::commitment::Prover<'p, KZGCommitmentScheme<Bn256>>,
+    C: Circuit<Fr>,
+{
+    let instance_refs: Vec<&[Fr]> = instances.iter().map(Vec::as_slice).collect();
+    let mut transcript = Blake2bWrite::<_, G1Affine, Challenge255<_>>::init(vec![]);
+    create_proof::<KZGCommitmentScheme<Bn256>, P, _, _, _, _>(
+        params,
+        pk,
+        std::slice::from_ref(circuit),
+        &[instance_refs.as_slice()],
+        StdRng::seed_from_u64(7),
+        &mut transcript,
+    )
+    .map_err(|err| format!("create_proof: {err:?}"))?;
     Ok(transcript.finalize())
 }
 

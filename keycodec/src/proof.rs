@@ -2,10 +2,11 @@
 //! does with a key file, its parameters, a proof and its instances.
 
 use keycodec_core::halo2_proofs::plonk::{verify_proof, VerifyingKey};
-use keycodec_core::halo2_proofs::poly::commitment::Params as _;
+use keycodec_core::halo2_proofs::poly::commitment::{Params as _, Verifier};
 use keycodec_core::halo2_proofs::poly::kzg::commitment::KZGCommitmentScheme;
+use keycodec_core::halo2_proofs::poly::kzg::msm::DualMSM;
 use keycodec_core::halo2_proofs::poly::kzg::multiopen::{VerifierGWC, VerifierSHPLONK};
-use keycodec_core::halo2_proofs::poly::kzg::strategy::SingleStrategy;
+use keycodec_core::halo2_proofs::poly::kzg::strategy::{GuardKZG, SingleStrategy};
 use keycodec_core::halo2_proofs::transcript::{Blake2bRead, Challenge255, TranscriptReadBuffer};
 use keycodec_core::halo2curves::bn256::{Bn256, Fr, G1Affine};
 use keycodec_core::{downsize, Error, KzgParams, Result};
@@ -96,35 +97,40 @@ impl ProofVerifier {
         let columns: Vec<&[Fr]> = instances.iter().map(Vec::as_slice).collect();
         let mut transcript = Blake2bRead::<&[u8], G1Affine, Challenge255<G1Affine>>::init(proof);
         let verified = match self.scheme {
-            Scheme::Shplonk => verify_proof::<
-                KZGCommitmentScheme<Bn256>,
-                VerifierSHPLONK<'_, Bn256>,
-                Challenge255<G1Affine>,
-                _,
-                SingleStrategy<'_, Bn256>,
-            >(
-                &self.params,
-                &self.vk,
-                SingleStrategy::new(&self.params),
-                &[&columns],
-                &mut transcript,
-            ),
-            Scheme::Gwc => verify_proof::<
-                KZGCommitmentScheme<Bn256>,
-                VerifierGWC<'_, Bn256>,
-                Challenge255<G1Affine>,
-                _,
-                SingleStrategy<'_, Bn256>,
-            >(
-                &self.params,
-                &self.vk,
-                SingleStrategy::new(&self.params),
-                &[&columns],
-                &mut transcript,
-            ),
+            Scheme::Shplonk => self.check::<VerifierSHPLONK<'_, Bn256>>(&columns, &mut transcript),
+            Scheme::Gwc => self.check::<VerifierGWC<'_, Bn256>>(&columns, &mut transcript),
         };
-        verified.map(|_| ()).map_err(|err| Error::ProofRejected {
+        verified.map_err(|err| Error::ProofRejected {
             reason: format!("{err:?}"),
         })
+    }
+
+    /// halo2's `verify_proof` with the multi-open verifier `V`.
+    fn check<'p, V>(
+        &'p self,
+        columns: &[&[Fr]],
+        transcript: &mut Blake2bRead<&[u8], G1Affine, Challenge255<G1Affine>>,
+    ) -> std::result::Result<(), keycodec_core::halo2_proofs::plonk::Error>
+    where
+        V: Verifier<
+            'p,
+            KZGCommitmentScheme<Bn256>,
+            MSMAccumulator = DualMSM<'p, Bn256>,
+            Guard = GuardKZG<'p, Bn256>,
+        >,
+    {
+        verify_proof::<
+            KZGCommitmentScheme<Bn256>,
+            V,
+            Challenge255<G1Affine>,
+            _,
+            SingleStrategy<'p, Bn256>,
+        >(
+            &self.params,
+            &self.vk,
+            SingleStrategy::new(&self.params),
+            &[columns],
+            transcript,
+        )
     }
 }

@@ -7,6 +7,30 @@ use super::{
 };
 use crate::error::{Error, Result};
 
+/// The record in a container's record section (its bytes, then their XXH3-64), its checksum
+/// checked: what a load that checks checksums does, and what [`CircuitRecord::from_section`]
+/// decodes.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] for fewer than 8 bytes, [`Error::PayloadChecksum`] when the checksum
+/// is not the record's.
+pub(crate) fn record_of_section(section: &[u8]) -> Result<&[u8]> {
+    let Some((record, stored)) = section.split_last_chunk::<8>() else {
+        return Err(Error::Truncated {
+            context: "the circuit's record",
+        });
+    };
+    let (expected, found) = (
+        u64::from_le_bytes(*stored),
+        xxhash_rust::xxh3::xxh3_64(record),
+    );
+    if expected != found {
+        return Err(Error::PayloadChecksum { expected, found });
+    }
+    Ok(record)
+}
+
 impl CircuitRecord {
     /// The record section of a container (version 4): the record's bytes, then their
     /// XXH3-64.
@@ -24,19 +48,7 @@ impl CircuitRecord {
     /// [`Error::PayloadChecksum`] when the checksum is not the record's; as
     /// [`CircuitRecord::from_bytes`].
     pub fn from_section(section: &[u8]) -> Result<CircuitRecord> {
-        let Some((record, stored)) = section.split_last_chunk::<8>() else {
-            return Err(Error::Truncated {
-                context: "the circuit's record",
-            });
-        };
-        let (expected, found) = (
-            u64::from_le_bytes(*stored),
-            xxhash_rust::xxh3::xxh3_64(record),
-        );
-        if expected != found {
-            return Err(Error::PayloadChecksum { expected, found });
-        }
-        CircuitRecord::from_bytes(record)
+        CircuitRecord::from_bytes(record_of_section(section)?)
     }
 
     /// Its bytes (see the module docs).

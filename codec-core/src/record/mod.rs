@@ -29,6 +29,7 @@ use halo2curves::bn256::Fr;
 use crate::circuit::fingerprint_of;
 use crate::error::{Error, Result};
 
+pub(crate) use bytes::record_of_section;
 pub use replay::Recorded;
 
 /// The version of the record's bytes this build writes and reads.
