@@ -1005,7 +1005,7 @@ pub fn a_forged_recorded_digest_is_refused_when_the_digest_is_computed<K: KeyCod
 /// A small proving-key container from `codec` (StandardPlonk at k = 4), without the
 /// circuit's record (version 3): its payload ends the file, as the tests that forge payload
 /// bytes at offsets from the end expect. (The record's own damage is tested where records
-/// are: `tests/tests/record.rs`.)
+/// are: `tests/tests/integration/record.rs`.)
 pub fn small_pk_file<K: KeyCodec + ?Sized>(codec: &K) -> Vec<u8> {
     without_record(
         codec

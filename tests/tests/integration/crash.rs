@@ -116,7 +116,7 @@ fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "crash_child_helper",
+                "crash::crash_child_helper",
                 "--nocapture",
                 "--test-threads=1",
             ])
