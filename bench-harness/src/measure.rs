@@ -58,7 +58,7 @@ pub struct Written {
 /// # Errors
 ///
 /// The backend's or the file system's error, as text.
-pub fn write<C: Circuit<Fr>>(
+pub fn write<C: Circuit<Fr, Params: keycodec::RecordableParams>>(
     writer: Writer,
     path: &Path,
     pk: &ProvingKey<G1Affine>,

@@ -62,6 +62,8 @@ pub(crate) struct Circuit {
     pub(crate) degree: usize,
     /// Rows a circuit can use: `2^k` less halo2's blinding rows.
     pub(crate) usable_rows: u64,
+    /// The circuit's parameters (`Circuit::Params`) as recorded: JSON.
+    pub(crate) params: Option<serde_json::Value>,
 }
 
 impl Circuit {
@@ -85,6 +87,7 @@ impl Circuit {
             equality: cs.permutation().get_columns().len(),
             degree: cs.degree(),
             usable_rows: rows.saturating_sub(cs.blinding_factors() as u64 + 1),
+            params: record.circuit_params().ok(),
         }
     }
 }

@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use keycodec::halo2curves::bn256::G1Affine;
 use keycodec::{
@@ -14,7 +13,7 @@ use keycodec::{
 use serde_json::json;
 
 use crate::check::Failure;
-use crate::params::failure;
+use crate::params::{failure, spinner};
 
 /// Converts the key in `input` to `codec` at `output`; `digest`, when given, is the key's
 /// pin (checked on the load, as a record authenticates nothing).
@@ -38,12 +37,7 @@ pub(crate) fn run(
              the key you expect (its record authenticates nothing)"
         );
     }
-    let bar = ProgressBar::new_spinner().with_style(
-        ProgressStyle::with_template("{spinner} converting {msg} ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    bar.set_message(format!("{} to {codec}", input.display()));
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let bar = spinner(format!("converting {} to {codec}", input.display()));
     let started = Instant::now();
     let converted = match header.kind {
         ArtifactKind::Proving => {

@@ -402,6 +402,10 @@ pub(crate) fn report(found: &Inspection, json: bool) {
                 c.usable_rows,
                 1u64.checked_shl(header.k).unwrap_or(0)
             );
+            // `()`, most circuits' parameters, records as null: nothing to show.
+            if let Some(params) = c.params.as_ref().filter(|params| !params.is_null()) {
+                println!("                parameters {params}");
+            }
         }
         Some(Err(why)) => println!("  circuit       record unreadable: {why}"),
         None if header.kind == keycodec::ArtifactKind::Params => {}
@@ -456,6 +460,7 @@ pub(crate) fn report_value(found: &Inspection) -> serde_json::Value {
                 "equality_columns": c.equality,
                 "degree": c.degree,
                 "usable_rows": c.usable_rows,
+                "params": c.params,
             }),
             Some(Err(why)) => json!({ "recorded": true, "error": why }),
             None => json!({ "recorded": false }),

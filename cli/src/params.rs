@@ -396,15 +396,22 @@ fn phase<T>(
     file: &Path,
     work: impl FnOnce() -> keycodec::Result<T>,
 ) -> Result<T, Failure> {
+    let spinner = spinner(format!("{what} {}", file.display()));
+    let result = work();
+    spinner.finish_and_clear();
+    result.map_err(failure)
+}
+
+/// A spinner showing `message` and the time spent, ticking on its own (drawn only on a
+/// terminal): the command's one style for work of unknown length.
+pub(crate) fn spinner(message: String) -> ProgressBar {
     let spinner = ProgressBar::new_spinner().with_style(
         ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
-    spinner.set_message(format!("{what} {}", file.display()));
+    spinner.set_message(message);
     spinner.enable_steady_tick(Duration::from_millis(120));
-    let result = work();
-    spinner.finish_and_clear();
-    result.map_err(failure)
+    spinner
 }
 
 /// A library error, by what the exit code says.

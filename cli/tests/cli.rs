@@ -62,6 +62,9 @@ fn inspect_describes_the_container_for_people_and_for_scripts() {
     assert_eq!(json["circuit"]["recorded"], true);
     assert_eq!(json["circuit"]["lookups"], 1);
     assert!(json["circuit"]["usable_rows"].as_u64().unwrap() < 64);
+    // The lookup circuit's parameters are `()`: recorded, as null.
+    assert!(json["circuit"]["params"].is_null());
+    assert!(json["circuit"].as_object().unwrap().contains_key("params"));
     assert_eq!(json["written_by"]["halo2"], "halo2-axiom 0.5.3");
     assert_eq!(json["written_by"]["keycodec"], env!("CARGO_PKG_VERSION"));
     assert_eq!(json["payload"]["state"], "intact");
@@ -1030,7 +1033,7 @@ fn verify_proof_of_every_test_circuit() {
     use keycodec::halo2_proofs::plonk::{Circuit, ProvingKey};
     use keycodec::halo2curves::bn256::{Fr, G1Affine};
     use keycodec::halo2curves::ff::PrimeField;
-    fn verified<C: Circuit<Fr>>(
+    fn verified<C: Circuit<Fr, Params: keycodec::RecordableParams>>(
         name: &str,
         params: &keycodec::KzgParams,
         pk: &ProvingKey<G1Affine>,

@@ -3,7 +3,7 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
-use halo2_proofs::plonk::ConstraintSystem;
+use halo2_proofs::plonk::{Circuit, ConstraintSystem};
 use halo2curves::bn256::Fr;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
@@ -15,6 +15,7 @@ use crate::header::{Header, HEADER_LEN, PREFIX_LEN};
 use crate::ids::{ArtifactKind, Fingerprint, KeyDigest, WireMode};
 use crate::options::{Checksum, LoadOptions};
 use crate::payload::PayloadReader;
+use crate::record::RecordableParams;
 use crate::source::ReadAt;
 
 /// Where a container is read from.
@@ -58,18 +59,24 @@ impl Described {
         }
     }
 
-    /// The circuit `cs`: its fingerprint, and its record when it can be recorded (see
+    /// The circuit `C` with `circuit_params`: its fingerprint, and its record with those
+    /// parameters when it can be recorded (see
     /// [`CircuitRecord::of`](crate::record::CircuitRecord::of); one that cannot, or whose
     /// record is over [`MAX_RECORD_BYTES`](crate::record::MAX_RECORD_BYTES), is described by
     /// its fingerprint alone).
-    pub fn of(cs: &ConstraintSystem<Fr>) -> Described {
-        let section = crate::record::CircuitRecord::of(cs)
-            .map(|record| record.to_section())
+    pub fn of<C: Circuit<Fr>>(circuit_params: C::Params) -> Described
+    where
+        C::Params: RecordableParams,
+    {
+        let params = circuit_params.to_recorded_json();
+        let cs = crate::circuit::configure::<C>(circuit_params);
+        let section = crate::record::CircuitRecord::of(&cs)
+            .map(|record| record.with_params(params).to_section())
             .ok()
             .filter(|section| section.len() <= crate::record::MAX_RECORD_BYTES + 8)
             .unwrap_or_default();
         Described {
-            fingerprint: fingerprint_of(cs),
+            fingerprint: fingerprint_of(&cs),
             section,
         }
     }

@@ -425,6 +425,11 @@ pub enum Error {
     #[error("the container holds no record of its circuit: load the key with its circuit type")]
     NotRecorded,
 
+    /// The circuit's parameters a record carries are missing (the key was saved without them)
+    /// or not of the type asked for.
+    #[error("the circuit's recorded parameters: {0}")]
+    CircuitParams(String),
+
     /// A bug in keycodec or a backend (a broken internal invariant, a worker thread that
     /// panicked), reported instead of panicking.
     #[error("internal error: {0} (please report this)")]

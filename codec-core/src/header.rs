@@ -151,7 +151,8 @@ pub struct Header {
 }
 
 impl Header {
-    /// The length of what follows the payload: the record and its checksum, or nothing.
+    /// The length of what follows the payload: the record and its checksum, or nothing; at
+    /// most [`MAX_RECORD_BYTES`](crate::record::MAX_RECORD_BYTES) + 8 in a decoded header.
     pub fn record_section_len(&self) -> u64 {
         match self.record_len {
             0 => 0,
@@ -259,6 +260,14 @@ impl Header {
         let record_len = u32::from_le_bytes(fields.take()?);
         if version_4 != (record_len > 0) {
             return Err(Error::ReservedField { field: "reserved1" });
+        }
+        // The one bound on the record section every reader of it relies on: a header
+        // declaring more is refused before anything is allocated for it.
+        if record_len as usize > crate::record::MAX_RECORD_BYTES {
+            return Err(Error::Malformed(format!(
+                "the circuit's record is {record_len} bytes (at most {})",
+                crate::record::MAX_RECORD_BYTES
+            )));
         }
         let payload_len = u64::from_le_bytes(fields.take()?);
         let payload_checksum = u64::from_le_bytes(fields.take()?);
@@ -439,14 +448,8 @@ pub fn read_record_section(
     if header.record_len == 0 {
         return Ok(None);
     }
-    let len = header.record_len as usize;
-    if len > crate::record::MAX_RECORD_BYTES {
-        return Err(Error::Malformed(format!(
-            "the circuit's record is {len} bytes (at most {})",
-            crate::record::MAX_RECORD_BYTES
-        )));
-    }
-    let mut bytes = vec![0u8; len + 8];
+    // At most MAX_RECORD_BYTES + 8: the header's decoding refuses more.
+    let mut bytes = vec![0u8; header.record_section_len() as usize];
     file.read_exact_at(&mut bytes, header_len.saturating_add(header.payload_len))
         .map_err(|err| Error::from_read(err, "the circuit's record"))?;
     crate::record::CircuitRecord::from_section(&bytes).map(Some)
@@ -501,6 +504,27 @@ mod tests {
                 "version {version}, record {record_len}"
             );
         }
+    }
+
+    #[test]
+    fn a_record_longer_than_the_format_allows_is_refused_at_the_header() {
+        let limit = crate::record::MAX_RECORD_BYTES as u32;
+        let at_limit = Header {
+            record_len: limit,
+            ..sample()
+        };
+        assert_eq!(
+            Header::from_bytes(&at_limit.to_bytes()).ok(),
+            Some(at_limit)
+        );
+        let over = Header {
+            record_len: limit + 1,
+            ..sample()
+        };
+        assert!(matches!(
+            Header::from_bytes(&over.to_bytes()),
+            Err(Error::Malformed(_))
+        ));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::ids::ArtifactKind;
 use crate::ids::KeyDigest;
 use crate::options::{LoadOptions, SaveOptions};
 use crate::params::KzgParams;
+use crate::record::RecordableParams;
 
 /// The operations users call on a codec: implemented for every [`KeyCodec`] (and for
 /// `dyn KeyCodec`), so a backend never implements it.
@@ -53,8 +54,11 @@ pub trait KeyCodecExt: KeyCodec {
         key: &K,
         circuit_params: C::Params,
         options: &SaveOptions,
-    ) -> Result<KeyDigest> {
-        let circuit = Described::of(&configure::<C>(circuit_params));
+    ) -> Result<KeyDigest>
+    where
+        C::Params: RecordableParams,
+    {
+        let circuit = Described::of::<C>(circuit_params);
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
             container::write(self, ItemRef::Key(key.as_key_ref()), &circuit, writer)
         })
@@ -233,8 +237,11 @@ pub trait KeyCodecExt: KeyCodec {
         writer: &mut (impl Write + Seek),
         key: &K,
         circuit_params: C::Params,
-    ) -> Result<KeyDigest> {
-        let circuit = Described::of(&configure::<C>(circuit_params));
+    ) -> Result<KeyDigest>
+    where
+        C::Params: RecordableParams,
+    {
+        let circuit = Described::of::<C>(circuit_params);
         container::write(self, ItemRef::Key(key.as_key_ref()), &circuit, writer)
     }
 
@@ -247,7 +254,10 @@ pub trait KeyCodecExt: KeyCodec {
         &self,
         key: &K,
         circuit_params: C::Params,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Vec<u8>>
+    where
+        C::Params: RecordableParams,
+    {
         let mut cursor = std::io::Cursor::new(Vec::new());
         self.write::<C, K>(&mut cursor, key, circuit_params)?;
         Ok(cursor.into_inner())

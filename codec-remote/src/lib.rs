@@ -48,6 +48,7 @@ use tokio::runtime::{Handle, Runtime};
 use flow::{Flow, Growth};
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::header::{Header, HEADER_LEN};
+use keycodec_core::record::RecordableParams;
 use keycodec_core::transport::{self, Decoded, Described, Input, ItemRef, Request};
 use keycodec_core::{
     ArtifactKind, Error, HaloKey, KeyCodec, KeyDigest, KzgParams, LoadOptions, Result,
@@ -446,10 +447,11 @@ impl Remote {
         location: &ObjectPath,
         key: &K,
         circuit_params: C::Params,
-    ) -> Result<KeyDigest> {
-        let circuit = Described::of(&keycodec_core::backend_api::circuit::configure::<C>(
-            circuit_params,
-        ));
+    ) -> Result<KeyDigest>
+    where
+        C::Params: RecordableParams,
+    {
+        let circuit = Described::of::<C>(circuit_params);
         let keep = self.kept_payload(codec);
         self.upload(location, None, &|_| {}, keep, |writer| {
             let item = ItemRef::Key(key.as_key_ref());

@@ -3,6 +3,7 @@
 //! A backend's test file runs them all with one line, `keycodec_testkit::conformance_tests!(codec);`,
 //! which expands to one `#[test]` per case so that a failure names its case.
 
+use keycodec_core::record::RecordableParams;
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -87,7 +88,9 @@ fn check_keys<K: KeyCodec + ?Sized, C: Circuit<Fr>>(
     circuit: &C,
     instances: &[Vec<Fr>],
     options: &LoadOptions,
-) {
+) where
+    C::Params: RecordableParams,
+{
     let bytes = codec
         .to_vec::<C, _>(pk, circuit.params())
         .expect("encode pk");

@@ -22,6 +22,7 @@
 //! reader has switched, save containers with [`save_key`](crate::save_key),
 //! which `read_pk` reads too, to get checksums and digest pins.)
 
+use keycodec_core::record::RecordableParams;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +80,10 @@ pub fn gen_pk<C: Circuit<Fr>>(
     params: &ParamsKZG<Bn256>,
     circuit: &C,
     path: Option<&Path>,
-) -> ProvingKey<G1Affine> {
+) -> ProvingKey<G1Affine>
+where
+    C::Params: RecordableParams,
+{
     // halo2-lib's `configure` does not depend on `k`: only `expected_k` tells a key for
     // another `k` (a user who changed it) from this one.
     let options = LoadOptions {

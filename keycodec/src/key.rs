@@ -1,6 +1,7 @@
 //! The one way to load a key and the one way to save it, wherever it is: a file, or (feature
 //! `remote`) an object through the machine's cache.
 
+use keycodec_core::record::RecordableParams;
 use std::fs::File;
 
 use keycodec_core::backend_api::circuit::configure;
@@ -110,13 +111,11 @@ pub fn read_record(at: impl Into<Location>) -> Result<CircuitRecord> {
                 if header.record_len == 0 {
                     return Err(Error::NotRecorded);
                 }
+                // Bounded by the header's decoding.
                 let len = header.record_section_len();
                 let start = info.size.checked_sub(len).ok_or(Error::Truncated {
                     context: "the circuit's record",
                 })?;
-                if len > keycodec_core::record::MAX_RECORD_BYTES as u64 + 8 {
-                    return Err(Error::Malformed("the circuit's record is too long".into()));
-                }
                 let mut bytes = vec![0u8; len as usize];
                 object
                     .remote
@@ -176,7 +175,10 @@ pub fn save_key<C: Circuit<Fr>, K: Key>(
     key: &K,
     circuit_params: C::Params,
     options: &KeyOptions,
-) -> Result<KeyDigest> {
+) -> Result<KeyDigest>
+where
+    C::Params: RecordableParams,
+{
     let at = at.into();
     options.check_pin(key, &at.to_string())?;
     let codec = options.save_backend()?;

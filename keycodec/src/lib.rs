@@ -22,7 +22,7 @@ mod start;
 
 pub use backend::{Backend, ParseBackendError};
 pub use key::{load_key, read_record, save_key};
-pub use keycodec_core::record::{CircuitRecord, Recorded};
+pub use keycodec_core::record::{CircuitRecord, RecordableParams, Recorded};
 pub use location::Location;
 #[cfg(feature = "remote")]
 pub use location::Object;

@@ -7,6 +7,7 @@
 //! ([`KeyOptions`]) and the parameters' ([`ParamsOptions`]); how a missing key is made is
 //! [`Keygen`]'s. The rule a key is replaced under is [`load_or_generate`]'s.
 
+use keycodec_core::record::RecordableParams;
 use std::time::Duration;
 
 use keycodec_core::halo2_proofs::plonk::{keygen_pk, keygen_vk_custom, Circuit, ProvingKey};
@@ -101,7 +102,10 @@ pub fn load_or_generate<C: Circuit<Fr>, K: Key + Generated>(
     circuit: &C,
     options: &KeyOptions,
     keygen: &Keygen,
-) -> Result<(K, Origin)> {
+) -> Result<(K, Origin)>
+where
+    C::Params: RecordableParams,
+{
     let k = params.k();
     if let Some(other) = options.k.filter(|&other| other != k) {
         return Err(Error::KMismatch {
@@ -285,7 +289,10 @@ impl Start {
     ///
     /// Those of [`open_params`] and [`load_or_generate`], each naming its file or object;
     /// [`Error::KMismatch`] when the options set another `k` than [`Start::k`].
-    pub fn run<C: Circuit<Fr>>(&self, circuit: &C) -> Result<ColdStart> {
+    pub fn run<C: Circuit<Fr>>(&self, circuit: &C) -> Result<ColdStart>
+    where
+        C::Params: RecordableParams,
+    {
         let k = self.k;
         for other in [self.params_options.k, self.key_options.k]
             .into_iter()

@@ -111,6 +111,13 @@ impl CircuitRecord {
                 out.u32(degree);
             }
         }
+        match &self.params {
+            None => out.0.push(0),
+            Some(json) => {
+                out.0.push(1);
+                out.string(json);
+            }
+        }
         out.0
     }
 
@@ -185,6 +192,11 @@ impl CircuitRecord {
             1 => Some(input.u32()?),
             _ => return Err(malformed("the minimum degree")),
         };
+        let params = match input.u8()? {
+            0 => None,
+            1 => Some(input.string()?),
+            _ => return Err(malformed("the circuit's parameters")),
+        };
         if !input.0.is_empty() {
             return Err(malformed("bytes after the record"));
         }
@@ -197,6 +209,7 @@ impl CircuitRecord {
             steps,
             constants,
             minimum_degree,
+            params,
         };
         record.check()?;
         Ok(record)

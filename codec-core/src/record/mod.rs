@@ -56,6 +56,31 @@ pub struct CircuitRecord {
     steps: Vec<Step>,
     constants: Vec<u32>,
     minimum_degree: Option<u32>,
+    /// The circuit's parameters as JSON ([`RecordableParams`]), if the save had them.
+    params: Option<String>,
+}
+
+/// Circuit parameters (a circuit's `Circuit::Params`) that a key's container records beside
+/// its constraint system, so that the circuit can be built again from the file alone
+/// ([`CircuitRecord::circuit_params`]): every serde type, as JSON (`()` as `null`; halo2-lib's
+/// `BaseCircuitParams`), and a record's own, passed on (a key loaded with [`Recorded`] and
+/// saved again keeps the parameters of the circuit it was first saved with).
+pub trait RecordableParams {
+    /// These parameters as the record stores them (JSON), or none (a serialisation that
+    /// fails records no parameters; the constraint system is recorded all the same).
+    fn to_recorded_json(&self) -> Option<String>;
+}
+
+impl<T: serde::Serialize> RecordableParams for T {
+    fn to_recorded_json(&self) -> Option<String> {
+        serde_json::to_string(self).ok()
+    }
+}
+
+impl RecordableParams for CircuitRecord {
+    fn to_recorded_json(&self) -> Option<String> {
+        self.params.clone()
+    }
 }
 
 /// What `configure` made, in order.
@@ -182,6 +207,7 @@ impl CircuitRecord {
                 .map(|column| count(column.index()))
                 .collect::<Result<_>>()?,
             minimum_degree: cs.minimum_degree().map(count).transpose()?,
+            params: None,
         };
         record.check()?;
         let replayed = record.replay();
@@ -193,6 +219,39 @@ impl CircuitRecord {
             ));
         }
         Ok(record)
+    }
+
+    /// This record with the circuit's parameters `params` ([`RecordableParams`]).
+    pub fn with_params(self, params: Option<String>) -> CircuitRecord {
+        CircuitRecord { params, ..self }
+    }
+
+    /// The circuit's parameters the key was saved with, for building the circuit again (a
+    /// halo2-lib prover's `BaseCircuitParams`):
+    ///
+    /// ```
+    /// # use keycodec_core::record::CircuitRecord;
+    /// # fn example(record: &CircuitRecord) -> keycodec_core::Result<()> {
+    /// # type BaseCircuitParams = ();
+    /// // The record of a key's container (keycodec's `read_record`).
+    /// let params: BaseCircuitParams = record.circuit_params()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CircuitParams`] when the record carries none (the key was saved by a build
+    /// that did not record them) or they are not a `P`.
+    pub fn circuit_params<P: serde::de::DeserializeOwned>(&self) -> Result<P> {
+        let json = self.params.as_deref().ok_or_else(|| {
+            Error::CircuitParams("the record carries none: pass the circuit's parameters".into())
+        })?;
+        serde_json::from_str(json).map_err(|err| Error::CircuitParams(err.to_string()))
+    }
+
+    /// The circuit's parameters as recorded (JSON), if any.
+    pub fn circuit_params_json(&self) -> Option<&str> {
+        self.params.as_deref()
     }
 
     /// The constraint system the record describes, built through halo2's public API.

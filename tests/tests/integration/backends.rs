@@ -206,7 +206,6 @@ impl keycodec_core::KeyCodec for CountingEncodes<'_> {
 /// whose payload fits what the caller lets it keep, twice otherwise.
 #[test]
 fn a_container_written_in_order_encodes_a_costly_codec_once() {
-    use keycodec_core::backend_api::circuit::configure;
     use keycodec_core::transport::{write_in_order, Described, ItemRef};
     let fixture = standard_plonk();
     let dir = tempfile::tempdir().unwrap();
@@ -231,7 +230,7 @@ fn a_container_written_in_order_encodes_a_costly_codec_once() {
             write_in_order(
                 &counting,
                 item,
-                &Described::of(&configure::<StandardPlonk>(())),
+                &Described::of::<StandardPlonk>(()),
                 &mut out,
                 keep,
             )

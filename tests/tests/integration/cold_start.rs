@@ -48,7 +48,7 @@ fn with_backend(backend: Backend) -> KeyOptions {
 }
 
 /// The proving key at `path`, loaded or generated.
-fn pk_at<C: Circuit<Fr>>(
+fn pk_at<C: Circuit<Fr, Params: keycodec::RecordableParams>>(
     path: &std::path::Path,
     params: &KzgParams,
     circuit: &C,
@@ -59,7 +59,7 @@ fn pk_at<C: Circuit<Fr>>(
 }
 
 /// The verifying key at `path`, loaded or generated.
-fn vk_at<C: Circuit<Fr>>(
+fn vk_at<C: Circuit<Fr, Params: keycodec::RecordableParams>>(
     path: &std::path::Path,
     params: &KzgParams,
     circuit: &C,

@@ -17,7 +17,7 @@ use keycodec_testkit::{halo2_lib, lookup, proof, standard_plonk, LookupCircuit};
 
 /// Saves `pk`'s verifying key (with its record), proves `circuit`, and checks the proof with
 /// the key's file alone, pinned by its transcript; then damage and another key.
-fn verifies<C: Circuit<Fr>>(
+fn verifies<C: Circuit<Fr, Params: keycodec::RecordableParams>>(
     params: &KzgParams,
     pk: &ProvingKey<G1Affine>,
     circuit: &C,

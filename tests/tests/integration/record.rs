@@ -10,6 +10,7 @@
     clippy::indexing_slicing
 )]
 
+use halo2_base::gates::circuit::BaseCircuitParams;
 use keycodec::{load_key, read_record, save_key, Backend, KeyOptions, KeyPin};
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::halo2_proofs::circuit::{Layouter, SimpleFloorPlanner};
@@ -20,7 +21,7 @@ use keycodec_core::halo2_proofs::plonk::{
 use keycodec_core::halo2_proofs::poly::Rotation;
 use keycodec_core::halo2curves::bn256::{Fr, G1Affine};
 use keycodec_core::header::{Header, HEADER_LEN};
-use keycodec_core::record::{CircuitRecord, Recorded};
+use keycodec_core::record::{CircuitRecord, RecordableParams, Recorded};
 use keycodec_core::{Error, KeyCodecExt, LoadOptions, SaveOptions};
 use keycodec_testkit::halo2_lib::Halo2LibCircuit;
 use keycodec_testkit::{
@@ -150,12 +151,16 @@ fn every_test_circuit_replays_into_its_constraint_system() {
 }
 
 /// Saves `pk` (and its verifying key) with every backend, then loads both with the record
-/// their files carry and no circuit code: the same bytes, the same transcript.
+/// their files carry and no circuit code: the same bytes, the same transcript; the record
+/// carries the circuit's parameters, and a key loaded by its record and saved again carries
+/// the same record.
 fn loads_with_the_record<C: Circuit<Fr>>(pk: &ProvingKey<G1Affine>, circuit_params: C::Params)
 where
-    C::Params: Clone,
+    C::Params: Clone + RecordableParams,
 {
-    let record = recorded::<C>(circuit_params.clone());
+    let record =
+        recorded::<C>(circuit_params.clone()).with_params(circuit_params.to_recorded_json());
+    assert!(record.circuit_params_json().is_some());
     let dir = tempfile::tempdir().unwrap();
     for backend in Backend::compiled() {
         let options = KeyOptions {
@@ -176,6 +181,9 @@ where
             loaded.get_vk().transcript_repr(),
             pk.get_vk().transcript_repr()
         );
+        let again = dir.path().join(format!("{backend}-again.pk"));
+        save_key::<Recorded, _>(&again, &loaded, read_record(&path).unwrap(), &options).unwrap();
+        assert_eq!(read_record(&again).unwrap(), record, "{backend}");
         // The same key by its circuit type, record or not.
         let by_type: ProvingKey<G1Affine> =
             load_key::<C, _>(&path, circuit_params.clone(), &pinned).unwrap();
@@ -280,6 +288,42 @@ fn keys_load_with_their_record_and_no_circuit() {
     loads_with_the_record::<DenseCircuit>(&dense().pk, ());
     let fixture = halo2_lib();
     loads_with_the_record::<Halo2LibCircuit>(&fixture.pk, fixture.config.clone());
+}
+
+/// A halo2-lib key's file carries its `BaseCircuitParams`: the key loads by its circuit type
+/// with the parameters read from the file alone.
+#[test]
+fn a_halo2_lib_key_carries_its_circuit_params() {
+    let fixture = halo2_lib();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("halo2-lib.pk");
+    let digest = save_key::<Halo2LibCircuit, _>(
+        &path,
+        &fixture.pk,
+        fixture.config.clone(),
+        &KeyOptions::default(),
+    )
+    .unwrap();
+    let params: BaseCircuitParams = read_record(&path).unwrap().circuit_params().unwrap();
+    assert_eq!(
+        serde_json::to_value(&params).unwrap(),
+        serde_json::to_value(&fixture.config).unwrap()
+    );
+    let pinned = KeyOptions {
+        pin: Some(KeyPin::Digest(digest)),
+        ..KeyOptions::default()
+    };
+    let pk: ProvingKey<G1Affine> = load_key::<Halo2LibCircuit, _>(&path, params, &pinned).unwrap();
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    // Parameters of another type are refused, naming them.
+    let wrong = read_record(&path).unwrap().circuit_params::<Vec<u64>>();
+    assert!(matches!(wrong, Err(Error::CircuitParams(_))), "{wrong:?}");
+    // A record without parameters says so.
+    let bare = recorded::<StandardPlonk>(());
+    assert!(matches!(
+        bare.circuit_params::<()>(),
+        Err(Error::CircuitParams(_))
+    ));
 }
 
 #[test]
