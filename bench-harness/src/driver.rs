@@ -170,6 +170,7 @@ fn run_size<C: Workload>(
         backends: &args.backends,
         full: args.full,
         downsize: args.downsize,
+        record_cost: args.record_cost,
         states: &args.states,
         child: &child,
     };

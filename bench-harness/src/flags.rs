@@ -69,6 +69,12 @@ pub struct Args {
     #[arg(long)]
     pub downsize: bool,
 
+    /// Also each backend's key saved without the circuit's record (mode `... no record`),
+    /// loaded checked: what the record costs a load, paired run by run with the rows that
+    /// read it
+    #[arg(long)]
+    pub record_cost: bool,
+
     /// Buffer sizes for the BufReader / BufWriter around the file, comma-separated human
     /// sizes (B, KiB, MiB, GiB) [default: 1MiB; with --full 1KiB,8KiB,1MiB,1GiB]
     #[arg(long, value_delimiter = ',')]

@@ -11,7 +11,9 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Bn256, Fr, G1Affine};
 use keycodec::{KeyDigest, KzgParams, Validation};
-use keycodec_core::{BufferConfig, KeyCodec, KeyCodecExt, LoadOptions, SaveOptions, Size};
+use keycodec_core::{
+    BufferConfig, KeyCodec, KeyCodecExt, LoadOptions, Recording, SaveOptions, Size,
+};
 use rayon::prelude::*;
 
 use crate::stats::median;
@@ -21,6 +23,8 @@ use crate::stats::median;
 pub enum Writer {
     /// A keycodec codec (one wire mode of one backend): an atomic, durable save.
     Codec(&'static dyn KeyCodec),
+    /// The same save without the circuit's record (`Recording::Omit`): what the record costs.
+    CodecWithoutRecord(&'static dyn KeyCodec),
     /// halo2's own `pk.write` through a 1 MiB `BufWriter`, then `sync_all`.
     Native(SerdeFormat),
 }
@@ -37,7 +41,7 @@ impl Writer {
     /// The file layout's name, as the table shows it.
     pub fn mode(&self) -> &'static str {
         match self {
-            Writer::Codec(codec) => codec.wire_mode().name(),
+            Writer::Codec(codec) | Writer::CodecWithoutRecord(codec) => codec.wire_mode().name(),
             Writer::Native(format) => format_name(*format),
         }
     }
@@ -65,12 +69,16 @@ pub fn write<C: Circuit<Fr, Params: keycodec::RecordableParams>>(
     circuit_params: C::Params,
     buffer: Size,
 ) -> Result<Written, String> {
-    let save = SaveOptions {
-        buffers: BufferConfig::both(buffer),
-    };
     let started = Instant::now();
     match writer {
-        Writer::Codec(codec) => {
+        Writer::Codec(codec) | Writer::CodecWithoutRecord(codec) => {
+            let save = SaveOptions {
+                buffers: BufferConfig::both(buffer),
+                recording: match writer {
+                    Writer::CodecWithoutRecord(_) => Recording::Omit,
+                    _ => Recording::Record,
+                },
+            };
             codec
                 .save::<C, _>(path, pk, circuit_params, &save)
                 .map_err(|e| e.to_string())?;
@@ -173,6 +181,7 @@ pub fn write_params(
     let started = Instant::now();
     let save = SaveOptions {
         buffers: BufferConfig::both(buffer),
+        ..SaveOptions::default()
     };
     codec
         .save_params(path, params, &save)

@@ -115,6 +115,8 @@ pub struct Inputs<'a, C: Workload> {
     pub full: bool,
     /// The row that opens the parameters downsized to k - 1 (`--downsize`).
     pub downsize: bool,
+    /// Each backend's key without its record too, loaded checked (`--record-cost`).
+    pub record_cost: bool,
     /// The states loads run in.
     pub states: &'a [State],
     /// How fresh loads run.
@@ -497,6 +499,43 @@ fn file_label(backend: &'static str, mode: &'static str) -> &'static str {
     Box::leak(format!("{backend} {mode}").into_boxed_str())
 }
 
+/// A file of `backend`'s key saved without the circuit's record, and its checked load's rows:
+/// beside the rows of the same key with its record, what the record costs a load.
+fn without_record<'a, C: Workload>(
+    plan: &mut Plan<'a>,
+    inputs: &Inputs<'a, C>,
+    backend: Backend,
+    codec: &'static dyn KeyCodec,
+) {
+    let (pk, circuit_params) = (inputs.pk, inputs.circuit_params);
+    let writer = Writer::CodecWithoutRecord(codec);
+    let label: &'static str = Box::leak(format!("{} no record", writer.mode()).into_boxed_str());
+    let file = plan.file(
+        (Kind::Pk, backend.name(), label),
+        Box::new(move |path, buffer| {
+            measure::write::<C>(writer, path, pk, circuit_params.clone(), buffer)
+        }),
+        inputs.scratch,
+    );
+    let load = Load::Key {
+        backend: backend.name().to_owned(),
+        mode: writer.mode().to_owned(),
+        values: Values::Checked,
+    };
+    cases_of(
+        plan,
+        inputs,
+        (
+            Kind::Pk,
+            backend.name(),
+            label,
+            values_name(Values::Checked),
+        ),
+        vec![file],
+        &load,
+    );
+}
+
 /// The plan for workload `C` at the key's `k`.
 ///
 /// Long on purpose: one block per table (keys, parameters, cold starts), each its files and
@@ -536,6 +575,9 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a, C>) -> Plan<'a> {
             );
             if is_default(backend, codec) {
                 key_files.push((backend, file));
+                if inputs.record_cost {
+                    without_record::<C>(&mut plan, inputs, backend, codec);
+                }
             }
             let mut reads = vec![Values::Checked];
             if codec.effective_validation(codec.wire_mode(), Validation::Trusted)

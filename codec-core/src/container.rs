@@ -81,6 +81,14 @@ impl Described {
         }
     }
 
+    /// This description without its record (the fingerprint alone).
+    pub fn without_record(self) -> Described {
+        Described {
+            section: Vec::new(),
+            ..self
+        }
+    }
+
     /// The record's length in the header (0: none).
     fn record_len(&self) -> u32 {
         u32::try_from(self.section.len().saturating_sub(8)).unwrap_or(0)

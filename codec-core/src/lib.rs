@@ -66,8 +66,8 @@ pub use file::{
 pub use ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest, ParseDigestError, WireMode};
 pub use ops::KeyCodecExt;
 pub use options::{
-    BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, SaveOptions, Size,
-    TestSetup, Validation, MAX_K,
+    BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, Recording, SaveOptions,
+    Size, TestSetup, Validation, MAX_K,
 };
 pub use params::{downsize, KzgParams};
 

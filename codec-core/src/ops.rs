@@ -15,7 +15,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::file::save_atomic;
 use crate::ids::ArtifactKind;
 use crate::ids::KeyDigest;
-use crate::options::{LoadOptions, SaveOptions};
+use crate::options::{LoadOptions, Recording, SaveOptions};
 use crate::params::KzgParams;
 use crate::record::RecordableParams;
 
@@ -58,7 +58,10 @@ pub trait KeyCodecExt: KeyCodec {
     where
         C::Params: RecordableParams,
     {
-        let circuit = Described::of::<C>(circuit_params);
+        let circuit = match options.recording {
+            Recording::Record => Described::of::<C>(circuit_params),
+            Recording::Omit => Described::of::<C>(circuit_params).without_record(),
+        };
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
             container::write(self, ItemRef::Key(key.as_key_ref()), &circuit, writer)
         })

@@ -288,6 +288,21 @@ pub struct LoadOptions {
 pub struct SaveOptions {
     /// Buffer sizes for file saves.
     pub buffers: BufferConfig,
+    /// Whether the container records the circuit (default) or holds its fingerprint alone.
+    pub recording: Recording,
+}
+
+/// Whether a saved key's container records its circuit (`docs/format.md`: the record).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Recording {
+    /// The circuit's constraint system and parameters after the payload, when the circuit
+    /// can be recorded: the key then loads, converts and verifies proofs with no circuit
+    /// code.
+    #[default]
+    Record,
+    /// The fingerprint alone (a version 3 container, as earlier builds wrote): the key
+    /// loads only with its circuit type, and the file says nothing of the circuit's gates.
+    Omit,
 }
 
 #[cfg(test)]

@@ -236,6 +236,19 @@ fn containers_without_a_record_or_with_a_damaged_one() {
     let loaded: ProvingKey<G1Affine> =
         load_key::<StandardPlonk, _>(&bare_path, (), &KeyOptions::default()).unwrap();
     assert_eq!(pk_bytes(&loaded), pk_bytes(&fixture.pk));
+    // A save told to omit the record writes that same container.
+    let omitted_path = dir.path().join("omitted.pk");
+    let omit = SaveOptions {
+        recording: keycodec_core::Recording::Omit,
+        ..SaveOptions::default()
+    };
+    Backend::of_file(&path)
+        .unwrap()
+        .codec()
+        .unwrap()
+        .save::<StandardPlonk, _>(&omitted_path, &fixture.pk, (), &omit)
+        .unwrap();
+    assert_eq!(std::fs::read(&omitted_path).unwrap(), bare);
 
     // A byte of the record flipped: its checksum refuses it.
     let mut damaged = bytes.clone();
