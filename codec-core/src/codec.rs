@@ -2,16 +2,17 @@
 
 use std::io::Write;
 
-use halo2_proofs::plonk::{ConstraintSystem, ProvingKey, VerifyingKey};
-use halo2curves::bn256::{Fr, G1Affine};
+use halo2_proofs::plonk::ConstraintSystem;
+use halo2curves::bn256::Fr;
 
 use crate::assembly::{assemble_pk, assemble_vk, check_shape, VkPlan};
 use crate::circuit::check_k;
 use crate::error::{Error, Result};
 use crate::field::FR_BYTES;
 use crate::ids::{ArtifactKind, CodecId, WireMode};
+use crate::item::KzgParams;
+use crate::item::{Key, KeyRef};
 use crate::options::{Limits, Validation};
-use crate::params::KzgParams;
 use crate::payload::PayloadReader;
 use crate::pk_parts::{PkParts, PkShape};
 use crate::vk_parts::VkParts;
@@ -109,103 +110,6 @@ pub trait KeyCodec: Send + Sync {
     fn effective_validation(&self, mode: WireMode, requested: Validation) -> Validation {
         let _ = mode;
         requested
-    }
-}
-
-/// A borrowed key to encode.
-#[derive(Clone, Copy, Debug)]
-pub enum KeyRef<'a> {
-    /// A proving key (its verifying key included).
-    Proving(&'a ProvingKey<G1Affine>),
-    /// A verifying key alone.
-    Verifying(&'a VerifyingKey<G1Affine>),
-}
-
-impl KeyRef<'_> {
-    /// Which kind of key this is.
-    pub fn kind(&self) -> ArtifactKind {
-        match self {
-            KeyRef::Proving(_) => ArtifactKind::Proving,
-            KeyRef::Verifying(_) => ArtifactKind::Verifying,
-        }
-    }
-
-    /// The key's `k`.
-    pub fn k(&self) -> u32 {
-        self.vk().get_domain().k()
-    }
-
-    /// The verifying key (a proving key's own, or this one).
-    pub fn vk(&self) -> &VerifyingKey<G1Affine> {
-        match self {
-            KeyRef::Proving(pk) => pk.get_vk(),
-            KeyRef::Verifying(vk) => vk,
-        }
-    }
-}
-
-/// A decoded key.
-// The proving key is moved once, from decoder to caller: boxing it would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug)]
-pub enum Key {
-    /// A proving key.
-    Proving(ProvingKey<G1Affine>),
-    /// A verifying key.
-    Verifying(VerifyingKey<G1Affine>),
-}
-
-impl Key {
-    /// Which kind of key this is.
-    pub fn kind(&self) -> ArtifactKind {
-        match self {
-            Key::Proving(_) => ArtifactKind::Proving,
-            Key::Verifying(_) => ArtifactKind::Verifying,
-        }
-    }
-}
-
-/// What a container holds, borrowed for saving.
-#[derive(Clone, Copy)]
-pub enum ItemRef<'a> {
-    /// A proving or verifying key.
-    Key(KeyRef<'a>),
-    /// KZG parameters.
-    Params(&'a KzgParams),
-}
-
-impl ItemRef<'_> {
-    pub(crate) fn kind(&self) -> ArtifactKind {
-        match self {
-            ItemRef::Key(key) => key.kind(),
-            ItemRef::Params(_) => ArtifactKind::Params,
-        }
-    }
-
-    pub(crate) fn k(&self) -> u32 {
-        match self {
-            ItemRef::Key(key) => key.k(),
-            ItemRef::Params(params) => halo2_proofs::poly::commitment::Params::k(*params),
-        }
-    }
-}
-
-/// What a container holds, decoded.
-// Moved once, from decoder to caller, as `Key` is.
-#[allow(clippy::large_enum_variant)]
-pub enum Item {
-    /// A proving or verifying key.
-    Key(Key),
-    /// KZG parameters.
-    Params(KzgParams),
-}
-
-impl Item {
-    pub(crate) fn kind(&self) -> ArtifactKind {
-        match self {
-            Item::Key(key) => key.kind(),
-            Item::Params(_) => ArtifactKind::Params,
-        }
     }
 }
 
@@ -322,65 +226,5 @@ impl DecodeContext {
         )?;
         let domain = plan.build_domain();
         assemble_pk(plan.finish(domain)?, pk).map(Key::Proving)
-    }
-}
-
-/// A halo2 key type that a [`KeyCodec`] can store: `ProvingKey<G1Affine>` or
-/// `VerifyingKey<G1Affine>`. Sealed.
-pub trait HaloKey: Sized + sealed::Sealed {
-    /// The kind recorded in the header.
-    const KIND: ArtifactKind;
-
-    /// Borrows the key for encoding.
-    fn as_key_ref(&self) -> KeyRef<'_>;
-
-    /// Takes the key of this kind out of a decoded [`Key`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Internal`] if `key` is of the other kind (a decoder's bug: the container
-    /// asked it for this kind).
-    fn from_key(key: Key) -> Result<Self>;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for halo2_proofs::plonk::ProvingKey<halo2curves::bn256::G1Affine> {}
-    impl Sealed for halo2_proofs::plonk::VerifyingKey<halo2curves::bn256::G1Affine> {}
-}
-
-fn wrong_kind(expected: ArtifactKind, found: ArtifactKind) -> Error {
-    Error::Internal(format!(
-        "a decoder returned a {found} for a {expected} request"
-    ))
-}
-
-impl HaloKey for ProvingKey<G1Affine> {
-    const KIND: ArtifactKind = ArtifactKind::Proving;
-
-    fn as_key_ref(&self) -> KeyRef<'_> {
-        KeyRef::Proving(self)
-    }
-
-    fn from_key(key: Key) -> Result<Self> {
-        match key {
-            Key::Proving(pk) => Ok(pk),
-            other => Err(wrong_kind(Self::KIND, other.kind())),
-        }
-    }
-}
-
-impl HaloKey for VerifyingKey<G1Affine> {
-    const KIND: ArtifactKind = ArtifactKind::Verifying;
-
-    fn as_key_ref(&self) -> KeyRef<'_> {
-        KeyRef::Verifying(self)
-    }
-
-    fn from_key(key: Key) -> Result<Self> {
-        match key {
-            Key::Verifying(vk) => Ok(vk),
-            other => Err(wrong_kind(Self::KIND, other.kind())),
-        }
     }
 }

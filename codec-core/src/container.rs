@@ -8,11 +8,12 @@ use halo2curves::bn256::Fr;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::circuit::{check_k, fingerprint_of};
-use crate::codec::{DecodeContext, Item, ItemRef, Key, KeyCodec};
+use crate::codec::{DecodeContext, KeyCodec};
 use crate::digest;
 use crate::error::{Error, IoContext, Result};
 use crate::header::{Header, HEADER_LEN, PREFIX_LEN};
 use crate::ids::{ArtifactKind, Fingerprint, KeyDigest, WireMode};
+use crate::item::{Item, ItemRef, Key};
 use crate::options::{Checksum, LoadOptions};
 use crate::payload::PayloadReader;
 use crate::record::RecordableParams;

@@ -17,11 +17,11 @@ use halo2_proofs::plonk::{ProvingKey, VerifyingKey};
 use halo2curves::bn256::{Fr, G1Affine};
 use rayon::prelude::*;
 
-use crate::codec::{ItemRef, Key, KeyRef};
 use crate::error::Result;
 use crate::field::{write_fr_slice, FieldEncoding};
 use crate::ids::KeyDigest;
-use crate::params::KzgParams;
+use crate::item::KzgParams;
+use crate::item::{ItemRef, Key, KeyRef};
 use crate::pk_parts::polynomials;
 use crate::vk_parts::VkParts;
 
@@ -188,7 +188,7 @@ pub(crate) fn of_decoded(key: &Key, recorded: Option<Vec<[u8; 32]>>) -> Result<K
 /// The verifying key's digest.
 pub(crate) fn vk_digest(vk: &VerifyingKey<G1Affine>) -> Result<KeyDigest> {
     let mut bytes = Vec::new();
-    crate::vk_layout::write(&VkParts::of(vk)?, FieldEncoding::Raw, &mut bytes)?;
+    crate::vk_parts::write(&VkParts::of(vk)?, FieldEncoding::Raw, &mut bytes)?;
     Ok(KeyDigest(blake3::derive_key(VK_CONTEXT, &bytes)))
 }
 

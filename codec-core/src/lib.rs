@@ -40,6 +40,7 @@ mod error;
 mod field;
 mod file;
 mod ids;
+mod item;
 #[allow(unsafe_code)]
 mod memory;
 mod ops;
@@ -57,19 +58,21 @@ pub mod header;
 pub mod hex;
 pub mod test_setup;
 
-pub use codec::{HaloKey, KeyCodec};
+pub use codec::KeyCodec;
 pub use error::{Error, Result};
 pub use file::{
     drop_cached_pages, lock_beside, replace_atomically, temp_beside, FileStamp,
     DEFAULT_LOCK_TIMEOUT,
 };
 pub use ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest, ParseDigestError, WireMode};
+pub use item::HaloKey;
+pub use item::KzgParams;
 pub use ops::KeyCodecExt;
 pub use options::{
     BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, Recording, SaveOptions,
     Size, TestSetup, Validation, MAX_K,
 };
-pub use params::{downsize, KzgParams};
+pub use params::downsize;
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users
 /// name exactly the same types.
@@ -84,9 +87,9 @@ pub mod transport {
     //! file's, so every guarantee of a file load holds for it.
 
     pub use crate::circuit::fingerprint;
-    pub use crate::codec::{Item, ItemRef};
     pub use crate::container::{read, write_in_order, Decoded, Described, Input, Request};
     pub use crate::file::{save_atomic, write_all_at, Writeback};
+    pub use crate::item::{Item, ItemRef};
     pub use crate::ops::{into_key, into_params, read_file};
     pub use crate::source::{Dst, ReadAt, BULK_STEP};
 }
@@ -116,12 +119,13 @@ pub mod backend_api {
 
     pub use crate::assembly::{assemble_pk, VkPlan};
     pub use crate::bulk::{Span, SpanData};
-    pub use crate::codec::{DecodeContext, Key, KeyCodec, KeyRef};
+    pub use crate::codec::{DecodeContext, KeyCodec};
     pub use crate::error::{Error, IoContext, Result};
     pub use crate::ids::{ArtifactKind, CodecId, WireMode};
+    pub use crate::item::{Key, KeyRef, KzgParams};
     pub use crate::options::{Limits, Validation};
     pub use crate::params::{
-        assemble_params, read_g1_points, read_g2, read_params, write_params, KzgParams, ParamsParts,
+        assemble_params, read_g1_points, read_g2, read_params, write_params, ParamsParts,
     };
     pub use crate::payload::PayloadReader;
     pub use crate::pk_parts::{PkParts, PkShape, PolyGroup};

@@ -9,14 +9,15 @@ use halo2_proofs::plonk::{Circuit, VerifyingKey};
 use halo2curves::bn256::{Fr, G1Affine};
 
 use crate::circuit::configure;
-use crate::codec::{HaloKey, Item, ItemRef, KeyCodec};
+use crate::codec::KeyCodec;
 use crate::container::{self, Decoded, Described, Input, Request};
 use crate::error::{Error, IoContext, Result};
 use crate::file::save_atomic;
 use crate::ids::ArtifactKind;
 use crate::ids::KeyDigest;
+use crate::item::KzgParams;
+use crate::item::{HaloKey, Item, ItemRef};
 use crate::options::{LoadOptions, Recording, SaveOptions};
-use crate::params::KzgParams;
 use crate::record::RecordableParams;
 
 /// The operations users call on a codec: implemented for every [`KeyCodec`] (and for

@@ -14,9 +14,8 @@ use halo2_proofs::halo2curves::group::cofactor::CofactorGroup;
 use halo2_proofs::halo2curves::group::prime::PrimeCurveAffine;
 use halo2_proofs::halo2curves::group::GroupEncoding;
 use halo2_proofs::poly::commitment::Params as _;
-use halo2_proofs::poly::kzg::commitment::ParamsKZG;
 use halo2_proofs::SerdeFormat;
-use halo2curves::bn256::{Bn256, G1Affine, G2Affine};
+use halo2curves::bn256::{G1Affine, G2Affine};
 use halo2curves::serde::SerdeObject;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,11 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::circuit::rows;
 use crate::error::{Error, IoContext, Result};
 use crate::field::FieldEncoding;
+use crate::item::KzgParams;
 use crate::payload::PayloadReader;
-
-/// KZG parameters over BN254, as halo2-axiom's provers use them (halo2's `ParamsKZG<Bn256>`;
-/// named apart from halo2's `Params` trait, which files using both import as `_`).
-pub type KzgParams = ParamsKZG<Bn256>;
 
 /// Bytes of one raw G2 point.
 pub(crate) const G2_RAW_BYTES: usize = 128;

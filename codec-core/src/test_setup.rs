@@ -19,7 +19,8 @@ use halo2curves::bn256::{Fr, G2Affine};
 use rand_chacha::rand_core::SeedableRng;
 
 use crate::error::{Error, Result};
-use crate::params::KzgParams;
+use crate::item::KzgParams;
+use crate::options::TestSetup;
 
 /// A setup whose secret is public.
 #[derive(Clone, Debug)]
@@ -75,9 +76,9 @@ pub fn known_setup_in_tail(tail: &[u8]) -> Option<&'static KnownSetup> {
 /// # Errors
 ///
 /// [`Error::TestSetup`] naming the seed's origin.
-pub fn refuse_test_setup(params: &KzgParams, test_setup: crate::TestSetup) -> Result<()> {
+pub fn refuse_test_setup(params: &KzgParams, test_setup: TestSetup) -> Result<()> {
     match known_setup_of(params) {
-        Some(known) if test_setup == crate::TestSetup::Refused => Err(Error::TestSetup {
+        Some(known) if test_setup == TestSetup::Refused => Err(Error::TestSetup {
             origin: known.origin,
         }),
         _ => Ok(()),
@@ -99,10 +100,10 @@ mod tests {
                 "{k}"
             );
             assert!(matches!(
-                refuse_test_setup(&gen_srs, crate::TestSetup::Refused),
+                refuse_test_setup(&gen_srs, TestSetup::Refused),
                 Err(Error::TestSetup { .. })
             ));
-            assert!(refuse_test_setup(&gen_srs, crate::TestSetup::Allowed).is_ok());
+            assert!(refuse_test_setup(&gen_srs, TestSetup::Allowed).is_ok());
         }
         let other = KzgParams::setup(5, rand_chacha::ChaCha20Rng::from_seed([7; 32]));
         assert!(known_setup_of(&other).is_none());

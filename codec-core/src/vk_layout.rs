@@ -5,47 +5,15 @@
 //! backend writes it behind halo2's version byte; the compact backend stores it as is, with
 //! raw points.
 
-use std::io::Write;
-
 use crate::circuit::{permutation_columns, stored_selector_count};
 use crate::codec::DecodeContext;
-use crate::error::{Error, IoContext, Result};
-use crate::field::{encode_g1, FieldEncoding};
+use crate::error::Result;
+use crate::field::FieldEncoding;
 use crate::payload::read_g1_vec;
 use crate::payload::PayloadReader;
 use crate::vk_parts::{packed_selector_len, VkParts};
 
-/// Writes `parts` in halo2's layout: one write for the header and points, one per selector.
-///
-/// # Errors
-///
-/// [`Error::LimitExceeded`] if there are more fixed commitments than halo2's `u32` count
-/// holds; the writer's I/O errors.
-pub fn write(parts: &VkParts, encoding: FieldEncoding, out: &mut dyn Write) -> Result<()> {
-    let points = parts.fixed_commitments.len() + parts.permutation_commitments.len();
-    let mut head = Vec::with_capacity(16 + encoding.point_bytes() * points);
-    head.extend_from_slice(&parts.k.to_le_bytes());
-    head.push(u8::from(parts.compress_selectors));
-    let count = parts.fixed_commitments.len();
-    let count = u32::try_from(count).map_err(|_| Error::LimitExceeded {
-        what: "fixed commitment count in halo2's u32 field",
-        requested: count as u64,
-        limit: u64::from(u32::MAX),
-    })?;
-    head.extend_from_slice(&count.to_le_bytes());
-    for point in parts
-        .fixed_commitments
-        .iter()
-        .chain(&parts.permutation_commitments)
-    {
-        head.extend_from_slice(&encode_g1(point, encoding));
-    }
-    out.write_all(&head).during("write")?;
-    for packed in &parts.selectors {
-        out.write_all(packed).during("write")?;
-    }
-    Ok(())
-}
+pub use crate::vk_parts::write;
 
 /// Reads what [`write()`] wrote: `k` is checked first ([`DecodeContext::check_payload_k`]),
 /// every count against the bytes left before allocating, every point unless trusted. The

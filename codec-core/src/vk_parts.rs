@@ -1,11 +1,14 @@
 //! The verifying key's data, as every backend stores it.
 
+use std::io::Write;
+
 use halo2_proofs::plonk::VerifyingKey;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::G1Affine;
 
 use crate::circuit::{rows, stored_selector_count};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
+use crate::field::{encode_g1, FieldEncoding};
 
 /// The verifying key's data, as every backend encodes and decodes it. Nothing here is
 /// checked against a circuit yet: [`VkPlan::new`](crate::backend_api::VkPlan::new) does that.
@@ -74,4 +77,36 @@ pub(crate) fn unpack_bits(packed: &[u8], n: usize) -> Vec<bool> {
         .flat_map(|byte| (0..8).map(move |bit| (byte >> bit) & 1 == 1))
         .take(n)
         .collect()
+}
+
+/// Writes `parts` in halo2's layout: one write for the header and points, one per selector.
+///
+/// # Errors
+///
+/// [`Error::LimitExceeded`] if there are more fixed commitments than halo2's `u32` count
+/// holds; the writer's I/O errors.
+pub fn write(parts: &VkParts, encoding: FieldEncoding, out: &mut dyn Write) -> Result<()> {
+    let points = parts.fixed_commitments.len() + parts.permutation_commitments.len();
+    let mut head = Vec::with_capacity(16 + encoding.point_bytes() * points);
+    head.extend_from_slice(&parts.k.to_le_bytes());
+    head.push(u8::from(parts.compress_selectors));
+    let count = parts.fixed_commitments.len();
+    let count = u32::try_from(count).map_err(|_| Error::LimitExceeded {
+        what: "fixed commitment count in halo2's u32 field",
+        requested: count as u64,
+        limit: u64::from(u32::MAX),
+    })?;
+    head.extend_from_slice(&count.to_le_bytes());
+    for point in parts
+        .fixed_commitments
+        .iter()
+        .chain(&parts.permutation_commitments)
+    {
+        head.extend_from_slice(&encode_g1(point, encoding));
+    }
+    out.write_all(&head).during("write")?;
+    for packed in &parts.selectors {
+        out.write_all(packed).during("write")?;
+    }
+    Ok(())
 }
