@@ -21,8 +21,11 @@ pub use crate::vk_parts::write;
 ///
 /// # Errors
 ///
-/// [`Error::Truncated`], [`Error::LimitExceeded`], [`Error::Malformed`] (a flag other than 0
-/// or 1), [`Error::InvalidPoint`], and the errors of [`DecodeContext::check_payload_k`].
+/// [`Error::Truncated`](crate::Error::Truncated),
+/// [`Error::LimitExceeded`](crate::Error::LimitExceeded),
+/// [`Error::Malformed`](crate::Error::Malformed) (a flag other than 0 or 1),
+/// [`Error::InvalidPoint`](crate::Error::InvalidPoint), and the errors of
+/// [`DecodeContext::check_payload_k`].
 pub fn read(
     input: &mut PayloadReader<'_>,
     context: &DecodeContext,
