@@ -4,9 +4,9 @@
 //! through.
 //!
 //! Users normally depend on the `keycodec` facade, which re-exports what is here. Backend
-//! authors find everything they need in [`backend_api`]; transports (the `codec-remote`
-//! crate's object storage) in [`transport`]. The conformance kit every backend's tests run is
-//! the `codec-testkit` crate.
+//! authors find everything they need in [`backend_api`]; transports (the facade's object
+//! storage, its `remote` feature) in [`transport`]. The conformance kit every backend's tests
+//! run is the `codec-testkit` crate.
 //!
 //! # The container
 //!
@@ -27,7 +27,8 @@
 //! different valid key for a circuit with the same fingerprint.
 
 // `unsafe` is denied but in `memory` (views of memory as bytes, memory filled without being
-// zeroed, the kernel hints) and the bulk read's one `set_len` on `memory`'s contract.
+// zeroed, the kernel hints), the bulk read's one `set_len` on `memory`'s contract, and
+// `Filling`'s one `assume_init_mut` of destinations it has written whole (`source`).
 #![deny(unsafe_code)]
 
 mod assembly;
@@ -91,7 +92,7 @@ pub mod transport {
     pub use crate::file::{save_atomic, write_all_at, Writeback};
     pub use crate::item::{Item, ItemRef};
     pub use crate::ops::{into_key, into_params, read_file};
-    pub use crate::source::{Dst, ReadAt, BULK_STEP};
+    pub use crate::source::{Dst, Filling, ReadAt, BULK_STEP};
 }
 
 pub mod backend_api {

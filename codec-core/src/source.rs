@@ -137,6 +137,84 @@ impl Dst<'_> {
     }
 }
 
+/// Destinations filled in turn with the bytes of one response (a transport's
+/// [`ReadAt::read_exact_vectored_at`] served by one request whose bytes arrive in chunks):
+/// each chunk written where the last one ended, across destinations, and the destinations
+/// returned initialised once every byte of them is written.
+pub struct Filling<'b> {
+    /// Those not yet full, the first being filled; each with how many of its bytes are
+    /// written.
+    pending: std::collections::VecDeque<(Dst<'b>, usize)>,
+    full: Vec<&'b mut [u8]>,
+}
+
+impl<'b> Filling<'b> {
+    /// Fills `dsts`, in order, from their first byte.
+    pub fn new(dsts: Vec<Dst<'b>>) -> Self {
+        let mut filling = Filling {
+            full: Vec::with_capacity(dsts.len()),
+            pending: dsts.into_iter().map(|dst| (dst, 0)).collect(),
+        };
+        filling.retire();
+        filling
+    }
+
+    /// Writes `bytes` next; `false` if they go past the last destination.
+    pub fn write(&mut self, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            let Some((dst, written)) = self.pending.front_mut() else {
+                return false;
+            };
+            let n = (dst.len() - *written).min(bytes.len());
+            let (now, later) = bytes.split_at(n);
+            let range = *written..*written + n;
+            match dst {
+                Dst::Init(buf) => match buf.get_mut(range) {
+                    Some(to) => to.copy_from_slice(now),
+                    None => return false,
+                },
+                Dst::Uninit(buf) => match buf.get_mut(range) {
+                    Some(to) => {
+                        to.write_copy_of_slice(now);
+                    }
+                    None => return false,
+                },
+            }
+            *written += n;
+            bytes = later;
+            self.retire();
+        }
+        true
+    }
+
+    /// Moves the full destinations at the front to `full`.
+    fn retire(&mut self) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|(dst, written)| *written == dst.len())
+        {
+            let Some((dst, _)) = self.pending.pop_front() else {
+                break;
+            };
+            self.full.push(match dst {
+                Dst::Init(buf) => buf,
+                #[allow(unsafe_code)] // one of the two uses of `unsafe` outside `memory`
+                // SAFETY: a destination is retired only once `written == dst.len()`, and
+                // `write` advances `written` by exactly the bytes it copied into
+                // `buf[written..written + n]`, from the start: every byte of `buf` was written.
+                // The test `vectored_reads_fill_every_destination` checks it byte for byte.
+                Dst::Uninit(buf) => unsafe { buf.assume_init_mut() },
+            });
+        }
+    }
+
+    /// Every destination, initialised, once all are full; `None` if bytes are missing.
+    pub fn finish(self) -> Option<Vec<&'b mut [u8]>> {
+        self.pending.is_empty().then_some(self.full)
+    }
+}
+
 #[cfg(unix)]
 impl ReadAt for File {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -521,5 +599,41 @@ mod tests {
         let mut too_long = vec![0u8; BULK_STEP + 11];
         let short = AtSource::new(&file, 0, 16).read_parallel(&mut too_long, &|_| Ok(()), "tail");
         assert!(matches!(short, Err(Error::Truncated { context: "tail" })));
+    }
+
+    /// Destinations of every size, initialised or not, filled from chunks that straddle
+    /// them, come back holding exactly the bytes sent, in order; too few or too many bytes
+    /// are refused.
+    #[test]
+    fn vectored_reads_fill_every_destination() {
+        let data: Vec<u8> = (0..30_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let sizes = [0usize, 1, 4096, 3, 2000, 3900];
+        for chunk in [1usize, 7, 1000, 10_000] {
+            let mut inits: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0xAA; n]).collect();
+            let mut uninits: Vec<Vec<u8>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+            let mut dsts = Vec::new();
+            for (i, (init, uninit)) in inits.iter_mut().zip(&mut uninits).enumerate() {
+                dsts.push(Dst::Init(init.as_mut_slice()));
+                let n = sizes[i];
+                let spare: &mut [MaybeUninit<u8>] = &mut uninit.spare_capacity_mut()[..n];
+                dsts.push(Dst::Uninit(spare));
+            }
+            let total: usize = dsts.iter().map(Dst::len).sum();
+            let mut filling = Filling::new(dsts);
+            for piece in data[..total].chunks(chunk) {
+                assert!(filling.write(piece));
+            }
+            assert!(
+                !filling.write(&[1]),
+                "a byte past the last destination is refused"
+            );
+            let filled = filling.finish().expect("every destination full");
+            let joined: Vec<u8> = filled.iter().flat_map(|dst| dst.iter().copied()).collect();
+            assert_eq!(joined, &data[..total], "chunks of {chunk}");
+        }
+        let mut short = vec![0u8; 10];
+        let mut filling = Filling::new(vec![Dst::Init(&mut short)]);
+        assert!(filling.write(&[1; 9]));
+        assert!(filling.finish().is_none(), "a short response is no fill");
     }
 }

@@ -51,8 +51,8 @@ pub fn load_key<C: Circuit<Fr>, K: Key>(
         }
         #[cfg(feature = "remote")]
         Location::Object(object) => {
-            let (backend, info) = crate::cache::key::backend_of(&object, options)?;
-            crate::cache::key::load_cached::<C, K>(
+            let (backend, info) = crate::remote::cache::key::backend_of(&object, options)?;
+            crate::remote::cache::key::load_cached::<C, K>(
                 &object.remote,
                 backend.codec()?,
                 &object.path,

@@ -7,8 +7,6 @@
 #![forbid(unsafe_code)]
 
 mod backend;
-#[cfg(feature = "remote")]
-mod cache;
 #[cfg(feature = "rawbytes")]
 pub mod compat;
 mod key;

@@ -25,9 +25,9 @@ pub enum Location {
 #[derive(Clone, Debug)]
 pub struct Object {
     /// The store.
-    pub remote: std::sync::Arc<keycodec_remote::Remote>,
+    pub remote: std::sync::Arc<crate::remote::Remote>,
     /// The object.
-    pub path: keycodec_remote::object_store::path::Path,
+    pub path: crate::remote::object_store::path::Path,
     /// The local cache directory (created if missing).
     pub cache: PathBuf,
 }
@@ -41,17 +41,17 @@ impl Object {
 }
 
 impl Location {
-    /// The object a URL names (see [`Remote::from_url`](keycodec_remote::Remote::from_url):
+    /// The object a URL names (see [`Remote::from_url`](crate::remote::Remote::from_url):
     /// `s3://bucket/path` is S3, configured from the environment; `https://host/path` and
     /// `http://host/path` are files any web server serves, fetched unsigned whatever the
     /// host), loaded through the cache directory `cache`.
     ///
     /// # Errors
     ///
-    /// As [`Remote::from_url`](keycodec_remote::Remote::from_url).
+    /// As [`Remote::from_url`](crate::remote::Remote::from_url).
     #[cfg(feature = "remote")]
     pub fn url(url: &str, cache: impl Into<PathBuf>) -> Result<Self> {
-        let (remote, path) = keycodec_remote::Remote::from_url(url)?;
+        let (remote, path) = crate::remote::Remote::from_url(url)?;
         Ok(Location::Object(Object {
             remote: std::sync::Arc::new(remote),
             path,

@@ -334,10 +334,11 @@ impl Manifest {
                 let Location::Object(object) = Location::url(url, cache)? else {
                     return Err(Error::Internal("a URL that is no object".into()));
                 };
-                match crate::cache::params::cached_params(&object, &self.params_options())? {
+                match crate::remote::cache::params::cached_params(&object, &self.params_options())?
+                {
                     Some(fetched) => Ok(ArtifactState::Cached(match fetched.outcome {
-                        crate::cache::CacheOutcome::Hit(path)
-                        | crate::cache::CacheOutcome::Miss(path) => path,
+                        crate::remote::cache::CacheOutcome::Hit(path)
+                        | crate::remote::cache::CacheOutcome::Miss(path) => path,
                     })),
                     None => Err(not_cached(cache)),
                 }
@@ -369,10 +370,11 @@ impl Manifest {
                         let Location::Object(object) = Location::url(url, cache)? else {
                             return Err(Error::Internal("a URL that is no object".into()));
                         };
-                        let fetched =
-                            crate::cache::fetch_params(&object, &self.params_options(), &|n| {
-                                progress("params", n)
-                            })?;
+                        let fetched = crate::remote::cache::fetch_params(
+                            &object,
+                            &self.params_options(),
+                            &|n| progress("params", n),
+                        )?;
                         Ok(state_of(fetched.outcome))
                     };
                     fetch().map_err(|err| artifact("params", err))
@@ -385,9 +387,15 @@ impl Manifest {
                     let Location::Object(object) = Location::url(url, cache)? else {
                         return Err(Error::Internal("a URL that is no object".into()));
                     };
-                    crate::cache::key::fetch_key(&object, key.codec, key.kind, digest, &|n| {
-                        progress(&key.name, n);
-                    })
+                    crate::remote::cache::key::fetch_key(
+                        &object,
+                        key.codec,
+                        key.kind,
+                        digest,
+                        &|n| {
+                            progress(&key.name, n);
+                        },
+                    )
                     .map(state_of)
                 }
                 _ => verify_key(key, cache),
@@ -413,10 +421,10 @@ impl Manifest {
 }
 
 #[cfg(feature = "remote")]
-fn state_of(outcome: crate::cache::CacheOutcome) -> ArtifactState {
+fn state_of(outcome: crate::remote::cache::CacheOutcome) -> ArtifactState {
     match outcome {
-        crate::cache::CacheOutcome::Hit(path) => ArtifactState::Cached(path),
-        crate::cache::CacheOutcome::Miss(path) => ArtifactState::Downloaded(path),
+        crate::remote::cache::CacheOutcome::Hit(path) => ArtifactState::Cached(path),
+        crate::remote::cache::CacheOutcome::Miss(path) => ArtifactState::Downloaded(path),
     }
 }
 
@@ -440,7 +448,7 @@ fn verify_key(key: &KeyEntry, cache: &Path) -> Result<ArtifactState> {
         (Source::Path(path), _) => (path.clone(), ArtifactState::Present),
         #[cfg(feature = "remote")]
         (Source::Url(_), Some(digest)) => (
-            cache.join(crate::cache::pinned_name(digest, key.codec.name())),
+            cache.join(crate::remote::cache::pinned_name(digest, key.codec.name())),
             ArtifactState::Cached,
         ),
         #[cfg(not(feature = "remote"))]

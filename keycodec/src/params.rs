@@ -101,9 +101,8 @@ pub fn open_params(at: impl Into<Location>, options: &ParamsOptions) -> Result<K
             fit(params, options.k, &path)
         }
         #[cfg(feature = "remote")]
-        Location::Object(object) => {
-            crate::cache::fetch_params(&object, options, &|_| {}).map(|fetched| fetched.params)
-        }
+        Location::Object(object) => crate::remote::cache::fetch_params(&object, options, &|_| {})
+            .map(|fetched| fetched.params),
     }
 }
 

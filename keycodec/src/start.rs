@@ -162,7 +162,7 @@ where
                 Error::io("create the cache directory", err).at_path(&object.cache)
             })?;
             let _lock = lock_beside(
-                &crate::cache::key::generate_lock(&object),
+                &crate::remote::cache::key::generate_lock(&object),
                 keygen.lock_timeout,
             )?;
             let proof = match attempt()? {
@@ -182,7 +182,8 @@ where
             object
                 .remote
                 .save::<C, K>(codec, &object.path, &key, circuit.params())?;
-            if let Some(path) = crate::cache::key::pinned_key_path(&object, codec, &options.load())
+            if let Some(path) =
+                crate::remote::cache::key::pinned_key_path(&object, codec, &options.load())
             {
                 let _ = codec.save::<C, _>(&path, &key, circuit.params(), &SaveOptions::default());
             }

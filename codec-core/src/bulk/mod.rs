@@ -176,7 +176,7 @@ pub(crate) fn read_spans(
             // `a_source_that_hands_back_other_memory_is_refused`. Any 32 bytes are a valid `Fr`
             // (`uninit_bytes_mut` returned a view only because `Fr`'s memory is its raw
             // encoding, see `raw_view`).
-            #[allow(unsafe_code)] // the one use of `unsafe` outside `memory`
+            #[allow(unsafe_code)] // one of the two uses of `unsafe` outside `memory`
             unsafe {
                 crate::memory::set_len_after_fill(values, count)
             };

@@ -1,6 +1,6 @@
 //! Keys through the cache: a load ([`load_cached`], which a start uses) and a fetch without the
 //! circuit ([`fetch_key`], which `keycodec fetch --manifest` uses), under the names and the
-//! lock of [`crate::cache`].
+//! lock of [`crate::remote::cache`].
 
 use std::path::{Path, PathBuf};
 
@@ -9,12 +9,12 @@ use keycodec_core::halo2_proofs::plonk::Circuit;
 use keycodec_core::halo2curves::bn256::Fr;
 use keycodec_core::transport::{read_file, save_atomic, Request};
 use keycodec_core::{lock_beside, Error, HaloKey, KeyCodec, LoadOptions, Result, Size};
-use keycodec_remote::object_store::path::Path as ObjectPath;
-use keycodec_remote::{ObjectInfo, Remote};
 
 use super::{first_bytes, pinned_name, remove_damaged, version_name, CacheOutcome};
 use crate::backend::Backend;
 use crate::location::Object;
+use crate::remote::object_store::path::Path as ObjectPath;
+use crate::remote::{ObjectInfo, Remote};
 
 /// Loads a key from `location` through the cache directory `cache` (created if missing): a
 /// hit is a file load with every check a file load makes, the pin among them; a miss asks the
@@ -27,7 +27,7 @@ use crate::location::Object;
 /// # Errors
 ///
 /// As [`Remote::load`], and [`Error::Io`] naming the cache's files (a lock held past
-/// [`RemoteOptions::lock_timeout`](keycodec_remote::RemoteOptions::lock_timeout) among them).
+/// [`RemoteOptions::lock_timeout`](crate::remote::RemoteOptions::lock_timeout) among them).
 pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
     remote: &Remote,
     codec: &dyn KeyCodec,

@@ -1,6 +1,16 @@
+//! Object storage (feature `remote`): S3 and compatible stores, and public files by HTTP(S)
+//! URL. An artifact there is a [`crate::Location::Object`] (made by
+//! [`Location::url`](crate::Location::url), or from a [`Remote`] configured in code), loaded
+//! with [`crate::load_key`] and [`crate::open_params`] through the machine's one cache.
+//! [`fetch_params`] fills the cache ahead of a start and says whether it was warm; a
+//! manifest's artifacts are fetched together with
+//! [`Manifest::fetch`](crate::manifest::Manifest::fetch).
+//!
+//! # The transport
+//!
 //! Keys and parameters in object storage (S3 and compatible stores), through the
 //! [`object_store`] crate: saved by a multipart upload streamed from the key's memory, loaded
-//! by ranged GETs decoded as they arrive (the facade's `keycodec::remote` adds the cache).
+//! by ranged GETs decoded as they arrive (the cache, in `cache`, keeps what they fetched).
 //!
 //! A load is the file load with another source of bytes: the object's metadata first (its
 //! size and ETag), then the header and the small fields from ranges fetched ahead of the
@@ -28,6 +38,7 @@
 //! Call it from ordinary threads (in async code, from `spawn_blocking`); called from an
 //! async task it returns [`Error::Internal`] rather than block the executor.
 
+pub(crate) mod cache;
 mod flow;
 mod object;
 mod upload;
@@ -36,8 +47,6 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use halo2_proofs::plonk::Circuit;
-use halo2curves::bn256::Fr;
 /// The `object_store` crate this module is built on, to build a store for [`Remote::new`].
 #[doc(no_inline)]
 pub use object_store;
@@ -47,6 +56,8 @@ use tokio::runtime::{Handle, Runtime};
 
 use flow::{Flow, Growth};
 use keycodec_core::backend_api::circuit::configure;
+use keycodec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem};
+use keycodec_core::halo2curves::bn256::Fr;
 use keycodec_core::header::{Header, HEADER_LEN};
 use keycodec_core::record::RecordableParams;
 use keycodec_core::transport::{self, Decoded, Described, Input, ItemRef, Request};
@@ -55,6 +66,8 @@ use keycodec_core::{
 };
 use object::{Fetcher, ObjectSource, ReadAhead, Tee};
 use upload::UploadWriter;
+
+pub use cache::{fetch_params, CacheOutcome, Fetched};
 
 /// How a [`Remote`] transfers. Requests in flight adapt to the link (see [`RemoteOptions::concurrency`]).
 #[derive(Clone, Copy, Debug)]
@@ -85,7 +98,7 @@ pub struct RemoteOptions {
     /// Bytes a transfer may hold beyond the key itself: an upload's parts in flight, a
     /// streamed decoder's reads ahead. Default 1 GiB.
     pub memory: usize,
-    /// How long a load through a cache (the facade's `load_key` of an object and its
+    /// How long a load through a cache ([`crate::load_key`] of an object and its
     /// fetches of parameters and keys) waits for another process that holds the lock on the same cached
     /// file (downloading it) before it reports that process: an [`Error::Io`] of kind
     /// `TimedOut` naming the holder. Default [`keycodec_core::DEFAULT_LOCK_TIMEOUT`].
@@ -601,7 +614,7 @@ impl Remote {
         location: &ObjectPath,
         info: &ObjectInfo,
         file: &File,
-        cs: halo2_proofs::plonk::ConstraintSystem<Fr>,
+        cs: ConstraintSystem<Fr>,
         options: &LoadOptions,
     ) -> Result<K> {
         self.load_key(codec, location, cs, options, Some((file, info)))
@@ -613,7 +626,7 @@ impl Remote {
         &self,
         codec: &dyn KeyCodec,
         location: &ObjectPath,
-        cs: halo2_proofs::plonk::ConstraintSystem<Fr>,
+        cs: ConstraintSystem<Fr>,
         options: &LoadOptions,
         tee: Option<(&File, &ObjectInfo)>,
     ) -> Result<K> {
@@ -751,7 +764,7 @@ impl Remote {
         codec: &dyn KeyCodec,
         location: &ObjectPath,
         request: Request,
-        cs: Option<halo2_proofs::plonk::ConstraintSystem<Fr>>,
+        cs: Option<ConstraintSystem<Fr>>,
         options: &LoadOptions,
         tee: Option<(&File, &ObjectInfo)>,
     ) -> Result<Decoded> {

@@ -10,7 +10,7 @@
 //!
 //! **One lock.** Processes missing the same file at once take the lock beside it
 //! ([`keycodec_core::lock_beside`]); one downloads, the others wait, then load its file. The wait
-//! has a deadline, [`RemoteOptions::lock_timeout`](keycodec_remote::RemoteOptions::lock_timeout),
+//! has a deadline, [`RemoteOptions::lock_timeout`](crate::remote::RemoteOptions::lock_timeout),
 //! past which the error names the holder (and says when it is stopped); a killed holder's lock
 //! is taken at once.
 //!
@@ -32,10 +32,10 @@ use std::path::PathBuf;
 
 use keycodec_core::header::HEADER_LEN;
 use keycodec_core::{Error, Result};
-use keycodec_remote::object_store::path::Path as ObjectPath;
-use keycodec_remote::{ObjectInfo, Remote};
 
 use crate::location::Object;
+use crate::remote::object_store::path::Path as ObjectPath;
+use crate::remote::{ObjectInfo, Remote};
 
 pub use params::{fetch_params, Fetched};
 

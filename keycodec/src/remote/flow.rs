@@ -1,6 +1,6 @@
 //! How many requests a transfer keeps in flight: it starts at a few, adds more while the
 //! total throughput grows, and stops adding when it does not, never past a ceiling (the
-//! caller's memory cap, or [`RemoteOptions::max_concurrency`](crate::RemoteOptions)).
+//! caller's memory cap, or [`RemoteOptions::max_concurrency`](super::RemoteOptions)).
 //!
 //! Why: one object storage stream carries 50-100 MB/s however fat the link, and a request's
 //! first byte comes tens of milliseconds after it is sent, so the streams a link needs depend

@@ -8,8 +8,8 @@ use object_store::{MultipartUpload, WriteMultipart};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use crate::flow::Growth;
-use crate::{store_error, RemoteOptions};
+use super::flow::Growth;
+use super::{store_error, RemoteOptions};
 use keycodec_core::header::{Header, HEADER_LEN};
 use keycodec_core::{Error, Result};
 

@@ -23,13 +23,13 @@ use keycodec_core::{
     downsize, lock_beside, Error, KeyCodec, KeyCodecExt, KzgParams, LoadOptions, Result,
     SaveOptions, Validation,
 };
-use keycodec_remote::ObjectInfo;
 
 use super::{first_bytes, remove_damaged, version_name, CacheOutcome};
 
 use crate::backend::Backend;
 use crate::location::Object;
 use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
+use crate::remote::ObjectInfo;
 
 /// Parameters fetched through the cache, and where they are cached.
 #[derive(Debug)]

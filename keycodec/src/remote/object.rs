@@ -15,11 +15,11 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use keycodec_core::transport::{Dst, ReadAt};
+use keycodec_core::transport::{Dst, Filling, ReadAt};
 use keycodec_core::{Error, Result};
 
-use crate::flow::Flow;
-use crate::{store_error, ObjectInfo};
+use super::flow::Flow;
+use super::{store_error, ObjectInfo};
 
 /// Where the bytes read are also written: a file the object is being downloaded into, at the
 /// same offsets, and which ranges have been.
@@ -166,7 +166,7 @@ impl Fetcher {
         // The flow, not the stream, bounds the requests in flight; the stream only keeps
         // enough of them waiting.
         stream::iter(fetches)
-            .buffer_unordered(crate::MAX_CONCURRENCY_CEILING)
+            .buffer_unordered(super::MAX_CONCURRENCY_CEILING)
             .try_collect::<Vec<()>>()
             .await
             .map(drop)
@@ -287,13 +287,13 @@ impl ObjectSource {
     }
 
     /// Fills `buf` with the object's bytes from `offset` (within the object): ranged GETs
-    /// of a piece each ([`crate::range_piece`]), all sent at once (the flow lets as many
+    /// of a piece each ([`super::range_piece`]), all sent at once (the flow lets as many
     /// through as it keeps in flight).
     fn fetch(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         if buf.is_empty() {
             return Ok(());
         }
-        let piece = crate::range_piece(buf.len() as u64, self.threads, self.range_size);
+        let piece = super::range_piece(buf.len() as u64, self.threads, self.range_size);
         let step = usize::try_from(piece).unwrap_or(self.range_size).max(1);
         let fetcher = &self.fetcher;
         let requests = buf.chunks_mut(step).enumerate().map(|(index, piece)| {
@@ -466,7 +466,7 @@ impl ReadAt for ObjectSource {
             .map(|(buf, offset)| fetcher.fetch_vectored(*offset, vec![Dst::Init(buf)]));
         let fetched = self.handle.block_on(
             stream::iter(fetches)
-                .buffer_unordered(crate::MAX_CONCURRENCY_CEILING)
+                .buffer_unordered(super::MAX_CONCURRENCY_CEILING)
                 .try_collect::<Vec<_>>(),
         );
         fetched.map(drop).map_err(|error| self.fail(error))
@@ -516,120 +516,4 @@ fn is_weak(tag: &str) -> bool {
 /// An ETag's opaque part, for the weak comparison (RFC 9110 8.8.3.2): `W/"x"` and `"x"` match.
 fn opaque(tag: &str) -> &str {
     tag.strip_prefix("W/").unwrap_or(tag)
-}
-
-/// Destinations filled in turn with the bytes of one response.
-struct Filling<'b> {
-    /// Those not yet full, the first being filled; each with how many of its bytes are
-    /// written.
-    pending: std::collections::VecDeque<(Dst<'b>, usize)>,
-    full: Vec<&'b mut [u8]>,
-}
-
-impl<'b> Filling<'b> {
-    fn new(dsts: Vec<Dst<'b>>) -> Self {
-        let mut filling = Filling {
-            full: Vec::with_capacity(dsts.len()),
-            pending: dsts.into_iter().map(|dst| (dst, 0)).collect(),
-        };
-        filling.retire();
-        filling
-    }
-
-    /// Writes `bytes` next; `false` if they go past the last destination.
-    fn write(&mut self, mut bytes: &[u8]) -> bool {
-        while !bytes.is_empty() {
-            let Some((dst, written)) = self.pending.front_mut() else {
-                return false;
-            };
-            let n = (dst.len() - *written).min(bytes.len());
-            let (now, later) = bytes.split_at(n);
-            let range = *written..*written + n;
-            match dst {
-                Dst::Init(buf) => match buf.get_mut(range) {
-                    Some(to) => to.copy_from_slice(now),
-                    None => return false,
-                },
-                Dst::Uninit(buf) => match buf.get_mut(range) {
-                    Some(to) => {
-                        to.write_copy_of_slice(now);
-                    }
-                    None => return false,
-                },
-            }
-            *written += n;
-            bytes = later;
-            self.retire();
-        }
-        true
-    }
-
-    /// Moves the full destinations at the front to `full`.
-    fn retire(&mut self) {
-        while self
-            .pending
-            .front()
-            .is_some_and(|(dst, written)| *written == dst.len())
-        {
-            let Some((dst, _)) = self.pending.pop_front() else {
-                break;
-            };
-            self.full.push(match dst {
-                Dst::Init(buf) => buf,
-                // SAFETY: a destination is retired only once `written == dst.len()`, and
-                // `write` advances `written` by exactly the bytes it copied into
-                // `buf[written..written + n]`, from the start: every byte of `buf` was written.
-                // The test `vectored_reads_fill_every_destination` checks it byte for byte.
-                Dst::Uninit(buf) => unsafe { buf.assume_init_mut() },
-            });
-        }
-    }
-
-    /// Every destination, initialised, once all are full.
-    fn finish(self) -> Option<Vec<&'b mut [u8]>> {
-        self.pending.is_empty().then_some(self.full)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::mem::MaybeUninit;
-
-    use super::*;
-
-    /// Destinations of every size, initialised or not, filled from chunks that straddle
-    /// them, come back holding exactly the bytes sent, in order; too few or too many bytes
-    /// are refused.
-    #[test]
-    fn vectored_reads_fill_every_destination() {
-        let data: Vec<u8> = (0..30_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
-        let sizes = [0usize, 1, 4096, 3, 2000, 3900];
-        for chunk in [1usize, 7, 1000, 10_000] {
-            let mut inits: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0xAA; n]).collect();
-            let mut uninits: Vec<Vec<u8>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
-            let mut dsts = Vec::new();
-            for (i, (init, uninit)) in inits.iter_mut().zip(&mut uninits).enumerate() {
-                dsts.push(Dst::Init(init.as_mut_slice()));
-                let n = sizes[i];
-                let spare: &mut [MaybeUninit<u8>] = &mut uninit.spare_capacity_mut()[..n];
-                dsts.push(Dst::Uninit(spare));
-            }
-            let total: usize = dsts.iter().map(Dst::len).sum();
-            let mut filling = Filling::new(dsts);
-            for piece in data[..total].chunks(chunk) {
-                assert!(filling.write(piece));
-            }
-            assert!(
-                !filling.write(&[1]),
-                "a byte past the last destination is refused"
-            );
-            let filled = filling.finish().expect("every destination full");
-            let joined: Vec<u8> = filled.iter().flat_map(|dst| dst.iter().copied()).collect();
-            assert_eq!(joined, &data[..total], "chunks of {chunk}");
-        }
-        let mut short = vec![0u8; 10];
-        let mut filling = Filling::new(vec![Dst::Init(&mut short)]);
-        assert!(filling.write(&[1; 9]));
-        assert!(filling.finish().is_none(), "a short response is no fill");
-    }
 }
