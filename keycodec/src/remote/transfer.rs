@@ -1,0 +1,462 @@
+//! What a [`Remote`] does with objects: heads, headers and ranges, uploads of keys,
+//! parameters and files, loads decoded as their ranges arrive, downloads to a file.
+
+use super::options::READ_AHEAD;
+use super::*;
+
+impl Remote {
+    /// The object's size, ETag and version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around [`Error::ObjectStore`] (a missing object
+    /// among others).
+    pub fn head(&self, location: &ObjectPath) -> Result<ObjectInfo> {
+        let head = || {
+            let meta = self
+                .handle()?
+                .block_on(self.store.head(location))
+                .map_err(|err| store_error("read the metadata of", err))?;
+            Ok(ObjectInfo::from(meta))
+        };
+        head().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// The container header of the object at `location` (one ranged GET of its first bytes),
+    /// checked: which codec, kind, `k` and circuit it holds, before anything else is read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around the store's errors and the header's
+    /// ([`Error::BadMagic`], [`Error::HeaderChecksum`], [`Error::Truncated`]...).
+    pub fn header(&self, location: &ObjectPath) -> Result<Header> {
+        let info = self.head(location)?;
+        self.header_of(location, &info)
+    }
+
+    /// The container header of the object at `location` as [`Remote::head`] described it
+    /// (`info`): its first bytes, by one ranged GET conditional on that version.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::header`].
+    pub fn header_of(&self, location: &ObjectPath, info: &ObjectInfo) -> Result<Header> {
+        let read = || {
+            let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+            let mut bytes = [0u8; HEADER_LEN];
+            let head = bytes.get_mut(..len).unwrap_or_default();
+            self.read_range(location, info, head, 0)?;
+            Header::from_bytes(bytes.get(..len).unwrap_or_default())
+        };
+        read().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// Fills `buf` with the object's bytes from `offset`, as [`Remote::head`] described it
+    /// (`info`): ranged GETs conditional on that version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around [`Error::Truncated`] for a range past its
+    /// end, [`Error::ObjectChanged`] and the store's errors.
+    pub fn read_range(
+        &self,
+        location: &ObjectPath,
+        info: &ObjectInfo,
+        buf: &mut [u8],
+        offset: u64,
+    ) -> Result<()> {
+        let mut read = || {
+            let source = self.source(location, info, None)?;
+            let read = transport::ReadAt::read_exact_at(&source, buf, offset);
+            if let Some(failure) = source.take_failure() {
+                return Err(failure);
+            }
+            read.map_err(|err| Error::from_read(err, "a range of the object"))
+        };
+        read().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// Saves a key to `location` (see the module docs: nothing appears under that name
+    /// unless the whole upload succeeds); returns its digest, which the object records.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around the store's errors and the codec's.
+    pub fn save<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        key: &K,
+        circuit_params: C::Params,
+    ) -> Result<KeyDigest>
+    where
+        C::Params: RecordableParams,
+    {
+        let circuit = Described::of::<C>(circuit_params);
+        let keep = self.kept_payload(codec);
+        self.upload(location, None, &|_| {}, keep, |writer| {
+            let item = ItemRef::Key(key.as_key_ref());
+            transport::write_in_order(codec, item, &circuit, writer, keep)
+        })
+    }
+
+    /// Saves KZG parameters to `location`, as [`Remote::save`] saves keys.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::save`], and [`Error::KindNotSupported`] from codecs that do not store
+    /// parameters.
+    pub fn save_params(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        params: &KzgParams,
+    ) -> Result<KeyDigest> {
+        let keep = self.kept_payload(codec);
+        self.upload(location, None, &|_| {}, keep, |writer| {
+            let item = ItemRef::Params(params);
+            transport::write_in_order(codec, item, &Described::none(), writer, keep)
+        })
+    }
+
+    /// Bytes of a save's first encoding kept to be uploaded as they are: half of
+    /// [`RemoteOptions::memory`] for a codec whose encoding is costly (the parts in flight
+    /// get the other half), none for the rest, which are encoded twice.
+    fn kept_payload(&self, codec: &dyn KeyCodec) -> usize {
+        match codec.costly_encoding() {
+            true => self.options.memory / 2,
+            false => 0,
+        }
+    }
+
+    /// Uploads the open `file` as it is (a container saved earlier: check it first, from the
+    /// same open file), from its start whatever its cursor, to `location`, reporting bytes
+    /// sent to `progress`; returns the bytes uploaded. `path` names it in errors. A file that
+    /// changes while it is uploaded (its length, times or inode move) is not uploaded: the
+    /// upload is aborted, and no object appears.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming the file, [`Error::FileChanged`], and as [`Remote::save`].
+    pub fn upload_file(
+        &self,
+        file: &File,
+        path: &Path,
+        location: &ObjectPath,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<u64> {
+        let before = keycodec_core::FileStamp::of(file).map_err(|err| err.at_path(path))?;
+        let size = file
+            .metadata()
+            .map_err(|err| Error::io("read the size of", err).at_path(path))?
+            .len();
+        self.upload(location, Some(size), progress, 0, |writer| {
+            let mut reader = PositionedReader { file, offset: 0 };
+            let sent = std::io::copy(&mut reader, writer)
+                .map_err(|err| Error::from_read(err, "the file").at_path(path))?;
+            // Checked before the upload completes: a changed file aborts it.
+            if sent != size || keycodec_core::FileStamp::of(file).ok().as_ref() != Some(&before) {
+                return Err(Error::FileChanged {
+                    path: path.to_path_buf(),
+                });
+            }
+            Ok(sent)
+        })
+    }
+
+    /// Uploads what `write` writes, in parts sized for `size` bytes when it is known (or
+    /// for the container whose header the bytes begin with), the parts in flight within
+    /// [`RemoteOptions::memory`] less the `held` bytes `write` may hold itself.
+    fn upload<T>(
+        &self,
+        location: &ObjectPath,
+        size: Option<u64>,
+        progress: &(dyn Fn(u64) + Sync),
+        held: usize,
+        write: impl FnOnce(&mut dyn std::io::Write) -> Result<T>,
+    ) -> Result<T> {
+        let upload = || {
+            let handle = self.handle()?;
+            let (store, at) = (Arc::clone(&self.store), location.clone());
+            let started = handle.spawn(async move { store.put_multipart(&at).await });
+            let options = RemoteOptions {
+                memory: self.options.memory.saturating_sub(held),
+                ..self.options
+            };
+            let mut writer = UploadWriter::new(handle, started, size, options, progress);
+            // Small writes (a verifying key's fields) are gathered before they reach the
+            // part buffer.
+            let written = {
+                let mut buffered = std::io::BufWriter::with_capacity(1 << 20, &mut writer);
+                write(&mut buffered).and_then(|written| {
+                    std::io::Write::flush(&mut buffered)
+                        .map_err(|err| Error::io("upload", err))
+                        .map(|()| written)
+                })
+            };
+            match written {
+                Ok(written) => writer.finish().map(|()| written),
+                Err(err) => Err(writer.abort(err)),
+            }
+        };
+        upload().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// Loads a key from `location` (see the module docs), with every check a file load
+    /// makes: the object's size stands for the file's length.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Remote`] naming the object, around what a file load reports (a truncated or
+    /// corrupt object, a pin mismatch...), [`Error::ObjectStore`] and
+    /// [`Error::ObjectChanged`].
+    pub fn load<C: Circuit<Fr>, K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        circuit_params: C::Params,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        self.load_key(
+            codec,
+            location,
+            configure::<C>(circuit_params),
+            options,
+            None,
+        )
+    }
+
+    /// Loads a key from `location` as [`Remote::load`] does, for the circuit whose constraint
+    /// system `configure` built (`cs`, as `keycodec_core::backend_api::circuit::configure` gives
+    /// it), from the version of the object `info` describes (as [`Remote::head`] gave it),
+    /// writing every byte of that version into `file` too (sized to `info.size` first; ranges
+    /// the load did not need are fetched after it): a cache's miss, whose file holds exactly
+    /// the bytes the load checked. A verifying key may come from a proving key's container.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::load`], and [`Error::Io`] writing the file.
+    pub fn load_into<K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        info: &ObjectInfo,
+        file: &File,
+        cs: ConstraintSystem<Fr>,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        self.load_key(codec, location, cs, options, Some((file, info)))
+    }
+
+    /// A key of kind `K` from any container that holds one ([`Request::for_key`]), written
+    /// into `tee` too when given (see [`Remote::read`]).
+    fn load_key<K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        cs: ConstraintSystem<Fr>,
+        options: &LoadOptions,
+        tee: Option<(&File, &ObjectInfo)>,
+    ) -> Result<K> {
+        let decoded = self.read(
+            codec,
+            location,
+            Request::for_key(K::KIND),
+            Some(cs),
+            options,
+            tee,
+        )?;
+        into_key(decoded, &self.name(location))
+    }
+
+    /// Loads KZG parameters from `location`, as [`Remote::load`] loads keys.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::load`].
+    pub fn load_params(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        options: &LoadOptions,
+    ) -> Result<KzgParams> {
+        let decoded = self.read(
+            codec,
+            location,
+            Request::of(ArtifactKind::Params),
+            None,
+            options,
+            None,
+        )?;
+        transport::into_params(decoded)
+    }
+
+    /// Downloads the object, as [`Remote::head`] described it (`info`), into `file` (from
+    /// its start, by ranged GETs at once, each conditional on that version), reporting bytes
+    /// received to `progress`. The file is sized to `info.size` first: a size is the server's
+    /// claim, so bound it by what the object should hold before calling this (a container's
+    /// header, parameters' `k`). The bytes are not checked: load or verify the file before
+    /// trusting it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::load`] ([`Error::ObjectChanged`] when the object is no longer that
+    /// version), and [`Error::Io`] writing the file.
+    pub fn download_to(
+        &self,
+        location: &ObjectPath,
+        info: &ObjectInfo,
+        file: &File,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<()> {
+        let download = || {
+            file.set_len(info.size)
+                .map_err(|err| Error::io("size the download file", err))?;
+            let source = self.source(location, info, Some(file))?;
+            self.fill(&source, 0..info.size, progress)
+        };
+        download().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+
+    /// A source of the object's bytes, writing them to `tee` too, if given.
+    fn source(
+        &self,
+        location: &ObjectPath,
+        info: &ObjectInfo,
+        tee: Option<&File>,
+    ) -> Result<ObjectSource> {
+        let tee = match tee {
+            Some(file) => Some(Tee {
+                file: file
+                    .try_clone()
+                    .map_err(|err| Error::io("open again the download file", err))?,
+                written: Mutex::new(Vec::new()),
+            }),
+            None => None,
+        };
+        let ceiling = self.options.ceiling();
+        Ok(ObjectSource {
+            fetcher: Arc::new(Fetcher {
+                store: Arc::clone(&self.store),
+                location: location.clone(),
+                info: info.clone(),
+                tee,
+                flow: Flow::new(Growth::new(self.options.starting(), ceiling)),
+            }),
+            handle: self.handle()?.clone(),
+            range_size: self.options.largest_range(),
+            threads: ceiling,
+            pool: OnceLock::new(),
+            readahead: Mutex::new(ReadAhead::default()),
+            read_ahead: (self.options.memory as u64).min(READ_AHEAD),
+            failure: Mutex::new(None),
+        })
+    }
+
+    /// The object's size, ETag and version, with its first bytes when one ranged GET could
+    /// bring both (see [`object::opening`]), else by [`Remote::head`] alone.
+    fn describe(&self, location: &ObjectPath) -> Result<(ObjectInfo, Option<Vec<u8>>)> {
+        let opened = self
+            .handle()?
+            .block_on(object::opening(&*self.store, location, object::OPENING))
+            .map_err(|err| err.in_object(&self.name(location)))?;
+        match opened {
+            Some((info, bytes)) => Ok((info, Some(bytes))),
+            None => Ok((self.head(location)?, None)),
+        }
+    }
+
+    /// Fetches `range` of the object into `source`'s tee, in ranges sized for the object, as
+    /// many in flight as its flow allows.
+    fn fill(
+        &self,
+        source: &ObjectSource,
+        range: std::ops::Range<u64>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<()> {
+        let piece = self.options.download_piece(source.fetcher.info.size);
+        let filled = source
+            .handle
+            .block_on(source.fetcher.download(range, piece, progress));
+        match source.take_failure() {
+            Some(failure) => Err(failure),
+            None => filled,
+        }
+    }
+
+    /// Reads one container from the object; with `tee`, every byte of the object (the version
+    /// its info describes) ends up in that file too (ranges the load did not need are fetched
+    /// after it); without, the object's version is asked for first.
+    fn read(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        request: Request,
+        cs: Option<ConstraintSystem<Fr>>,
+        options: &LoadOptions,
+        tee: Option<(&File, &ObjectInfo)>,
+    ) -> Result<Decoded> {
+        let described;
+        let (tee, info, opening) = match tee {
+            Some((file, info)) => (Some(file), info, None),
+            None => {
+                let (info, opening) = self.describe(location)?;
+                described = info;
+                (None, &described, opening)
+            }
+        };
+        let read = || {
+            if let Some(file) = tee {
+                file.set_len(info.size)
+                    .map_err(|err| Error::io("size the cache file", err))?;
+            }
+            let source = self.source(location, info, tee)?;
+            if let Some(bytes) = opening {
+                source.seed(bytes);
+            }
+            let decoded = transport::read(
+                codec,
+                request,
+                cs,
+                Input::At {
+                    source: &source,
+                    len: info.size,
+                    buffer: options.buffers.file_read_capacity(),
+                },
+                options,
+            );
+            // The store's failure, not what it made the reader see (a short read...).
+            let decoded = match source.take_failure() {
+                Some(failure) => Err(failure),
+                None => decoded,
+            }?;
+            if let Some(tee) = &source.fetcher.tee {
+                for gap in tee.gaps(info.size) {
+                    self.fill(&source, gap, &|_| {})?;
+                }
+            }
+            Ok(decoded)
+        };
+        read().map_err(|err: Error| err.in_object(&self.name(location)))
+    }
+}
+
+/// Reads a file from an offset by positioned reads (its cursor, shared with every clone of
+/// the handle, is left alone).
+struct PositionedReader<'f> {
+    file: &'f File,
+    offset: u64,
+}
+
+impl std::io::Read for PositionedReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = keycodec_core::transport::ReadAt::read_at(self.file, buf, self.offset)?;
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+/// The key a load decoded, its errors naming `object`.
+fn into_key<K: HaloKey>(decoded: Decoded, object: &str) -> Result<K> {
+    transport::into_key(decoded).map_err(|err| err.in_object(object))
+}
