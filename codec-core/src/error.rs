@@ -1,4 +1,8 @@
 //! The one error type of the workspace.
+//!
+//! Longer than a module should be, on purpose: it is one enum, every variant a case a user
+//! matches with its documented contract, and the few helpers that wrap an error in where it
+//! happened (a path, an object). Split by area, it would still be one `match` for its users.
 
 use std::io;
 use std::path::{Path, PathBuf};
