@@ -228,7 +228,7 @@ impl Remote {
         outside_async()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("keycodec-remote")
+            .thread_name("keycodec-store")
             .enable_all()
             .build()
             .map_err(|err| Error::io("start the object storage client's threads", err))?;

@@ -416,19 +416,29 @@ fn records_are_kilobytes() {
     let sizes = [
         (
             "StandardPlonk",
-            recorded::<StandardPlonk>(()).to_section().len(),
+            recorded::<StandardPlonk>(())
+                .with_params(().to_recorded_json())
+                .to_section()
+                .len(),
         ),
         (
             "LookupCircuit",
-            recorded::<LookupCircuit>(()).to_section().len(),
+            recorded::<LookupCircuit>(())
+                .with_params(().to_recorded_json())
+                .to_section()
+                .len(),
         ),
         (
             "DenseCircuit",
-            recorded::<DenseCircuit>(()).to_section().len(),
+            recorded::<DenseCircuit>(())
+                .with_params(().to_recorded_json())
+                .to_section()
+                .len(),
         ),
         (
             "halo2-lib",
             recorded::<Halo2LibCircuit>(halo2_lib().config.clone())
+                .with_params(halo2_lib().config.to_recorded_json())
                 .to_section()
                 .len(),
         ),
@@ -445,8 +455,12 @@ fn records_are_kilobytes() {
     };
     let wide = (
         "halo2-lib, 30 advice columns",
-        recorded::<Halo2LibCircuit>(wide).to_section().len(),
+        recorded::<Halo2LibCircuit>(wide.clone())
+            .with_params(wide.to_recorded_json())
+            .to_section()
+            .len(),
     );
+    // With the circuit's parameters, as a save records them (`()` as `null`).
     for (name, bytes) in sizes.into_iter().chain([wide]) {
         println!("{name}: a record section of {bytes} bytes");
         assert!(bytes < 64 << 10, "{name}: {bytes} bytes");
