@@ -61,7 +61,7 @@ pub trait KeyCodecExt: KeyCodec {
     {
         let circuit = match options.recording {
             Recording::Record => Described::of::<C>(circuit_params),
-            Recording::Omit => Described::of::<C>(circuit_params).without_record(),
+            Recording::Omit => Described::unrecorded::<C>(circuit_params),
         };
         save_atomic(path, options.buffers.file_write_capacity(), |writer| {
             container::write(self, ItemRef::Key(key.as_key_ref()), &circuit, writer)

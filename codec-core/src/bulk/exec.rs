@@ -128,7 +128,7 @@ pub(super) fn run<'s>(
 
 /// Runs `op` in a scope of `pool` (rayon's global pool if `None`) whose spawned work runs on
 /// the pool's threads while `op` runs on this one.
-pub(super) fn in_place_scope<'scope, R>(
+fn in_place_scope<'scope, R>(
     pool: Option<&rayon::ThreadPool>,
     op: impl FnOnce(&rayon::Scope<'scope>) -> R,
 ) -> R {
@@ -140,7 +140,7 @@ pub(super) fn in_place_scope<'scope, R>(
 
 /// Reads one request and lands its segments in order, each piece checked and hashed for
 /// the digest; a failure is recorded where it happened.
-pub(super) fn read_request<'s>(
+fn read_request<'s>(
     source: &dyn ReadAt,
     mut request: Request<'s>,
     roles: &[(Role, u64)],
@@ -194,11 +194,11 @@ pub(super) fn read_request<'s>(
 }
 
 /// The calling thread's pass over the items, in payload order.
-pub(super) struct Visitor<'v, 's> {
-    pub(super) shared: &'v Shared<'s>,
-    pub(super) roles: &'v [(Role, u64)],
-    pub(super) items: &'v [Item],
-    pub(super) read_first: &'v [&'v [u8]],
+struct Visitor<'v, 's> {
+    shared: &'v Shared<'s>,
+    roles: &'v [(Role, u64)],
+    items: &'v [Item],
+    read_first: &'v [&'v [u8]],
 }
 
 impl Visitor<'_, '_> {
@@ -232,19 +232,19 @@ impl Visitor<'_, '_> {
 }
 
 /// What the readers and the calling thread share.
-pub(super) struct Shared<'s> {
+struct Shared<'s> {
     /// The requests not yet taken, in payload order.
-    pub(super) queue: Mutex<std::vec::IntoIter<Request<'s>>>,
+    queue: Mutex<std::vec::IntoIter<Request<'s>>>,
     /// Each segment's bytes, once read (and checked, for a piece).
-    pub(super) done: Vec<OnceLock<&'s [u8]>>,
+    done: Vec<OnceLock<&'s [u8]>>,
     /// The failure earliest in the payload, and where it is.
-    pub(super) failure: Mutex<Option<(u64, Error)>>,
+    failure: Mutex<Option<(u64, Error)>>,
     /// Where that failure is (`u64::MAX`: none): nothing more is taken, and nothing at or
     /// after it is waited for.
-    pub(super) failed_at: AtomicU64,
+    failed_at: AtomicU64,
     /// Wakes the calling thread when a segment lands (or a read fails).
-    pub(super) signal: Mutex<()>,
-    pub(super) landed: Condvar,
+    signal: Mutex<()>,
+    landed: Condvar,
 }
 
 impl<'s> Shared<'s> {

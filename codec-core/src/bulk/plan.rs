@@ -54,7 +54,7 @@ pub(super) fn offsets_of(
 }
 
 /// The polynomials' vectors, group by group.
-pub(super) type Grouped = Vec<Vec<Vec<Fr>>>;
+type Grouped = Vec<Vec<Vec<Fr>>>;
 
 /// Every polynomial's `(count, spare)`, and its vector, empty with room for both, group by
 /// group (`groups`: how many polynomials each takes, in order).
@@ -215,7 +215,7 @@ pub(super) fn coalesced<'s>(
 
 /// Whether a segment of `len` bytes joins a request of `sum` bytes aiming at `target`: when
 /// the request ends nearer the target with it than without it.
-pub(super) fn joins(sum: usize, len: usize, target: usize) -> bool {
+fn joins(sum: usize, len: usize, target: usize) -> bool {
     let end = sum.saturating_add(len);
     sum < target && (end <= target || end - target <= target - sum)
 }

@@ -87,11 +87,12 @@ impl Described {
         }
     }
 
-    /// This description without its record (the fingerprint alone).
-    pub fn without_record(self) -> Described {
+    /// The circuit `C` with `circuit_params` by its fingerprint alone, no record made
+    /// ([`Recording::Omit`](crate::Recording::Omit)).
+    pub fn unrecorded<C: Circuit<Fr>>(circuit_params: C::Params) -> Described {
         Described {
+            fingerprint: crate::circuit::fingerprint::<C>(circuit_params),
             section: Vec::new(),
-            ..self
         }
     }
 
