@@ -1,0 +1,142 @@
+//! The floor: a file read into fresh memory shaped as a key's, nothing decoded, while the
+//! key's evaluation domain is built; what any loader of the file must at least do.
+
+use std::path::Path;
+use std::time::Instant;
+
+use halo2_proofs::poly::EvaluationDomain;
+use halo2curves::bn256::Fr;
+use keycodec::Validation;
+use keycodec_core::backend_api::{PayloadReader, Span};
+
+/// What any loader of a file must at least do: read it into fresh memory, while a key's
+/// evaluation domain (`(degree, k)`) is built on another thread; nothing is decoded or
+/// checked. A key file is read into memory allocated as a key's is, one vector per
+/// polynomial (`polynomial_bytes` each), so that the allocator behaves as it does for a key,
+/// handing back what the last key freed; parameters into one vector. Two ways, the faster
+/// counting: over every core with keycodec's own bulk read (positioned reads into memory not
+/// zeroed first, pages mapped a piece at a time), and, for files under
+/// [`SMALL_FILE`] (where starting threads costs more than it saves), on one thread with
+/// `read_to_end` into each vector's spare capacity. Returns the seconds and whether every
+/// byte was read, and the memory read into (the faster way's).
+///
+/// # Errors
+///
+/// I/O errors, as text.
+pub fn floor(
+    path: &Path,
+    polynomial_bytes: Option<u64>,
+    domain: Option<(u32, u32)>,
+) -> Result<Floor, String> {
+    let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    let polynomial_bytes = polynomial_bytes.unwrap_or(len);
+    let parallel = timed_with_domain(domain, || read_as_polynomials(path, len, polynomial_bytes))?;
+    if len >= SMALL_FILE {
+        return Ok(parallel);
+    }
+    let single = timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))?;
+    Ok(if single.seconds < parallel.seconds {
+        single
+    } else {
+        parallel
+    })
+}
+
+/// A floor's read: its seconds, whether every byte was read, and the memory read into.
+pub struct Floor {
+    /// Seconds the read took (the domain's build beside it included).
+    pub seconds: f64,
+    /// Whether every byte was read (and the domain built).
+    pub complete: bool,
+    /// The memory read into, held until the floor is dropped.
+    _held: Box<dyn std::any::Any>,
+}
+
+/// Below this, the floor also reads on one thread.
+pub const SMALL_FILE: u64 = 256 << 20;
+
+/// Times `read` while the domain is built on another thread.
+fn timed_with_domain<T: 'static>(
+    domain: Option<(u32, u32)>,
+    read: impl FnOnce() -> Result<(bool, T), String>,
+) -> Result<Floor, String> {
+    let started = Instant::now();
+    let (complete, held) = std::thread::scope(|scope| {
+        let building = domain.map(|(degree, k)| {
+            scope.spawn(move || {
+                let domain = EvaluationDomain::<Fr>::new(degree, k);
+                std::hint::black_box(&domain);
+            })
+        });
+        let read = read();
+        let built = building.is_none_or(|thread| thread.join().is_ok());
+        read.map(|(complete, held)| (complete && built, held))
+    })?;
+    Ok(Floor {
+        seconds: started.elapsed().as_secs_f64(),
+        complete,
+        _held: Box::new(held),
+    })
+}
+
+/// Reads `path` on this thread into one vector per polynomial of `polynomial_bytes`.
+fn read_in_order(
+    path: &Path,
+    len: u64,
+    polynomial_bytes: u64,
+) -> Result<(bool, Vec<Vec<u8>>), String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut vectors = Vec::new();
+    let mut read = 0u64;
+    while read < len {
+        let want = polynomial_bytes.max(1).min(len - read);
+        let mut piece = Vec::with_capacity(usize::try_from(want).map_err(|e| e.to_string())?);
+        let got = (&mut file)
+            .take(want)
+            .read_to_end(&mut piece)
+            .map_err(|e| e.to_string())?;
+        if got == 0 {
+            break;
+        }
+        read += got as u64;
+        vectors.push(piece);
+    }
+    Ok((read == len, std::hint::black_box(vectors)))
+}
+
+/// Reads the `len` bytes of `path` as polynomials of `polynomial_bytes` bytes (whole
+/// elements; the bytes after the last whole polynomial as bytes).
+fn read_as_polynomials(
+    path: &Path,
+    len: u64,
+    polynomial_bytes: u64,
+) -> Result<(bool, keycodec_core::backend_api::SpanData), String> {
+    let elements = usize::try_from(polynomial_bytes / 32).map_err(|e| e.to_string())?;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut reader = PayloadReader::from_file(&file, len, 1 << 12);
+    let polynomial_bytes = elements as u64 * 32;
+    let polynomials = len.checked_div(polynomial_bytes).unwrap_or(0);
+    let rest = len - polynomials * polynomial_bytes;
+    let mut spans: Vec<Span> = (0..polynomials)
+        .map(|_| Span::Polynomial {
+            count: elements,
+            spare: 0,
+        })
+        .collect();
+    spans.push(Span::Bytes(
+        usize::try_from(rest).map_err(|e| e.to_string())?,
+    ));
+    let groups = [usize::try_from(polynomials).map_err(|e| e.to_string())?];
+    let data = reader
+        .read_spans(&spans, &groups, Validation::Trusted, |_, _| Ok(()), "floor")
+        .map_err(|e| e.to_string())?;
+    let read: u64 = data
+        .groups
+        .iter()
+        .flatten()
+        .map(|values| (values.len() * 32) as u64)
+        .sum::<u64>()
+        + data.bytes.len() as u64;
+    Ok((read == len, std::hint::black_box(data)))
+}

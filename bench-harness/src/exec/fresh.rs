@@ -1,0 +1,70 @@
+//! Fresh-process loads: the request a child process of this harness runs, sending it to
+//! one, and the child's side.
+
+use std::path::{Path, PathBuf};
+
+use keycodec_core::Size;
+use serde::{Deserialize, Serialize};
+
+use super::in_process::run_here;
+use super::{Load, Sample, Target};
+use crate::workload::Workload;
+
+/// A load for a child process: everything it needs to run and check it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChildRequest {
+    /// The workload.
+    pub circuit: crate::CircuitName,
+    /// Its configuration, JSON.
+    pub circuit_params: String,
+    /// What to load.
+    pub load: Load,
+    /// From which files.
+    pub paths: Vec<PathBuf>,
+    /// The originals' digests.
+    pub target: Target,
+    /// Buffer bytes.
+    pub buffer: u64,
+}
+
+/// Runs `request` in a new process of `exe` (this harness, `--child`); returns what it
+/// measured.
+///
+/// # Errors
+///
+/// The child's failure or its error, as text.
+pub fn run_in_child(exe: &Path, request: &ChildRequest) -> Result<Sample, String> {
+    let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
+    let output = std::process::Command::new(exe)
+        .arg("--child")
+        .arg(json)
+        .output()
+        .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "a fresh-process load failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).map_err(|e| format!("a child's report: {e}: {stdout}"))
+}
+
+/// The child's side of [`run_in_child`]: runs the request and prints its [`Sample`] as JSON.
+///
+/// # Errors
+///
+/// The load's error, as text.
+pub fn child<C: Workload>(request: &ChildRequest) -> Result<String, String> {
+    let circuit_params = crate::workload::params_from_json::<C>(&request.circuit_params)?;
+    let paths: Vec<&Path> = request.paths.iter().map(PathBuf::as_path).collect();
+    let sample = run_here::<C>(
+        &request.load,
+        &paths,
+        &circuit_params,
+        &request.target,
+        Size(request.buffer),
+    )?;
+    serde_json::to_string(&sample).map_err(|e| e.to_string())
+}

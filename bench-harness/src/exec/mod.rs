@@ -1,0 +1,136 @@
+//! What a load case does, as data: a [`Load`] is run in the harness's own process (a warm
+//! one, whose allocator hands back memory freed by the previous load) or sent to a child
+//! process of its own (fresh, as a prover's start is), and what it loaded is checked against
+//! the original by digest.
+
+mod floor_read;
+mod fresh;
+mod in_process;
+
+use halo2_proofs::SerdeFormat;
+use keycodec::Validation;
+use serde::{Deserialize, Serialize};
+
+pub use floor_read::{floor, Floor, SMALL_FILE};
+pub use fresh::{child, run_in_child, ChildRequest};
+pub use in_process::{codec, run_here, run_reloading};
+
+/// halo2's file layouts, as the cases name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Format {
+    /// `SerdeFormat::RawBytes`: raw, each value checked.
+    RawBytes,
+    /// `SerdeFormat::RawBytesUnchecked`: raw, trusted.
+    RawBytesUnchecked,
+    /// `SerdeFormat::Processed`: compressed.
+    Processed,
+}
+
+impl Format {
+    /// halo2's own value.
+    pub fn serde(self) -> SerdeFormat {
+        match self {
+            Format::RawBytes => SerdeFormat::RawBytes,
+            Format::RawBytesUnchecked => SerdeFormat::RawBytesUnchecked,
+            Format::Processed => SerdeFormat::Processed,
+        }
+    }
+}
+
+/// How values are treated, as the cases name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Values {
+    /// Every value checked.
+    Checked,
+    /// Values trusted.
+    Trusted,
+    /// Checked, and the key's digest pinned.
+    Pinned,
+}
+
+impl Values {
+    /// The validation a keycodec load uses.
+    pub fn validation(self) -> Validation {
+        match self {
+            Values::Trusted => Validation::Trusted,
+            Values::Checked | Values::Pinned => Validation::Checked,
+        }
+    }
+}
+
+/// One load, as data (so that a child process can run it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Load {
+    /// The proving key with a keycodec backend's codec of this wire mode.
+    Key {
+        /// Backend name.
+        backend: String,
+        /// Wire mode name.
+        mode: String,
+        /// Checked, trusted or pinned.
+        values: Values,
+    },
+    /// The proving key with halo2's `ProvingKey::read` through a 1 MiB `BufReader`, as
+    /// halo2-lib's snark-verifier-sdk calls it.
+    NativeKey(Format),
+    /// The KZG parameters with a backend's codec.
+    Params {
+        /// Backend name.
+        backend: String,
+        /// Wire mode name.
+        mode: String,
+        /// Checked or trusted.
+        values: Values,
+    },
+    /// The parameters with halo2's `ParamsKZG::read_custom`.
+    NativeParams(Format),
+    /// keycodec's import of halo2's parameters file in this layout.
+    ImportParams(Format),
+    /// `open_params` of the (larger) parameters file, downsized to this `k`.
+    Downsize(u32),
+    /// keycodec's cold start: parameters and key from their files, checked.
+    ColdStart {
+        /// Backend name.
+        backend: String,
+    },
+    /// halo2's: `ParamsKZG::read_custom` then `ProvingKey::read`, checked.
+    NativeColdStart,
+    /// The floor: the file read, nothing decoded (see [`floor`]).
+    Floor {
+        /// Bytes of each of the key's polynomials (a key file is read into memory allocated
+        /// as a key's is: one vector each); `None` for parameters.
+        polynomial_bytes: Option<u64>,
+        /// `(degree, k)` of the key's evaluation domain, built on another thread meanwhile.
+        domain: Option<(u32, u32)>,
+    },
+}
+
+/// What every load of one run is measured against.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Target {
+    /// `k` of the key.
+    pub k: u32,
+    /// The key's digest: pinned loads pin it, and every loaded key must have it.
+    pub key: String,
+    /// The parameters' digest.
+    pub params: String,
+    /// The downsized parameters' digest, when a case downsizes.
+    pub downsized: Option<String>,
+}
+
+/// One measured load.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds the load took.
+    pub seconds: f64,
+    /// Whether it loaded the original.
+    pub verified: bool,
+    /// Rise of resident memory during the load, if measurable.
+    pub rss_rise: Option<u64>,
+    /// The process's memory in transparent huge pages right after the load (its key held).
+    #[serde(default)]
+    pub huge_pages: Option<u64>,
+    /// The machine's compaction stalls during the load.
+    #[serde(default)]
+    pub compact_stalls: Option<u64>,
+}

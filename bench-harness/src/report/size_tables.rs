@@ -1,0 +1,253 @@
+//! One size's tables: a table per kind of load, the saves, the emulated link's share, then
+//! the machine's limits and the key.
+
+use std::fmt::Write as _;
+
+use keycodec_core::Size;
+
+use super::cells::{huge_pages, kind_name, marked, mib, optional, short_of_durable, speedup_cell};
+use crate::plan::{durable_save_name, Kind, FLOOR, HALO2_NATIVE};
+use crate::{Report, Row, SaveRow, SizeReport};
+
+const LEGEND: &str = "\
+load s: median; min: fastest; spread: (max - min) / median; x floor: the median over the \
+fastest of its own file's floor in its state (a floor row's mode names the file; BELOW: \
+the row's fastest beat the floor, a measurement error); speedup: the reference's load over this one (halo2's reader of \
+the same layout in the same state; for a remote load, downloading then loading; for a cache \
+hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
+this save over halo2's pk.write + sync_all, run by run; no speedup is given for a BELOW row, and * marks an interval wider than --interval asked (a range, not a result)";
+
+/// One size's tables: a table per kind of load, then the saves, then the machine's limits
+/// and the key. Long on purpose: the tables in the order they print, each a block.
+pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
+    let _ = writeln!(
+        out,
+        "{}, k = {}, {} runs ({}), rows interleaved (order rotated each run){}{}{}",
+        report.circuit.title(),
+        size.k,
+        size.runs,
+        size.stopped,
+        if report.full { ", full sweep" } else { "" },
+        match (report.cold.requested, report.cold.effective) {
+            (false, _) => "",
+            (true, true) => ", cold reads (page cache dropped before each read)",
+            (true, false) => ", cold reads REQUESTED BUT REFUSED by the kernel: reads were warm",
+        },
+        if report.replace {
+            ", saves replace the previous run's file"
+        } else {
+            ", saves to a new path"
+        }
+    );
+    let _ = writeln!(out, "{LEGEND}");
+    for (kind, title) in [
+        (Kind::Pk, "proving key"),
+        (Kind::Params, "KZG parameters"),
+        (Kind::ColdStart, "cold start: parameters + proving key"),
+        (
+            Kind::Remote,
+            "proving key in object storage (loopback S3 server; floor: its ranges fetched into memory)",
+        ),
+        (
+            Kind::RemoteStart,
+            "cold start from storage: parameters by URL + proving key in S3, through a cache",
+        ),
+    ] {
+        let title = match (kind, report.remote_server, &report.link) {
+            (Kind::Remote | Kind::RemoteStart, Some(server), None) => {
+                format!("{title}, server {server}")
+            }
+            (Kind::Remote | Kind::RemoteStart, Some(server), Some(link)) => format!(
+                "{title}, server {server} behind an emulated link {} (\"of link\": the \
+                 load's throughput over the link's total cap)",
+                link.profile
+            ),
+            _ => title.to_owned(),
+        };
+        // keycodec's rows, then halo2's, then the floor (remote rows: by backend, as run).
+        let mut rows: Vec<&Row> = size.rows.iter().filter(|row| row.kind == kind).collect();
+        rows.sort_by_key(|row| match row.backend {
+            _ if matches!(kind, Kind::Remote | Kind::RemoteStart) => 0,
+            HALO2_NATIVE => 1,
+            FLOOR => 2,
+            _ => 0,
+        });
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}");
+        let _ = writeln!(
+            out,
+            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>7} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+            "backend",
+            "mode",
+            "values",
+            "state",
+            "buffer",
+            "load s",
+            "min s",
+            "spread",
+            "x floor",
+            "speedup [95%]",
+            "file bytes",
+            "load RSS",
+            "ok",
+            "huge pages",
+            "stalls"
+        );
+        for row in rows {
+            let floor = match (row.below_floor, row.read_vs_floor) {
+                (true, _) => "BELOW".to_owned(),
+                (false, value) => optional(value, 2),
+            };
+            let _ = writeln!(
+                out,
+                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+                row.backend,
+                row.mode,
+                row.validation,
+                row.state,
+                Size(row.buffer_bytes).to_string(),
+                row.read_s,
+                row.read_min_s,
+                row.read_spread * 100.0,
+                floor,
+                speedup_cell(row, report.stopping.interval),
+                row.file_bytes,
+                row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
+                if row.verified { "yes" } else { "NO" },
+                huge_pages(&row.huge_pages_runs),
+                row.compact_stalls.map_or("n/a".to_owned(), |n| n.to_string()),
+            );
+        }
+    }
+    let saves: Vec<&SaveRow> = size.saves.iter().collect();
+    if !saves.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nsaves (keycodec's: atomic and durable; halo2's: File::create, pk.write, sync_all; \
+             an upload behind a link also to its last part: when the link had carried every \
+             byte, plus its latency, over the whole upload)"
+        );
+        let _ = writeln!(
+            out,
+            "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8} {:>8} {:>6} {:>22} {:>12}",
+            "of",
+            "backend",
+            "mode",
+            "timed",
+            "buffer",
+            "save s",
+            "min s",
+            "spread",
+            "x write+sync [95%]",
+            "file bytes"
+        );
+        for save in saves {
+            let _ = writeln!(
+                out,
+                "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>22} {:>12}",
+                kind_name(save.kind),
+                save.backend,
+                save.mode,
+                match save.durable {
+                    false => short_of_durable(save),
+                    true => durable_save_name(save.backend),
+                },
+                Size(save.buffer_bytes).to_string(),
+                save.save_s,
+                save.save_min_s,
+                save.save_spread * 100.0,
+                match (save.backend, save.durable) {
+                    (HALO2_NATIVE, true) => "(reference)".to_owned(),
+                    _ => save.vs_reference.map_or("-".to_owned(), |ratio| marked(
+                        ratio,
+                        report.stopping.interval
+                    )),
+                },
+                save.file_bytes,
+            );
+        }
+    }
+    if let Some(link) = &report.link {
+        link_fractions(out, size, link);
+    }
+    let limits = &size.limits;
+    let gbps = |s: f64| limits.bytes as f64 / s / 1e9;
+    let _ = writeln!(
+        out,
+        "\nmachine limits for {} bytes (same run): bulk write {:.3} s ({:.2} GB/s, synced); bulk read into fresh memory {:.3} s ({:.2} GB/s), the same over every core {:.3} s ({:.2} GB/s); into populated memory {:.3} s ({:.2} GB/s) after {:.3} s populating; payload checksum (XXH3-64, in memory) {:.3} s ({:.2} GB/s)",
+        limits.bytes,
+        limits.bulk_write_s,
+        gbps(limits.bulk_write_s),
+        limits.bulk_read_s,
+        gbps(limits.bulk_read_s),
+        limits.bulk_read_parallel_s,
+        gbps(limits.bulk_read_parallel_s),
+        limits.bulk_read_populated_s,
+        gbps(limits.bulk_read_populated_s),
+        limits.populate_s,
+        limits.checksum_s,
+        gbps(limits.checksum_s),
+    );
+    let fixture = &size.fixture;
+    let key = match fixture.domain_memory_bytes {
+        Some(domain) => {
+            let whole = fixture.key_memory_bytes + domain;
+            format!(
+                "{} of field elements + {} of evaluation domain = {}",
+                mib(fixture.key_memory_bytes),
+                mib(domain),
+                mib(whole),
+            )
+        }
+        None => format!("{} of field elements", mib(fixture.key_memory_bytes)),
+    };
+    let _ = writeln!(
+        out,
+        "key in memory: {key}; its digest (BLAKE3, every core, in memory) {:.3} s; circuit {}; fixture: {} in {:.1} s; this size took {:.0} s\n",
+        fixture.digest_s,
+        fixture.circuit_params,
+        fixture.origin,
+        fixture.seconds,
+        size.seconds,
+    );
+    if let Some(peak) = report.harness_peak_rss_bytes {
+        let _ = writeln!(out, "harness peak RSS so far: {}\n", mib(peak));
+    }
+}
+
+/// The remote loads and uploads as fractions of the emulated link's total cap (medians).
+fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::LinkInfo) {
+    let of_link = |bytes: u64, seconds: f64| bytes as f64 / seconds / link.total_bytes_per_s;
+    let _ = writeln!(
+        out,
+        "\nover the emulated link {} (median throughput / {:.0} MB/s):",
+        link.profile,
+        link.total_bytes_per_s / 1e6
+    );
+    let mut line = |backend: &str, mode: &str, validation: &str, bytes: u64, seconds: f64| {
+        let _ = writeln!(
+            out,
+            "  {backend:<13} {mode:<16} {validation:<12} {:>5.0}% of the link ({seconds:.3} s)",
+            100.0 * of_link(bytes, seconds),
+        );
+    };
+    for row in size.rows.iter().filter(|row| row.kind == Kind::Remote) {
+        line(
+            row.backend,
+            row.mode,
+            row.validation,
+            row.file_bytes,
+            row.read_s,
+        );
+    }
+    for save in size.saves.iter().filter(|save| save.kind == Kind::Remote) {
+        let timed = if save.durable {
+            "whole"
+        } else {
+            short_of_durable(save)
+        };
+        line(save.backend, save.mode, timed, save.file_bytes, save.save_s);
+    }
+}
