@@ -341,13 +341,13 @@ fn inspect_params(file: &Path, json: bool) -> Result<(), Failure> {
         Ok(found) => {
             if json {
                 // One document: the container's report and the finding.
-                let mut value = crate::report_value(&found);
+                let mut value = crate::container::report_value(&found);
                 if let Some(fields) = value.as_object_mut() {
                     fields.insert("insecure_test_setup".into(), json!(insecure_tail(file)));
                 }
                 println!("{value}");
             } else {
-                crate::report(&found, json);
+                crate::container::report(&found, json);
                 warn_insecure(file, json);
             }
             Ok(())
