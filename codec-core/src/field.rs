@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::memory::PlainLimbs;
 use crate::options::Validation;
 
 /// Bytes of one encoded scalar field element (either encoding).
@@ -185,6 +186,113 @@ pub fn decode_fr_chunk(
         return Err(Error::InvalidFieldElement { context });
     }
     Ok(())
+}
+
+/// What the payload reader reads vectors of ([`read_vector`](crate::payload::read_vector)):
+/// scalars (polynomials, other vectors of elements) and G1 points (parameters, a verifying
+/// key's commitments). Its memory is its raw encoding where the layout check passed
+/// ([`PlainLimbs`]), so a raw vector is read straight into it and checked in place.
+pub(crate) trait Element: PlainLimbs + Send + Sync {
+    /// Bytes of one value in `encoding`.
+    fn encoded_bytes(encoding: FieldEncoding) -> usize;
+    /// Checks raw values in place: canonical (and, for points, on the curve); nothing when
+    /// trusted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidFieldElement`] or [`Error::InvalidPoint`].
+    fn check_raw(bytes: &[u8], validation: Validation, context: &'static str) -> Result<()>;
+    /// Decodes a chunk of encoded values in parallel, appending them to `out`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Element::check_raw`], or [`Error::OutOfMemory`] when `out` cannot grow.
+    fn decode_chunk(
+        bytes: &[u8],
+        encoding: FieldEncoding,
+        validation: Validation,
+        context: &'static str,
+        out: &mut Vec<Self>,
+    ) -> Result<()>;
+    /// Appends the raw encoding of `values` to `out` (what the digest hashes).
+    fn append_raw(values: &[Self], out: &mut Vec<u8>) {
+        match crate::memory::raw_bytes_of(values) {
+            Some(raw) => out.extend_from_slice(raw),
+            None => values.iter().for_each(|value| out.extend(value.encode())),
+        }
+    }
+}
+
+impl Element for Fr {
+    fn encoded_bytes(_: FieldEncoding) -> usize {
+        FR_BYTES
+    }
+
+    fn check_raw(bytes: &[u8], validation: Validation, context: &'static str) -> Result<()> {
+        check_raw_elements(bytes, validation, context)
+    }
+
+    fn decode_chunk(
+        bytes: &[u8],
+        encoding: FieldEncoding,
+        validation: Validation,
+        context: &'static str,
+        out: &mut Vec<Self>,
+    ) -> Result<()> {
+        decode_fr_chunk(bytes, encoding, validation, context, out)
+    }
+}
+
+impl Element for G1Affine {
+    fn encoded_bytes(encoding: FieldEncoding) -> usize {
+        encoding.point_bytes()
+    }
+
+    /// Coordinates below the modulus and on the curve. BN254's G1 has cofactor 1: on the
+    /// curve is in the group.
+    fn check_raw(bytes: &[u8], validation: Validation, context: &'static str) -> Result<()> {
+        if validation == Validation::Trusted {
+            return Ok(());
+        }
+        let valid = bytes.len().is_multiple_of(G1_RAW_BYTES)
+            && bytes
+                .chunks_exact(G1_RAW_BYTES)
+                .all(|point| G1Affine::from_raw_bytes(point).is_some());
+        if valid {
+            Ok(())
+        } else {
+            Err(Error::InvalidPoint { context })
+        }
+    }
+
+    fn decode_chunk(
+        bytes: &[u8],
+        encoding: FieldEncoding,
+        validation: Validation,
+        context: &'static str,
+        out: &mut Vec<Self>,
+    ) -> Result<()> {
+        let point_bytes = encoding.point_bytes();
+        if !bytes.len().is_multiple_of(point_bytes) {
+            return Err(Error::InvalidPoint { context });
+        }
+        out.try_reserve(bytes.len() / point_bytes)
+            .map_err(|_| Error::OutOfMemory {
+                what: context,
+                bytes: (out.len() + bytes.len() / point_bytes) as u64 * G1_RAW_BYTES as u64,
+            })?;
+        let invalid = AtomicBool::new(false);
+        out.par_extend(bytes.par_chunks_exact(point_bytes).map(|chunk| {
+            decode_g1(chunk, encoding, validation, context).unwrap_or_else(|_| {
+                invalid.store(true, Ordering::Relaxed);
+                Self::zero()
+            })
+        }));
+        if invalid.load(Ordering::Relaxed) {
+            return Err(Error::InvalidPoint { context });
+        }
+        Ok(())
+    }
 }
 
 /// Encodes scalars into `out` (cleared first), in parallel.

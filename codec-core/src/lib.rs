@@ -42,6 +42,7 @@ mod field;
 mod file;
 mod ids;
 mod item;
+mod lock;
 #[allow(unsafe_code)]
 mod memory;
 mod ops;
@@ -52,6 +53,7 @@ mod pk_parts;
 mod poly_hash;
 pub mod record;
 mod source;
+mod stamp;
 mod vk_layout;
 mod vk_parts;
 
@@ -61,19 +63,18 @@ pub mod test_setup;
 
 pub use codec::KeyCodec;
 pub use error::{Error, Result};
-pub use file::{
-    drop_cached_pages, lock_beside, replace_atomically, temp_beside, FileStamp,
-    DEFAULT_LOCK_TIMEOUT,
-};
+pub use file::{drop_cached_pages, replace_atomically, temp_beside};
 pub use ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest, ParseDigestError, WireMode};
 pub use item::HaloKey;
 pub use item::KzgParams;
+pub use lock::{lock_beside, DEFAULT_LOCK_TIMEOUT};
 pub use ops::KeyCodecExt;
 pub use options::{
     BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, Recording, SaveOptions,
     Size, TestSetup, Validation, MAX_K,
 };
 pub use params::downsize;
+pub use stamp::FileStamp;
 
 /// The halo2 and curve crates this workspace is built against, re-exported so that users
 /// name exactly the same types.

@@ -179,11 +179,17 @@ pub fn as_raw_bytes_mut(values: &mut [Fr]) -> Option<&mut [u8]> {
     layout_matches().then(|| bytes_of_mut(values))
 }
 
-/// `points`' memory as writable bytes: writing a raw encoding into it sets the points, when
-/// the layout check passed. Whether the coordinates are canonical and on the curve is the
-/// caller's to check.
-pub(crate) fn points_as_raw_bytes_mut(points: &mut [G1Affine]) -> Option<&mut [u8]> {
-    layout_matches_for::<G1Affine>().then(|| bytes_of_mut(points))
+/// `values`' memory as bytes (scalars or points): their raw encoding, when the layout check
+/// for their type passed.
+pub(crate) fn raw_bytes_of<T: PlainLimbs>(values: &[T]) -> Option<&[u8]> {
+    layout_matches_for::<T>().then(|| bytes_of(values))
+}
+
+/// `values`' memory as writable bytes (scalars or points): writing a raw encoding into it
+/// sets the values, when the layout check for their type passed. Whether the values are
+/// canonical (and points on the curve) is the caller's to check.
+pub(crate) fn raw_bytes_mut_of<T: PlainLimbs>(values: &mut [T]) -> Option<&mut [u8]> {
+    layout_matches_for::<T>().then(|| bytes_of_mut(values))
 }
 
 /// `count` zero elements in memory obtained zeroed from the allocator (for a large vector:
@@ -195,20 +201,18 @@ pub(crate) fn points_as_raw_bytes_mut(points: &mut [G1Affine]) -> Option<&mut [u
 /// [`Error::OutOfMemory`] when the allocator cannot provide the memory (instead of aborting
 /// the process, as `vec!` would).
 pub fn zeroed(count: usize) -> Result<Option<Vec<Fr>>> {
-    match layout_matches() {
-        true => zeroed_plain(count).map(Some),
-        false => Ok(None),
-    }
+    zeroed_of(count)
 }
 
-/// `count` points at infinity (all-zero memory, halo2curves' encoding of the identity) in
-/// memory obtained zeroed from the allocator, when the layout check passed.
+/// `count` zero values (`Fr::ZERO`, or points at infinity: all-zero memory is halo2curves'
+/// encoding of the identity) in memory obtained zeroed from the allocator, when the layout
+/// check for their type passed; `Ok(None)` when it did not.
 ///
 /// # Errors
 ///
 /// [`Error::OutOfMemory`] when the allocator cannot provide the memory.
-pub(crate) fn zeroed_points(count: usize) -> Result<Option<Vec<G1Affine>>> {
-    match layout_matches_for::<G1Affine>() {
+pub(crate) fn zeroed_of<T: PlainLimbs>(count: usize) -> Result<Option<Vec<T>>> {
+    match layout_matches_for::<T>() {
         true => zeroed_plain(count).map(Some),
         false => Ok(None),
     }
@@ -558,15 +562,15 @@ mod point_tests {
     }
 
     fn as_raw_bytes(points: &[G1Affine]) -> Option<&[u8]> {
-        layout_matches().then(|| bytes_of(points))
+        raw_bytes_of(points)
     }
 
     fn as_raw_bytes_mut(points: &mut [G1Affine]) -> Option<&mut [u8]> {
-        points_as_raw_bytes_mut(points)
+        raw_bytes_mut_of(points)
     }
 
     fn zeroed(count: usize) -> Result<Option<Vec<G1Affine>>> {
-        zeroed_points(count)
+        zeroed_of(count)
     }
 
     fn points(count: u64) -> Vec<G1Affine> {

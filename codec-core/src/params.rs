@@ -17,22 +17,17 @@ use halo2_proofs::poly::commitment::Params as _;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{G1Affine, G2Affine};
 use halo2curves::serde::SerdeObject;
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::circuit::rows;
 use crate::error::{Error, IoContext, Result};
 use crate::field::FieldEncoding;
 use crate::item::KzgParams;
-use crate::payload::PayloadReader;
+use crate::payload::{read_vector, Digest, PayloadReader};
 
 /// Bytes of one raw G2 point.
 pub(crate) const G2_RAW_BYTES: usize = 128;
 /// Bytes of one compressed G2 point.
 pub(crate) const G2_COMPRESSED_BYTES: usize = 64;
-
-/// Points converted per step on the converting path: 4 MiB of raw points.
-const POINT_STEP: usize = 1 << 16;
 
 /// The parameters' data, as a backend decodes it (lengths checked on assembly).
 #[derive(Debug)]
@@ -120,10 +115,11 @@ pub fn write_params(
     buffered.flush().during("write")
 }
 
-/// Reads `count` G1 points, after checking the payload holds them: raw points straight into
-/// the vector's memory with [`PayloadReader::read_polynomial`] (each piece checked on the
-/// curve while in cache, unless trusted, and hashed for the digest), compressed points in
-/// steps decompressed in parallel (decompression always checks them).
+/// Reads `count` G1 points, after checking the payload holds them, as every vector of the
+/// payload is read ([`read_vector`](crate::payload::read_vector)): raw points straight into
+/// the vector's memory, each piece checked on the curve while in cache (unless trusted),
+/// compressed points in steps decompressed in parallel (decompression always checks them);
+/// hashed for the digest, as a key's polynomials are.
 ///
 /// # Errors
 ///
@@ -136,104 +132,14 @@ pub fn read_g1_points(
     validation: crate::options::Validation,
     context: &'static str,
 ) -> Result<Vec<G1Affine>> {
-    let point_bytes = encoding.point_bytes();
-    reader.ensure_available(count as u128 * point_bytes as u128, context)?;
-    if encoding == FieldEncoding::Raw && reader.length_verified() {
-        if let Some(mut points) = crate::memory::zeroed_points(count)? {
-            let bytes = crate::memory::points_as_raw_bytes_mut(&mut points)
-                .ok_or(Error::InvalidPoint { context })?;
-            reader.read_polynomial(
-                bytes,
-                |piece| check_raw_g1(piece, validation, context),
-                context,
-            )?;
-            return Ok(points);
-        }
-    }
-    let hasher = reader.polynomial_hasher(count * 64);
-    // From a stream the count proves nothing: grow with the points actually read.
-    let reserve = if reader.length_verified() {
-        count
-    } else {
-        count.min(POINT_STEP)
-    };
-    let mut points = Vec::new();
-    points
-        .try_reserve_exact(reserve)
-        .map_err(|_| Error::OutOfMemory {
-            what: context,
-            bytes: (count as u64).saturating_mul(64),
-        })?;
-    let mut staging = vec![0u8; count.min(POINT_STEP) * point_bytes];
-    let mut left = count;
-    while left > 0 {
-        let step = left.min(POINT_STEP);
-        let bytes = staging
-            .get_mut(..step * point_bytes)
-            .ok_or(Error::Truncated { context })?;
-        reader.read_exact(bytes, context)?;
-        let start = points.len();
-        decode_g1_chunk(bytes, encoding, validation, context, &mut points)?;
-        if let Some(hasher) = &hasher {
-            let new = points.get(start..).unwrap_or_default();
-            let raw: Vec<u8> = new.iter().flat_map(|p| p.to_raw_bytes()).collect();
-            hasher.add(start * 64, &raw);
-        }
-        left -= step;
-    }
-    reader.record_polynomial(hasher)?;
-    Ok(points)
-}
-
-/// Checks raw G1 points (64 bytes each): coordinates below the modulus and on the curve
-/// (nothing, when trusted). BN254's G1 has cofactor 1: on the curve is in the group.
-fn check_raw_g1(
-    bytes: &[u8],
-    validation: crate::options::Validation,
-    context: &'static str,
-) -> Result<()> {
-    if validation == crate::options::Validation::Trusted {
-        return Ok(());
-    }
-    let valid = bytes.len().is_multiple_of(64)
-        && bytes
-            .chunks_exact(64)
-            .all(|point| G1Affine::from_raw_bytes(point).is_some());
-    if valid {
-        Ok(())
-    } else {
-        Err(Error::InvalidPoint { context })
-    }
-}
-
-/// Decodes G1 points in parallel, appending them to `out`.
-fn decode_g1_chunk(
-    bytes: &[u8],
-    encoding: FieldEncoding,
-    validation: crate::options::Validation,
-    context: &'static str,
-    out: &mut Vec<G1Affine>,
-) -> Result<()> {
-    let point_bytes = encoding.point_bytes();
-    if !bytes.len().is_multiple_of(point_bytes) {
-        return Err(Error::InvalidPoint { context });
-    }
-    out.try_reserve(bytes.len() / point_bytes)
-        .map_err(|_| Error::OutOfMemory {
-            what: context,
-            bytes: bytes.len() as u64 * 2,
-        })?;
-    let invalid = AtomicBool::new(false);
-    out.par_extend(bytes.par_chunks_exact(point_bytes).map(|chunk| {
-        crate::field::decode_g1(chunk, encoding, validation, context).unwrap_or_else(|_| {
-            invalid.store(true, Ordering::Relaxed);
-            G1Affine::identity()
-        })
-    }));
-    if invalid.load(Ordering::Relaxed) {
-        return Err(Error::InvalidPoint { context });
-    }
-    Ok(())
+    read_vector(
+        reader,
+        count,
+        encoding,
+        validation,
+        context,
+        Digest::Polynomial,
+    )
 }
 
 /// Reads one G2 point; checked (unless trusted, for raw points): on the curve and in the

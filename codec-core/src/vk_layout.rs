@@ -9,8 +9,7 @@ use crate::circuit::{permutation_columns, stored_selector_count};
 use crate::codec::DecodeContext;
 use crate::error::Result;
 use crate::field::FieldEncoding;
-use crate::payload::read_g1_vec;
-use crate::payload::PayloadReader;
+use crate::payload::{read_vector, Digest, PayloadReader};
 use crate::vk_parts::{packed_selector_len, VkParts};
 
 pub use crate::vk_parts::write;
@@ -36,7 +35,14 @@ pub fn read(
     let compress_selectors = input.read_flag("compress_selectors flag")?;
     let num_fixed = input.read_u32_le("fixed commitment count")? as usize;
     let points = |input: &mut PayloadReader<'_>, count, what| {
-        read_g1_vec(input, count, encoding, context.validation, what)
+        read_vector(
+            input,
+            count,
+            encoding,
+            context.validation,
+            what,
+            Digest::Not,
+        )
     };
     let fixed_commitments = points(input, num_fixed, "fixed commitment")?;
     let num_permutation = permutation_columns(&context.cs);

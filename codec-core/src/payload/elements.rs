@@ -1,58 +1,30 @@
-//! Field elements and points read through the reader: the one way backends read
-//! polynomials ([`read_polynomial`]) and every other vector of elements.
+//! Vectors of field elements and points read through the reader, one way for all of them
+//! ([`read_vector`]): a key's polynomials (hashed for its digest), other vectors of
+//! elements, and the points of parameters and verifying keys.
+//!
+//! A run of many polynomials from a file, an object or memory is read at once instead
+//! ([`PayloadReader::read_spans`]); a stream's run comes back here, span by span.
 
 use super::*;
+use crate::field::Element;
 
-/// Reads one point from the payload.
-///
-/// # Errors
-///
-/// [`Error::Truncated`] or [`Error::InvalidPoint`].
-fn read_g1(
-    reader: &mut PayloadReader<'_>,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-) -> Result<G1Affine> {
-    let mut buf = [0u8; G1_RAW_BYTES];
-    let bytes = buf
-        .get_mut(..encoding.point_bytes())
-        .ok_or(Error::InvalidPoint { context })?;
-    reader.read_exact(bytes, context)?;
-    decode_g1(bytes, encoding, validation, context)
+/// Whether a vector joins the key's digest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Digest {
+    /// One of the key's polynomials, in halo2's order: hashed into the digest when it is
+    /// computed ([`PayloadReader::read_polynomial`]).
+    Polynomial,
+    /// Anything else.
+    Not,
 }
 
-/// Reads `count` points, after checking the payload can hold them.
-///
-/// # Errors
-///
-/// [`Error::LimitExceeded`], [`Error::Truncated`] or [`Error::InvalidPoint`].
-pub(crate) fn read_g1_vec(
-    reader: &mut PayloadReader<'_>,
-    count: usize,
-    encoding: FieldEncoding,
-    validation: Validation,
-    context: &'static str,
-) -> Result<Vec<G1Affine>> {
-    reader.ensure_available(count as u128 * encoding.point_bytes() as u128, context)?;
-    (0..count)
-        .map(|_| read_g1(reader, encoding, validation, context))
-        .collect()
-}
-
-/// Reads `count` field elements, after checking the payload can hold them.
-///
-/// Raw elements (on targets where `Fr`'s memory is its raw encoding, see
-/// [`raw_view`](crate::backend_api::raw_view)) are read straight into the vector's memory with
-/// [`PayloadReader::read_checked`], each piece checked below the modulus while in cache
-/// (unless trusted): no staging buffer, no per-element conversion, and from a file several
-/// threads at once. Otherwise data is read in 2 MiB steps and converted in parallel by
-/// [`decode_fr_chunk`].
+/// Reads `count` field elements, after checking the payload can hold them, as
+/// [`read_vector`] does.
 ///
 /// # Errors
 ///
 /// [`Error::LimitExceeded`] if the payload cannot hold `count` elements, [`Error::Truncated`],
-/// or [`Error::InvalidFieldElement`].
+/// [`Error::InvalidFieldElement`], or [`Error::OutOfMemory`].
 pub fn read_fr_vec(
     reader: &mut PayloadReader<'_>,
     count: usize,
@@ -60,7 +32,7 @@ pub fn read_fr_vec(
     validation: Validation,
     context: &'static str,
 ) -> Result<Vec<Fr>> {
-    read_elements(reader, count, encoding, validation, context, false)
+    read_vector(reader, count, encoding, validation, context, Digest::Not)
 }
 
 /// Reads one polynomial of the key, `count` elements, as [`read_fr_vec`] does, and, when the
@@ -78,67 +50,92 @@ pub fn read_polynomial(
     validation: Validation,
     context: &'static str,
 ) -> Result<Vec<Fr>> {
-    read_elements(reader, count, encoding, validation, context, true)
+    read_vector(
+        reader,
+        count,
+        encoding,
+        validation,
+        context,
+        Digest::Polynomial,
+    )
 }
 
-fn read_elements(
+/// Reads `count` values (scalars or points) in `encoding`, after checking the payload can
+/// hold them.
+///
+/// Raw values, where their memory is their raw encoding
+/// ([`raw_view`](crate::backend_api::raw_view)) and the count is backed by the payload's
+/// verified length, are read straight into the vector's memory with
+/// [`PayloadReader::read_checked`]: each piece checked in place while in cache (unless
+/// trusted), no staging buffer, no conversion, and from a file several threads at once.
+/// Otherwise they are read in 2 MiB steps and decoded in parallel (compressed points are
+/// always checked: decompression needs a valid x), the vector growing as bytes arrive.
+/// A polynomial ([`Digest::Polynomial`]) is hashed for the key's digest piece by piece, in
+/// its raw encoding, whichever way it was read.
+///
+/// # Errors
+///
+/// [`Error::LimitExceeded`] if the payload cannot hold `count` values, [`Error::Truncated`],
+/// [`Error::InvalidFieldElement`], [`Error::InvalidPoint`], [`Error::OutOfMemory`].
+pub(crate) fn read_vector<E: Element>(
     reader: &mut PayloadReader<'_>,
     count: usize,
     encoding: FieldEncoding,
     validation: Validation,
     context: &'static str,
-    polynomial: bool,
-) -> Result<Vec<Fr>> {
-    reader.ensure_available(count as u128 * FR_BYTES as u128, context)?;
+    digest: Digest,
+) -> Result<Vec<E>> {
+    let encoded = E::encoded_bytes(encoding);
+    reader.ensure_available(count as u128 * encoded as u128, context)?;
     if encoding == FieldEncoding::Raw && reader.prealloc(count) == count {
-        if let Some(mut values) = crate::memory::zeroed(count)? {
-            let bytes = crate::memory::as_raw_bytes_mut(&mut values)
-                .ok_or(Error::InvalidFieldElement { context })?;
-            let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
-            if polynomial {
-                reader.read_polynomial(bytes, check, context)?;
-            } else {
-                reader.read_checked(bytes, check, context)?;
+        if let Some(mut values) = crate::memory::zeroed_of::<E>(count)? {
+            let bytes = crate::memory::raw_bytes_mut_of(&mut values)
+                .ok_or_else(|| Error::Internal("raw view of a zeroed vector".into()))?;
+            let check = |piece: &[u8]| E::check_raw(piece, validation, context);
+            match digest {
+                Digest::Polynomial => reader.read_polynomial(bytes, check, context)?,
+                Digest::Not => reader.read_checked(bytes, check, context)?,
             }
             return Ok(values);
         }
     }
-    // Converted in steps; a polynomial's steps are hashed as they are converted.
-    let hasher = polynomial
-        .then(|| reader.polynomial_hasher(count * FR_BYTES))
-        .flatten();
+    let hasher = match digest {
+        Digest::Polynomial => reader.polynomial_hasher(count * E::BYTES),
+        Digest::Not => None,
+    };
     let mut values = Vec::new();
     values
         .try_reserve_exact(reader.prealloc(count))
         .map_err(|_| Error::OutOfMemory {
             what: context,
-            bytes: (reader.prealloc(count) as u64).saturating_mul(FR_BYTES as u64),
+            bytes: (reader.prealloc(count) as u64).saturating_mul(E::BYTES as u64),
         })?;
-    let mut staging = vec![0u8; count.min(CHUNK_ELEMENTS) * FR_BYTES];
-    let mut encoded = Vec::new();
+    let step_values = (STEP_BYTES / encoded).max(1);
+    let mut staging = vec![0u8; count.min(step_values) * encoded];
+    let mut raw = Vec::new();
     let mut left = count;
     while left > 0 {
-        let step = left.min(CHUNK_ELEMENTS);
+        let step = left.min(step_values);
         let bytes = staging
-            .get_mut(..step * FR_BYTES)
+            .get_mut(..step * encoded)
             .ok_or(Error::Truncated { context })?;
         reader.read_exact(bytes, context)?;
         let start = values.len();
-        decode_fr_chunk(bytes, encoding, validation, context, &mut values)?;
+        E::decode_chunk(bytes, encoding, validation, context, &mut values)?;
         if let Some(hasher) = &hasher {
-            let new = values.get(start..).unwrap_or_default();
-            match crate::memory::as_raw_bytes(new) {
-                Some(raw) => hasher.add(start * FR_BYTES, raw),
-                None => {
-                    encode_fr_chunk(new, FieldEncoding::Raw, &mut encoded);
-                    hasher.add(start * FR_BYTES, encoded.as_flattened());
-                }
-            }
+            raw.clear();
+            E::append_raw(values.get(start..).unwrap_or_default(), &mut raw);
+            hasher.add(start * E::BYTES, &raw);
         }
         left -= step;
     }
-    if polynomial {
+    if digest == Digest::Polynomial {
         reader.record_polynomial(hasher)?;
     }
     Ok(values)
 }
+
+/// Encoded bytes read and decoded per step when values are converted: small enough to stay
+/// in cache between the read and the decoding, large enough that spreading it over threads
+/// costs little.
+const STEP_BYTES: usize = CHUNK_ELEMENTS * FR_BYTES;

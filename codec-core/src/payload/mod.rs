@@ -18,12 +18,9 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::bulk::{self, Hooks, Span, SpanData, Workers};
 use crate::error::{Error, Result};
-use halo2curves::bn256::{Fr, G1Affine};
+use halo2curves::bn256::Fr;
 
-use crate::field::{
-    check_raw_elements, decode_fr_chunk, decode_g1, encode_fr_chunk, FieldEncoding, CHUNK_ELEMENTS,
-    FR_BYTES, G1_RAW_BYTES,
-};
+use crate::field::{check_raw_elements, FieldEncoding, CHUNK_ELEMENTS, FR_BYTES};
 use crate::options::Validation;
 use crate::poly_hash::PolyHasher;
 use crate::source::{hash_range, AtSource, Memory, ReadAt, BULK_STEP};
@@ -32,8 +29,8 @@ mod elements;
 mod integrity;
 mod polys;
 
-pub(crate) use elements::read_g1_vec;
 pub use elements::{read_fr_vec, read_polynomial};
+pub(crate) use elements::{read_vector, Digest};
 
 /// Elements pre-allocated at once when the payload length is only declared, not verified
 /// against a real source length (16 MiB of field elements).

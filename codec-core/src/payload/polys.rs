@@ -104,73 +104,53 @@ impl<'a> PayloadReader<'a> {
         let bulk = self.length_verified && crate::memory::layout_matches();
         let check = |piece: &[u8]| check_raw_elements(piece, validation, context);
         let record = self.polynomials.is_some();
-        let read = match (&mut self.source, bulk) {
-            (Source::At { reader, .. }, true) => {
-                let start = reader.position();
-                let source = reader.source();
-                let coalesce = source.costly_requests();
-                let workers = match source.bulk_plan() {
-                    Some((piece, pool)) => Workers {
-                        pool: Some(pool),
-                        piece,
-                        coalesce,
-                    },
-                    None => Workers {
-                        pool: None,
-                        piece: BULK_STEP,
-                        coalesce,
-                    },
-                };
-                let read = bulk::read_spans(
-                    source,
-                    start,
-                    spans,
-                    groups,
-                    &mut check_bytes,
-                    Hooks {
-                        hash: self.hash.hasher(),
-                        check: &check,
-                        record,
-                        context,
-                    },
-                    &workers,
-                );
-                if read.is_ok() {
-                    reader.advance_to(start + total);
-                }
-                read
-            }
+        let memory;
+        let (source, start): (&dyn ReadAt, u64) = match (&self.source, bulk) {
+            (Source::At { reader, .. }, true) => (reader.source(), reader.position()),
             (Source::Memory { rest, .. }, true) => {
-                let source = Memory(rest);
-                let workers = Workers {
-                    pool: None,
-                    piece: BULK_STEP,
-                    coalesce: false,
-                };
-                let read = bulk::read_spans(
-                    &source,
-                    0,
-                    spans,
-                    groups,
-                    &mut check_bytes,
-                    Hooks {
-                        hash: self.hash.hasher(),
-                        check: &check,
-                        record,
-                        context,
-                    },
-                    &workers,
-                );
-                if read.is_ok() {
+                memory = Memory(rest);
+                (&memory, 0)
+            }
+            _ => return self.read_spans_in_order(spans, groups, validation, check_bytes, context),
+        };
+        let workers = match source.bulk_plan() {
+            Some((piece, pool)) => Workers {
+                pool: Some(pool),
+                piece,
+                coalesce: source.costly_requests(),
+            },
+            None => Workers {
+                pool: None,
+                piece: BULK_STEP,
+                coalesce: source.costly_requests(),
+            },
+        };
+        let read = bulk::read_spans(
+            source,
+            start,
+            spans,
+            groups,
+            &mut check_bytes,
+            Hooks {
+                hash: self.hash.hasher(),
+                check: &check,
+                record,
+                context,
+            },
+            &workers,
+        );
+        if read.is_ok() {
+            match &mut self.source {
+                Source::At { reader, .. } => reader.advance_to(start + total),
+                Source::Memory { rest, .. } => {
                     let all: &'a [u8] = rest;
                     *rest = all
                         .get(usize::try_from(total).unwrap_or(usize::MAX)..)
                         .unwrap_or_default();
                 }
-                read
+                Source::Stream(_) => {}
             }
-            _ => return self.read_spans_in_order(spans, groups, validation, check_bytes, context),
-        };
+        }
         let (data, recorded) = self.hash.after(read)?;
         self.remaining -= total;
         if let (Some(recorded), Some(polynomials)) = (recorded, &mut self.polynomials) {

@@ -39,9 +39,11 @@
 //! async task it returns [`Error::Internal`] rather than block the executor.
 
 pub(crate) mod cache;
+mod fetch;
 mod flow;
 mod object;
 mod options;
+mod readahead;
 mod transfer;
 mod upload;
 
@@ -56,6 +58,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::runtime::{Handle, Runtime};
 
+use fetch::{Fetcher, Tee};
 use flow::{Flow, Growth};
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem};
@@ -66,7 +69,8 @@ use keycodec_core::transport::{self, Decoded, Described, Input, ItemRef, Request
 use keycodec_core::{
     ArtifactKind, Error, HaloKey, KeyCodec, KeyDigest, KzgParams, LoadOptions, Result,
 };
-use object::{Fetcher, ObjectSource, ReadAhead, Tee};
+use object::ObjectSource;
+use readahead::ReadAhead;
 use upload::UploadWriter;
 
 pub use cache::{fetch_params, CacheOutcome, Fetched};
