@@ -1,0 +1,165 @@
+use super::*;
+use std::io::Write;
+
+fn file_with(bytes: &[u8]) -> File {
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(bytes).unwrap();
+    file
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+/// Reads into memory not yet initialised give exactly the source's bytes, from a file
+/// (`pread` into the memory itself, in as many calls as it takes) and from memory, at
+/// any offset and length; a read past the end is `UnexpectedEof`.
+#[test]
+fn uninitialised_reads_fill_every_byte() {
+    let data = pattern(3 * BULK_STEP + 4321);
+    let file = file_with(&data);
+    let memory = Memory(&data);
+    let sources: [&dyn ReadAt; 2] = [&file, &memory];
+    for source in sources {
+        for (offset, len) in [
+            (0, 1),
+            (7, 4096),
+            (1, BULK_STEP + 3),
+            (100, data.len() - 100),
+        ] {
+            let mut buf: Vec<u8> = Vec::with_capacity(len);
+            let spare = buf.spare_capacity_mut();
+            let read = source
+                .read_exact_uninit_at(spare.get_mut(..len).unwrap(), offset as u64)
+                .unwrap();
+            assert_eq!(read, &data[offset..offset + len]);
+        }
+        let mut buf: Vec<u8> = Vec::with_capacity(10);
+        let past_end = source.read_exact_uninit_at(
+            buf.spare_capacity_mut().get_mut(..10).unwrap(),
+            (data.len() - 5) as u64,
+        );
+        assert_eq!(
+            past_end.err().map(|err| err.kind()),
+            Some(io::ErrorKind::UnexpectedEof)
+        );
+    }
+    // The default (zeroing first) agrees.
+    struct Plain<'a>(&'a File);
+    impl ReadAt for Plain<'_> {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.0.read_exact_at(buf, offset)
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            ReadAt::read_at(self.0, buf, offset)
+        }
+    }
+    let mut buf: Vec<u8> = Vec::with_capacity(5000);
+    let read = Plain(&file)
+        .read_exact_uninit_at(buf.spare_capacity_mut(), 3)
+        .unwrap();
+    assert_eq!(read, &data[3..3 + read.len()]);
+}
+
+#[test]
+fn small_and_bulk_reads_hand_out_the_source_in_order() {
+    let data = pattern(3 * BULK_STEP + 1000);
+    let file = file_with(&data);
+    let mut source = AtSource::new(&file, 10, 64);
+    let mut out = vec![0u8; data.len() - 10];
+    // Mixed: small buffered reads, a bulk read that starts inside the buffer, more small
+    // reads, a bulk read starting at an empty buffer, and a large plain read.
+    let (a, rest) = out.split_at_mut(5);
+    source.read_exact(a).unwrap();
+    let (b, rest) = rest.split_at_mut(BULK_STEP + 3);
+    source.read_parallel(b, &|_| Ok(()), "test").unwrap();
+    let (c, rest) = rest.split_at_mut(100);
+    source.read_exact(c).unwrap();
+    let (d, rest) = rest.split_at_mut(BULK_STEP);
+    source.read_parallel(d, &|_| Ok(()), "test").unwrap();
+    source.read_exact(rest).unwrap();
+    assert_eq!(out, data[10..]);
+    assert_eq!(source.position(), data.len() as u64);
+    let mut end = [0u8; 1];
+    assert_eq!(source.read(&mut end).unwrap(), 0);
+    assert_eq!(
+        hash_range(&file, 10, (data.len() - 10) as u64),
+        Some(xxhash_rust::xxh3::xxh3_64(&data[10..]))
+    );
+    assert_eq!(hash_range(&file, 10, data.len() as u64), None);
+}
+
+#[test]
+fn pieces_are_checked_on_their_own_boundaries() {
+    let data = pattern(2 * BULK_STEP + 64);
+    let file = file_with(&data);
+    let mut source = AtSource::new(&file, 0, 1 << 10);
+    let mut head = [0u8; 32];
+    source.read_exact(&mut head).unwrap();
+    let mut out = vec![0u8; 2 * BULK_STEP];
+    let lens = std::sync::Mutex::new(Vec::new());
+    source
+        .read_parallel(
+            &mut out,
+            &|piece: &[u8]| {
+                lens.lock().unwrap().push(piece.len());
+                Ok(())
+            },
+            "test",
+        )
+        .unwrap();
+    assert_eq!(out, data[32..32 + 2 * BULK_STEP]);
+    assert_eq!(lens.into_inner().unwrap(), vec![BULK_STEP, BULK_STEP]);
+}
+
+#[test]
+fn a_failed_check_or_a_short_source_is_an_error() {
+    let data = pattern(BULK_STEP + 10);
+    let file = file_with(&data);
+    let mut out = vec![0u8; BULK_STEP];
+    let refused = AtSource::new(&file, 0, 16).read_parallel(
+        &mut out,
+        &|_| Err(Error::InvalidFieldElement { context: "test" }),
+        "test",
+    );
+    assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
+    let mut too_long = vec![0u8; BULK_STEP + 11];
+    let short = AtSource::new(&file, 0, 16).read_parallel(&mut too_long, &|_| Ok(()), "tail");
+    assert!(matches!(short, Err(Error::Truncated { context: "tail" })));
+}
+
+/// Destinations of every size, initialised or not, filled from chunks that straddle
+/// them, come back holding exactly the bytes sent, in order; too few or too many bytes
+/// are refused.
+#[test]
+fn vectored_reads_fill_every_destination() {
+    let data: Vec<u8> = (0..30_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let sizes = [0usize, 1, 4096, 3, 2000, 3900];
+    for chunk in [1usize, 7, 1000, 10_000] {
+        let mut inits: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0xAA; n]).collect();
+        let mut uninits: Vec<Vec<u8>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+        let mut dsts = Vec::new();
+        for (i, (init, uninit)) in inits.iter_mut().zip(&mut uninits).enumerate() {
+            dsts.push(Dst::Init(init.as_mut_slice()));
+            let n = sizes[i];
+            let spare: &mut [MaybeUninit<u8>] = &mut uninit.spare_capacity_mut()[..n];
+            dsts.push(Dst::Uninit(spare));
+        }
+        let total: usize = dsts.iter().map(Dst::len).sum();
+        let mut filling = Filling::new(dsts);
+        for piece in data[..total].chunks(chunk) {
+            assert!(filling.write(piece));
+        }
+        assert!(
+            !filling.write(&[1]),
+            "a byte past the last destination is refused"
+        );
+        let filled = filling.finish().expect("every destination full");
+        let joined: Vec<u8> = filled.iter().flat_map(|dst| dst.iter().copied()).collect();
+        assert_eq!(joined, &data[..total], "chunks of {chunk}");
+    }
+    let mut short = vec![0u8; 10];
+    let mut filling = Filling::new(vec![Dst::Init(&mut short)]);
+    assert!(filling.write(&[1; 9]));
+    assert!(filling.finish().is_none(), "a short response is no fill");
+}
