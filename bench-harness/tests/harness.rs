@@ -1,5 +1,8 @@
 //! The harness end to end at a small k, its cache's staleness checks, and (ignored in CI) the
 //! k = 22 round trip of every backend on the harness's cached fixture.
+//!
+//! One file, long: every test runs the harness's binary on one shared cached fixture; each
+//! test stands alone and reads top to bottom.
 
 // Test code: failing loudly is its job.
 #![allow(

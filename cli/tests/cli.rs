@@ -1,4 +1,7 @@
 //! The `keycodec` command as scripts use it: output, JSON and exit codes.
+//!
+//! One file, long: each test runs the built command on shared fixture files and stands
+//! alone.
 
 // Test code: failing loudly is its job.
 #![allow(

@@ -6,6 +6,10 @@
 //! object); no temporary file left; the answer within a bound.
 //!
 //! Each test failed on the code before the rule was made one (see its doc line).
+//!
+//! One file, long: its tests share the misbehaving server and the fault switches, which are
+//! process-wide (environment variables), so they need a process of their own; each test
+//! stands alone.
 #![cfg(all(feature = "remote", feature = "rawbytes"))]
 // Test code: failing loudly is its job.
 #![allow(

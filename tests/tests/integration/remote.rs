@@ -2,6 +2,8 @@
 //! round trips of every backend, multipart uploads, truncated, corrupt, replaced and
 //! mispinned objects, failed requests and broken connections (through a proxy told to fail
 //! them), interrupted uploads, and the local cache.
+//!
+//! One module, long: its tests share one server and its fixtures; each stands alone.
 #![cfg(feature = "remote")]
 // Test code: failing loudly is its job.
 #![allow(

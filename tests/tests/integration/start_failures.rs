@@ -2,6 +2,9 @@
 //! fixed: a key the caller's own limits refuse is an error and stays, a SHA-256 pin checks the
 //! bytes it decodes, a lock held too long is reported. The object storage cases (servers that
 //! lie, public files on S3 hosts, the cache) are in the `remote` half below.
+//!
+//! One module, long: a catalogue of independent cases sharing the start's fixtures; each
+//! stands alone and names the failure it guards.
 
 // Test code: failing loudly is its job.
 #![allow(
