@@ -177,6 +177,9 @@ impl Runner {
             run += 1;
             let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
             let stop = self.stop(run, &rows, &saves);
+            if run == 1 {
+                self.say(&self.estimate(started.elapsed()));
+            }
             if self.log {
                 eprintln!(
                     "run {run} done in {:.0} s ({:.0} s in all): {}",
@@ -193,12 +196,52 @@ impl Runner {
             file.remove()?;
         }
         let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
+        if self.log {
+            for row in &rows {
+                eprintln!("{}", row_line(row));
+            }
+        }
         Ok(Measured {
             rows,
             saves,
             runs: run,
             stopped,
         })
+    }
+
+    /// A line for the user, above the progress bar (or in the log).
+    fn say(&self, line: &str) {
+        if self.log {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    /// What the first run's length says of the rest: how many runs the time cap leaves room
+    /// for, against the runs the stopping rule wants.
+    fn estimate(&self, first: Duration) -> String {
+        let stopping = &self.stopping;
+        let per_run = first.as_secs_f64().max(1e-3);
+        let left = stopping
+            .time_cap
+            .saturating_sub(self.started.elapsed())
+            .as_secs_f64();
+        let fit = 1 + (left / per_run).floor() as usize;
+        let wanted = stopping.fixed.unwrap_or(stopping.min_runs);
+        let verdict = if fit >= wanted {
+            format!("about {fit} runs fit in the time cap")
+        } else {
+            format!(
+                "only about {fit} of the {wanted} runs wanted fit in the time cap: the \
+                 intervals will be wide (raise --time-cap, or measure fewer backends or states)"
+            )
+        };
+        format!(
+            "run 1 took {per_run:.0} s; {verdict}; this table ends in at most about {:.0} s",
+            (fit.min(stopping.fixed.unwrap_or(stopping.max_runs)) as f64 * per_run)
+                .min(per_run + left)
+        )
     }
 
     /// Why to stop after `runs` runs, or `None` to run again.
@@ -384,4 +427,26 @@ fn rows(
         }
     }
     (rows, saves)
+}
+
+/// One finished row as a log line: what it read, how long it took, and its ratio to the
+/// reference it is paired with.
+fn row_line(row: &Row) -> String {
+    let ratio = match (&row.speedup, &row.reference) {
+        (Some(ratio), Some(reference)) => format!(
+            ", {ratio}x {} {} {}",
+            reference.backend, reference.mode, reference.validation
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "row {:?} {} {} {} {}: {:.3} s over {} runs{ratio}",
+        row.kind,
+        row.backend,
+        row.mode,
+        row.validation,
+        row.state,
+        row.read_s,
+        row.read_runs.len()
+    )
 }

@@ -91,6 +91,17 @@ impl Ratio {
     }
 }
 
+/// `2.31 [2.10, 2.52]`: the estimate and its interval.
+impl std::fmt::Display for Ratio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.2} [{:.2}, {:.2}]",
+            self.estimate, self.low, self.high
+        )
+    }
+}
+
 /// Resamples a bootstrap draws.
 const BOOTSTRAP_DRAWS: usize = 2000;
 

@@ -61,10 +61,7 @@ pub(super) fn marked(ratio: Ratio, target: f64) -> String {
 
 /// `2.31 [2.10, 2.52]`.
 fn interval(ratio: Ratio) -> String {
-    format!(
-        "{:.2} [{:.2}, {:.2}]",
-        ratio.estimate, ratio.low, ratio.high
-    )
+    ratio.to_string()
 }
 
 pub(super) fn optional(value: Option<f64>, decimals: usize) -> String {
