@@ -116,7 +116,7 @@ pub fn write_params(
 }
 
 /// Reads `count` G1 points, after checking the payload holds them, as every vector of the
-/// payload is read ([`read_vector`](crate::payload::read_vector)): raw points straight into
+/// payload is read ([`read_fr_vec`](crate::backend_api::field::read_fr_vec)): raw points straight into
 /// the vector's memory, each piece checked on the curve while in cache (unless trusted),
 /// compressed points in steps decompressed in parallel (decompression always checks them);
 /// hashed for the digest, as a key's polynomials are.

@@ -30,9 +30,9 @@
 //!
 //! # Validation
 //!
-//! [`Validation::Checked`] (the default) checks every field element (below the modulus) and
+//! [`Validation::Checked`](keycodec_core::Validation::Checked) (the default) checks every field element (below the modulus) and
 //! every commitment (on the curve): bytecheck checks structure, not values.
-//! [`Validation::Trusted`] skips the value checks. It does not skip bytecheck: validating a
+//! [`Validation::Trusted`](keycodec_core::Validation::Trusted) skips the value checks. It does not skip bytecheck: validating a
 //! section's structure is a bounds check of one relative pointer and one length (elements are
 //! plain bytes), so skipping it would save nothing measurable and would make a forged file
 //! undefined behaviour instead of an error.

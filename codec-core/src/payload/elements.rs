@@ -18,8 +18,18 @@ pub(crate) enum Digest {
     Not,
 }
 
-/// Reads `count` field elements, after checking the payload can hold them, as
-/// [`read_vector`] does.
+/// Reads `count` field elements, after checking the payload can hold them. Every vector of
+/// the payload (scalars, and the points of parameters and verifying keys) is read this way.
+///
+/// Raw values, where their memory is their raw encoding
+/// ([`raw_view`](crate::backend_api::raw_view)) and the count is backed by the payload's
+/// verified length, are read straight into the vector's memory with
+/// [`PayloadReader::read_checked`]: each piece checked in place while in cache (unless
+/// trusted), no staging buffer, no conversion, and from a file several threads at once.
+/// Otherwise they are read in 2 MiB steps and decoded in parallel (compressed points are
+/// always checked: decompression needs a valid x), the vector growing as bytes arrive.
+/// A polynomial ([`read_polynomial`]) is hashed for the key's digest piece by piece, in
+/// its raw encoding, whichever way it was read.
 ///
 /// # Errors
 ///
@@ -61,17 +71,7 @@ pub fn read_polynomial(
 }
 
 /// Reads `count` values (scalars or points) in `encoding`, after checking the payload can
-/// hold them.
-///
-/// Raw values, where their memory is their raw encoding
-/// ([`raw_view`](crate::backend_api::raw_view)) and the count is backed by the payload's
-/// verified length, are read straight into the vector's memory with
-/// [`PayloadReader::read_checked`]: each piece checked in place while in cache (unless
-/// trusted), no staging buffer, no conversion, and from a file several threads at once.
-/// Otherwise they are read in 2 MiB steps and decoded in parallel (compressed points are
-/// always checked: decompression needs a valid x), the vector growing as bytes arrive.
-/// A polynomial ([`Digest::Polynomial`]) is hashed for the key's digest piece by piece, in
-/// its raw encoding, whichever way it was read.
+/// hold them, as [`read_fr_vec`] describes.
 ///
 /// # Errors
 ///
