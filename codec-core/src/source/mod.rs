@@ -20,6 +20,10 @@ use crate::error::{Error, Result};
 /// the check finds the bytes still in cache.
 pub const BULK_STEP: usize = 4 << 20;
 
+/// Bytes checked at once within a piece read: a multiple of every element's size (32-byte
+/// scalars, 64-byte points), small enough that a 2 MiB vector is checked on every core.
+pub(crate) const CHECK_STEP: usize = 256 << 10;
+
 /// A source of bytes at explicit offsets. Reads may come from several threads at once.
 pub trait ReadAt: Sync {
     /// Fills `buf` with the source's bytes from `offset`.
@@ -361,8 +365,10 @@ impl<'a> AtSource<'a> {
         n
     }
 
-    /// Fills `dst`, checking each [`BULK_STEP`] piece right after reading it; pieces are read
-    /// and checked in parallel (rayon). Bytes already buffered are used first. After an error
+    /// Fills `dst`, checking each [`BULK_STEP`] piece right after reading it, in parts of
+    /// [`CHECK_STEP`] on every core (a check can cost more than the read: a point's curve
+    /// equation does); pieces are read and checked in parallel (rayon). Bytes already
+    /// buffered are used first. After an error
     /// the position is unspecified: the caller stops reading.
     pub(crate) fn read_parallel(
         &mut self,
@@ -387,7 +393,7 @@ impl<'a> AtSource<'a> {
                             .read_exact_at(unread, origin + (piece_start + skip) as u64)
                             .map_err(|err| Error::from_read(err, context))?;
                     }
-                    check(piece)
+                    piece.par_chunks(CHECK_STEP).try_for_each(check)
                 })
         };
         match source.bulk_plan() {
