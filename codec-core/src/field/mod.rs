@@ -17,7 +17,7 @@ use std::io::{self, Write};
 
 use halo2_proofs::halo2curves::ff::{Field, PrimeField};
 use halo2_proofs::halo2curves::group::GroupEncoding;
-use halo2curves::bn256::{Fq, Fr, G1Affine};
+use halo2curves::bn256::{Fr, G1Affine};
 use halo2curves::serde::SerdeObject;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -125,12 +125,9 @@ pub fn decode_g1(
         return Err(Error::InvalidPoint { context });
     }
     let decoded = match (encoding, validation) {
-        // Both coordinates below the modulus and the point on the curve (the identity is
-        // encoded as (0, 0)), as halo2curves' `from_raw_bytes` checks.
-        (FieldEncoding::Raw, Validation::Checked) => {
-            raw_g1_is_valid(bytes, &modulus_limbs::<Fq>(), &Fq::from(G1_B))
-                .then(|| G1Affine::from_raw_bytes_unchecked(bytes))
-        }
+        // `from_raw_bytes` checks both coordinates are below the modulus and that the point
+        // is on the curve (the identity is encoded as (0, 0)).
+        (FieldEncoding::Raw, Validation::Checked) => G1Affine::from_raw_bytes(bytes),
         (FieldEncoding::Raw, Validation::Trusted) => {
             Some(G1Affine::from_raw_bytes_unchecked(bytes))
         }
@@ -251,18 +248,16 @@ impl Element for G1Affine {
         encoding.point_bytes()
     }
 
-    /// Coordinates below the modulus and on the curve ([`raw_g1_is_valid`]). BN254's G1 has
-    /// cofactor 1: on the curve is in the group.
+    /// Coordinates below the modulus and on the curve. BN254's G1 has cofactor 1: on the
+    /// curve is in the group.
     fn check_raw(bytes: &[u8], validation: Validation, context: &'static str) -> Result<()> {
         if validation == Validation::Trusted {
             return Ok(());
         }
-        let modulus = modulus_limbs::<Fq>();
-        let b = Fq::from(G1_B);
         let valid = bytes.len().is_multiple_of(G1_RAW_BYTES)
             && bytes
                 .chunks_exact(G1_RAW_BYTES)
-                .all(|point| raw_g1_is_valid(point, &modulus, &b));
+                .all(|point| G1Affine::from_raw_bytes(point).is_some());
         if valid {
             Ok(())
         } else {
@@ -337,13 +332,12 @@ pub fn zeros(count: usize) -> Result<Vec<Fr>> {
     Ok(values)
 }
 
-/// A prime field's modulus as little-endian `u64` limbs: `(-1).to_repr() + 1` (the scalar
-/// field's and the base field's representations are little-endian).
-fn modulus_limbs<F: PrimeField>() -> [u64; 4] {
-    let minus_one = (-F::ONE).to_repr();
+/// The scalar field's modulus as little-endian `u64` limbs: `(-1).to_repr() + 1`.
+fn modulus_limbs() -> [u64; 4] {
+    let minus_one = (-Fr::ONE).to_repr();
     let mut limbs = [0u64; 4];
     let mut carry = true;
-    for (limb, bytes) in limbs.iter_mut().zip(minus_one.as_ref().chunks_exact(8)) {
+    for (limb, bytes) in limbs.iter_mut().zip(minus_one.chunks_exact(8)) {
         let value = u64::from_le_bytes(bytes.try_into().unwrap_or_default());
         (*limb, carry) = value.overflowing_add(u64::from(carry));
     }
@@ -370,33 +364,6 @@ fn raw_below_modulus(element: &[u8], modulus: &[u64; 4]) -> bool {
     false // equal to the modulus
 }
 
-/// The constant of BN254's G1 equation `y^2 = x^3 + 3`.
-const G1_B: u64 = 3;
-
-/// Whether a raw G1 point (`x || y`, each coordinate's Montgomery limbs, little-endian) is
-/// one: both coordinates below the base field's `modulus`, and the point on the curve
-/// (`b` is the equation's constant, as a field element) or the identity, encoded `(0, 0)`.
-/// Exactly what halo2curves' `G1Affine::from_raw_bytes` accepts (the test
-/// `the_fast_point_check_agrees_with_halo2curves` holds them side by side), in variable time:
-/// a file's points are public, and halo2curves' constant-time comparisons and conversions
-/// took a third of a checked load of parameters.
-fn raw_g1_is_valid(point: &[u8], modulus: &[u64; 4], b: &Fq) -> bool {
-    let (Some(x), Some(y)) = (point.get(..32), point.get(32..64)) else {
-        return false;
-    };
-    if point.len() != G1_RAW_BYTES
-        || !raw_below_modulus(x, modulus)
-        || !raw_below_modulus(y, modulus)
-    {
-        return false;
-    }
-    let (x, y) = (
-        Fq::from_raw_bytes_unchecked(x),
-        Fq::from_raw_bytes_unchecked(y),
-    );
-    (x == Fq::ZERO && y == Fq::ZERO) || y.square() == x.square() * x + b
-}
-
 /// Checks that raw-encoded elements (Montgomery limbs, little-endian, 32 bytes each) are
 /// below the modulus, as halo2curves' `from_raw_bytes` does (nothing, when trusted).
 ///
@@ -412,7 +379,7 @@ pub fn check_raw_elements(
     if validation == Validation::Trusted {
         return Ok(());
     }
-    let modulus = modulus_limbs::<Fr>();
+    let modulus = modulus_limbs();
     let canonical = bytes.len().is_multiple_of(FR_BYTES)
         && bytes
             .chunks_exact(FR_BYTES)

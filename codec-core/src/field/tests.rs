@@ -5,7 +5,7 @@ use halo2curves::bn256::G1;
 
 #[test]
 fn the_fast_range_check_agrees_with_halo2curves() {
-    let modulus = modulus_limbs::<Fr>();
+    let modulus = modulus_limbs();
     // BN254's scalar modulus, written out independently of the code under test.
     let hex = "30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001";
     let mut p = [0u8; 32];
@@ -107,60 +107,4 @@ fn off_curve_points_are_rejected() {
         decode_g1(&bytes, FieldEncoding::Raw, Validation::Checked, "test"),
         Err(Error::InvalidPoint { .. })
     ));
-}
-
-#[test]
-fn the_fast_point_check_agrees_with_halo2curves() {
-    use rand::{Rng, SeedableRng};
-    let modulus = modulus_limbs::<Fq>();
-    // BN254's base field modulus, written out independently of the code under test.
-    assert_eq!(
-        modulus,
-        [
-            0x3c20_8c16_d87c_fd47,
-            0x9781_6a91_6871_ca8d,
-            0xb850_45b6_8181_585d,
-            0x3064_4e72_e131_a029
-        ]
-    );
-    let b = Fq::from(G1_B);
-    let generator = G1::from(G1Affine::generator());
-    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-    let mut cases: Vec<Vec<u8>> = Vec::new();
-    let modulus_bytes: Vec<u8> = modulus.iter().flat_map(|l| l.to_le_bytes()).collect();
-    for i in 1..200u64 {
-        let point = (generator * Fr::from(i * 0x9e37_79b9 + 7)).to_affine();
-        let raw = point.to_raw_bytes();
-        cases.push(raw.clone());
-        // The other point with this x, then off the curve: y + 1, x + 1.
-        cases.push([&raw[..32], &(-point.y).to_raw_bytes()[..]].concat());
-        cases.push([&raw[..32], &(point.y + Fq::ONE).to_raw_bytes()[..]].concat());
-        cases.push([&(point.x + Fq::ONE).to_raw_bytes()[..], &raw[32..]].concat());
-        // A coordinate at or above the modulus, or random.
-        cases.push([&modulus_bytes[..], &raw[32..]].concat());
-        cases.push([&raw[..32], &modulus_bytes[..]].concat());
-        let mut random = vec![0u8; 64];
-        rng.fill(&mut random[..]);
-        cases.push(random.clone());
-        random[31] &= 0x0f;
-        random[63] &= 0x0f;
-        cases.push(random);
-    }
-    cases.push(vec![0u8; 64]); // the identity
-    let mut zero_x = vec![0u8; 64];
-    zero_x[32] = 1;
-    cases.push(zero_x);
-    cases.push(vec![0u8; 63]);
-    let mut valid = 0;
-    for case in &cases {
-        let halo2 = G1Affine::from_raw_bytes(case).is_some();
-        assert_eq!(raw_g1_is_valid(case, &modulus, &b), halo2, "{case:02x?}");
-        valid += usize::from(halo2);
-    }
-    // Both answers occur often: the agreement is not vacuous.
-    assert!(
-        valid > 350 && cases.len() - valid > 800,
-        "{valid} of {}",
-        cases.len()
-    );
 }
