@@ -119,6 +119,7 @@ impl Runner {
         let mut run = 0;
         let mut warming = self.stopping.warmup;
         let stopped = loop {
+            let run_started = Instant::now();
             for index in rotation(plan.files.len(), run) {
                 let (Some(file), Some(times), Some(size)) = (
                     plan.files.get(index),
@@ -178,7 +179,7 @@ impl Runner {
             let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
             let stop = self.stop(run, &rows, &saves);
             if run == 1 {
-                self.say(&self.estimate(started.elapsed()));
+                self.say(&self.estimate(run_started.elapsed()));
             }
             if self.log {
                 eprintln!(
@@ -218,29 +219,27 @@ impl Runner {
         }
     }
 
-    /// What the first run's length says of the rest: how many runs the time cap leaves room
-    /// for, against the runs the stopping rule wants.
+    /// What the first counted run's length says of the rest: a run starts while the time
+    /// cap is not reached, so the runs still to come are those that start before it.
     fn estimate(&self, first: Duration) -> String {
         let stopping = &self.stopping;
         let per_run = first.as_secs_f64().max(1e-3);
-        let left = stopping
-            .time_cap
-            .saturating_sub(self.started.elapsed())
-            .as_secs_f64();
-        let fit = 1 + (left / per_run).floor() as usize;
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let left = (stopping.time_cap.as_secs_f64() - elapsed).max(0.0);
+        let most = stopping.fixed.unwrap_or(stopping.max_runs).max(1);
+        let runs = (1 + (left / per_run).ceil() as usize).min(most);
         let wanted = stopping.fixed.unwrap_or(stopping.min_runs);
-        let verdict = if fit >= wanted {
-            format!("about {fit} runs fit in the time cap")
+        let verdict = if runs >= wanted {
+            format!("{runs} runs at most in the time cap")
         } else {
             format!(
-                "only about {fit} of the {wanted} runs wanted fit in the time cap: the \
-                 intervals will be wide (raise --time-cap, or measure fewer backends or states)"
+                "{runs} of the {wanted} runs wanted fit in the time cap: the intervals will be \
+                 wide (raise --time-cap, or measure fewer backends or states)"
             )
         };
         format!(
-            "run 1 took {per_run:.0} s; {verdict}; this table ends in at most about {:.0} s",
-            (fit.min(stopping.fixed.unwrap_or(stopping.max_runs)) as f64 * per_run)
-                .min(per_run + left)
+            "run 1 took {per_run:.0} s; {verdict}; its runs end about {:.0} s into the whole run",
+            elapsed + (runs - 1) as f64 * per_run
         )
     }
 
