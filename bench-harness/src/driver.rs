@@ -67,7 +67,7 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
         states: args.states.clone(),
         cold: Cold {
             requested: args.cold,
-            effective: args.cold && runner.cold_effective,
+            effective: runner.cold_effective,
         },
         stopping: StoppingInfo {
             warmup: stopping.warmup,

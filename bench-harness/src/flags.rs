@@ -50,8 +50,10 @@ pub struct Args {
 
     /// The states loads run in: warm (the harness's own process reloading: each timed load
     /// after the same load twice, the first copy freed while the second is held, as a server
-    /// replacing its key meets its allocator) and fresh (a new process per load: a prover's
-    /// start)
+    /// replacing its key meets its allocator), fresh (a new process per load: a prover's
+    /// start) and cold (a new process per load, the files' pages dropped from the page cache
+    /// first: a start after a deploy or a reboot, read from the disk; its floor rows are the
+    /// disk's)
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [State::Warm, State::Fresh])]
     pub states: Vec<State>,
 
@@ -122,8 +124,9 @@ pub struct Args {
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
 
-    /// Drop the file's pages from the page cache before every read (posix_fadvise
-    /// DONTNEED), to measure reads from the disk; the report says if the kernel refused
+    /// Drop the file's pages from the page cache before every read in every state
+    /// (posix_fadvise DONTNEED), to measure reads from the disk; the report says if the
+    /// kernel refused. `--states cold` is the cold state beside the others
     #[arg(long)]
     pub cold: bool,
 

@@ -12,11 +12,12 @@
 //! `RawBytes` and `RawBytesUnchecked` through a 1 MiB `BufReader`), and the **floor** of each
 //! file (that file read into memory allocated as a key's, over every core, with the key's
 //! evaluation domain built meanwhile: what any loader of it must at least do), sampled four
-//! times a run; each row is compared with the floor of the file it reads. Every load runs in two states: **warm**, in the harness's own process as a server
+//! times a run; each row is compared with the floor of the file it reads. Every load runs in the states asked for (by default two): **warm**, in the harness's own process as a server
 //! replacing its key meets it (the same load run twice untimed first, the first copy freed
 //! while the second is held, so that the timed load gets the memory of a copy of its own
 //! size just freed, whatever ran before), and
-//! **fresh**, in a new process of its own (a prover's start); each is compared with halo2's
+//! **fresh**, in a new process of its own (a prover's start), and (`--states cold`) **cold**, a
+//! new process whose files' pages were dropped from the page cache first; each is compared with halo2's
 //! reader in the same state. Every loaded artifact is checked against the original (by
 //! digest).
 //!
@@ -33,8 +34,8 @@
 //! ```text
 //! {
 //!   "circuit": "standard-plonk" | "dense" | "halo2-lib",
-//!   "full": bool, "replace": bool, "states": ["warm" | "fresh"],
-//!   "cold": { "requested": bool, "effective": bool },  // page cache dropped before reads
+//!   "full": bool, "replace": bool, "states": ["warm" | "fresh" | "cold"],
+//!   "cold": { "requested": bool, "effective": bool },  // --cold; every drop of the page cache (--cold, state cold) accepted
 //!   "stopping": { "warmup": usize, "fixed": usize | null, "min_runs", "max_runs",
 //!                 "interval": f64, "time_cap_s": f64 },
 //!   "sizes": [{                        // one per k, in the order run

@@ -126,7 +126,8 @@ pub struct FixtureInfo {
 pub struct Cold {
     /// `--cold` was given.
     pub requested: bool,
-    /// The kernel accepted every request to drop the page cache.
+    /// The kernel accepted every request to drop the page cache (`--cold`, the cold state;
+    /// true when none was made).
     pub effective: bool,
 }
 

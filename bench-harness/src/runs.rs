@@ -11,7 +11,7 @@ use keycodec_core::Size;
 
 use crate::exec::Sample;
 use crate::measure::{rss, Written};
-use crate::plan::{durable_save_name, Plan, HALO2_NATIVE};
+use crate::plan::{durable_save_name, Plan, State, HALO2_NATIVE};
 use crate::stats::{paired, rotation, Summary};
 use crate::{Row, RowId, SaveRow};
 
@@ -159,7 +159,7 @@ impl Runner {
                     .iter()
                     .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
                     .collect();
-                if self.cold {
+                if self.cold || case.state == State::Cold {
                     for path in &paths {
                         // The harness's files are clean when read: every save was synced.
                         self.cold_effective &= keycodec_core::drop_cached_pages(path);

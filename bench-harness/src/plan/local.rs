@@ -60,7 +60,7 @@ fn cases_of<'a, C: Workload>(
                     exec::run_reloading::<C>(&load, paths, params, &target, buffer)
                 })
             }
-            State::Fresh => {
+            State::Fresh | State::Cold => {
                 let (load, child, target) = (load.clone(), inputs.child, inputs.target.clone());
                 Box::new(move |paths, buffer| {
                     let request = ChildRequest {

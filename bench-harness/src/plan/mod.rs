@@ -78,6 +78,9 @@ pub enum State {
     Warm,
     /// A new process for the load alone (a prover's start).
     Fresh,
+    /// A new process for the load alone, its files' pages dropped from the page cache just
+    /// before (a prover's start after a deploy or a reboot): the files are read from the disk.
+    Cold,
 }
 
 impl State {
@@ -86,6 +89,7 @@ impl State {
         match self {
             State::Warm => "warm",
             State::Fresh => "fresh",
+            State::Cold => "cold",
         }
     }
 }
