@@ -160,6 +160,50 @@ fn default_run_is_the_quick_one() {
     );
 }
 
+/// `--states cold`: every load and floor runs in a new process after its files' pages were
+/// dropped, each row paired with halo2's reader in the same state, and the report does not
+/// claim a refusal that did not happen.
+#[test]
+fn cold_is_a_state_of_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = Args {
+        k: Some(9),
+        states: vec![State::Cold],
+        backends: vec!["rawbytes".into(), "halo2-native".into()],
+        repeat: Some(1),
+        warmup: 0,
+        cache_dir: Some(dir.path().to_path_buf()),
+        child_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_bench-harness"))),
+        ..Args::defaults()
+    };
+    let report = run(&args).unwrap();
+    let size = only(&report);
+    assert!(!size.rows.is_empty());
+    assert!(size
+        .rows
+        .iter()
+        .all(|row| row.state == "cold" && row.verified));
+    let paired = size
+        .rows
+        .iter()
+        .find(|row| row.backend == "rawbytes" && row.kind == Kind::Pk)
+        .unwrap();
+    assert_eq!(paired.reference.as_ref().unwrap().backend, "halo2-native");
+    assert!(size.rows.iter().any(|row| row.backend == FLOOR));
+    assert!(!report.cold.requested);
+    // Whether this folder's files can be dropped from the page cache at all (not on tmpfs).
+    let probe = dir.path().join("probe");
+    std::fs::write(&probe, [0u8; 4096]).unwrap();
+    let droppable = keycodec_core::drop_cached_pages(&probe);
+    assert_eq!(report.cold.effective, droppable);
+    let text = bench_harness::report::table(&report);
+    assert_eq!(
+        text.contains("REFUSED"),
+        !droppable,
+        "the report says drops were refused exactly when they were"
+    );
+}
+
 /// Runs continue until every keycodec ratio's interval is narrow enough, within bounds: an
 /// impossible interval runs to the most allowed; `--repeat` runs exactly that many.
 #[test]
