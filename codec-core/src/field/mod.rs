@@ -158,32 +158,41 @@ pub fn decode_fr_chunk(
     context: &'static str,
     out: &mut Vec<Fr>,
 ) -> Result<()> {
-    if !bytes.len().is_multiple_of(FR_BYTES) {
-        return Err(Error::InvalidFieldElement { context });
+    decode_chunk(bytes, encoding, validation, context, out)
+}
+
+/// Decodes a whole chunk of encoded values (scalars or points), appending them to `out`, in
+/// parallel (rayon), as [`decode_fr_chunk`] describes for scalars.
+///
+/// # Errors
+///
+/// The values' [`Element::invalid`] error if any is invalid (or `bytes` is not a whole
+/// number of them); [`Error::OutOfMemory`] if `out` cannot grow.
+pub(crate) fn decode_chunk<E: Element>(
+    bytes: &[u8],
+    encoding: FieldEncoding,
+    validation: Validation,
+    context: &'static str,
+    out: &mut Vec<E>,
+) -> Result<()> {
+    let size = E::encoded_bytes(encoding);
+    if !bytes.len().is_multiple_of(size) {
+        return Err(E::invalid(context));
     }
-    out.try_reserve(bytes.len() / FR_BYTES)
+    out.try_reserve(bytes.len() / size)
         .map_err(|_| Error::OutOfMemory {
             what: context,
-            bytes: out.len().saturating_add(bytes.len() / FR_BYTES) as u64 * FR_BYTES as u64,
+            bytes: out.len().saturating_add(bytes.len() / size) as u64 * E::BYTES as u64,
         })?;
     let invalid = AtomicBool::new(false);
-    let decode = |chunk: &[u8]| -> Option<Fr> {
-        match (encoding, validation) {
-            (FieldEncoding::Raw, Validation::Checked) => Fr::from_raw_bytes(chunk),
-            (FieldEncoding::Raw, Validation::Trusted) => Some(Fr::from_raw_bytes_unchecked(chunk)),
-            (FieldEncoding::Canonical, _) => <[u8; FR_BYTES]>::try_from(chunk)
-                .ok()
-                .and_then(|repr| Option::from(Fr::from_repr(repr))),
-        }
-    };
-    out.par_extend(bytes.par_chunks_exact(FR_BYTES).map(|chunk| {
-        decode(chunk).unwrap_or_else(|| {
+    out.par_extend(bytes.par_chunks_exact(size).map(|chunk| {
+        E::from_encoded(chunk, encoding, validation).unwrap_or_else(|| {
             invalid.store(true, Ordering::Relaxed);
-            Fr::ZERO
+            E::zero()
         })
     }));
     if invalid.load(Ordering::Relaxed) {
-        return Err(Error::InvalidFieldElement { context });
+        return Err(E::invalid(context));
     }
     Ok(())
 }
@@ -202,18 +211,11 @@ pub(crate) trait Element: PlainLimbs + Send + Sync {
     ///
     /// [`Error::InvalidFieldElement`] or [`Error::InvalidPoint`].
     fn check_raw(bytes: &[u8], validation: Validation, context: &'static str) -> Result<()>;
-    /// Decodes a chunk of encoded values in parallel, appending them to `out`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Element::check_raw`], or [`Error::OutOfMemory`] when `out` cannot grow.
-    fn decode_chunk(
-        bytes: &[u8],
-        encoding: FieldEncoding,
-        validation: Validation,
-        context: &'static str,
-        out: &mut Vec<Self>,
-    ) -> Result<()>;
+    /// One value decoded from exactly [`Element::encoded_bytes`] bytes, checked unless
+    /// trusted (compressed points always); `None` when invalid.
+    fn from_encoded(bytes: &[u8], encoding: FieldEncoding, validation: Validation) -> Option<Self>;
+    /// The error that names an invalid value.
+    fn invalid(context: &'static str) -> Error;
     /// Appends the raw encoding of `values` to `out` (what the digest hashes).
     fn append_raw(values: &[Self], out: &mut Vec<u8>) {
         match crate::memory::raw_bytes_of(values) {
@@ -232,14 +234,18 @@ impl Element for Fr {
         check_raw_elements(bytes, validation, context)
     }
 
-    fn decode_chunk(
-        bytes: &[u8],
-        encoding: FieldEncoding,
-        validation: Validation,
-        context: &'static str,
-        out: &mut Vec<Self>,
-    ) -> Result<()> {
-        decode_fr_chunk(bytes, encoding, validation, context, out)
+    fn from_encoded(bytes: &[u8], encoding: FieldEncoding, validation: Validation) -> Option<Self> {
+        match (encoding, validation) {
+            (FieldEncoding::Raw, Validation::Checked) => Fr::from_raw_bytes(bytes),
+            (FieldEncoding::Raw, Validation::Trusted) => Some(Fr::from_raw_bytes_unchecked(bytes)),
+            (FieldEncoding::Canonical, _) => <[u8; FR_BYTES]>::try_from(bytes)
+                .ok()
+                .and_then(|repr| Option::from(Fr::from_repr(repr))),
+        }
+    }
+
+    fn invalid(context: &'static str) -> Error {
+        Error::InvalidFieldElement { context }
     }
 }
 
@@ -265,33 +271,12 @@ impl Element for G1Affine {
         }
     }
 
-    fn decode_chunk(
-        bytes: &[u8],
-        encoding: FieldEncoding,
-        validation: Validation,
-        context: &'static str,
-        out: &mut Vec<Self>,
-    ) -> Result<()> {
-        let point_bytes = encoding.point_bytes();
-        if !bytes.len().is_multiple_of(point_bytes) {
-            return Err(Error::InvalidPoint { context });
-        }
-        out.try_reserve(bytes.len() / point_bytes)
-            .map_err(|_| Error::OutOfMemory {
-                what: context,
-                bytes: (out.len() + bytes.len() / point_bytes) as u64 * G1_RAW_BYTES as u64,
-            })?;
-        let invalid = AtomicBool::new(false);
-        out.par_extend(bytes.par_chunks_exact(point_bytes).map(|chunk| {
-            decode_g1(chunk, encoding, validation, context).unwrap_or_else(|_| {
-                invalid.store(true, Ordering::Relaxed);
-                Self::zero()
-            })
-        }));
-        if invalid.load(Ordering::Relaxed) {
-            return Err(Error::InvalidPoint { context });
-        }
-        Ok(())
+    fn from_encoded(bytes: &[u8], encoding: FieldEncoding, validation: Validation) -> Option<Self> {
+        decode_g1(bytes, encoding, validation, "").ok()
+    }
+
+    fn invalid(context: &'static str) -> Error {
+        Error::InvalidPoint { context }
     }
 }
 

@@ -6,7 +6,7 @@
 //! ([`PayloadReader::read_spans`]); a stream's run comes back here, span by span.
 
 use super::*;
-use crate::field::Element;
+use crate::field::{decode_chunk, Element};
 
 /// Whether a vector joins the key's digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,7 +121,7 @@ pub(crate) fn read_vector<E: Element>(
             .ok_or(Error::Truncated { context })?;
         reader.read_exact(bytes, context)?;
         let start = values.len();
-        E::decode_chunk(bytes, encoding, validation, context, &mut values)?;
+        decode_chunk(bytes, encoding, validation, context, &mut values)?;
         if let Some(hasher) = &hasher {
             raw.clear();
             E::append_raw(values.get(start..).unwrap_or_default(), &mut raw);

@@ -113,17 +113,14 @@ impl<'a> PayloadReader<'a> {
             }
             _ => return self.read_spans_in_order(spans, groups, validation, check_bytes, context),
         };
-        let workers = match source.bulk_plan() {
-            Some((piece, pool)) => Workers {
-                pool: Some(pool),
-                piece,
-                coalesce: source.costly_requests(),
-            },
-            None => Workers {
-                pool: None,
-                piece: BULK_STEP,
-                coalesce: source.costly_requests(),
-            },
+        let (pool, piece) = match source.bulk_plan() {
+            Some((piece, pool)) => (Some(pool), piece),
+            None => (None, BULK_STEP),
+        };
+        let workers = Workers {
+            pool,
+            piece,
+            coalesce: source.costly_requests(),
         };
         let read = bulk::read_spans(
             source,
