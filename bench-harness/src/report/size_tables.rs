@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use keycodec_core::Size;
 
 use super::cells::{huge_pages, kind_name, marked, mib, optional, short_of_durable, speedup_cell};
-use crate::plan::{durable_save_name, Kind, State, FLOOR, HALO2_NATIVE};
+use crate::plan::{durable_save_name, Kind, FLOOR, HALO2_NATIVE};
 use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
@@ -28,17 +28,11 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         size.runs,
         size.stopped,
         if report.full { ", full sweep" } else { "" },
-        match (
-            report.cold.requested,
-            report.states.contains(&State::Cold),
-            report.cold.effective
-        ) {
-            (false, false, _) => "",
-            (false, true, true) => "",
-            (true, _, true) => ", cold reads (page cache dropped before each read)",
-            (_, _, false) => {
-                ", cold reads REQUESTED BUT REFUSED by the kernel: reads were warm"
-            }
+        // `effective` holds unless a drop was refused (`--cold`, or the cold state).
+        match (report.cold.requested, report.cold.effective) {
+            (_, false) => ", cold reads REQUESTED BUT REFUSED by the kernel: reads were warm",
+            (true, true) => ", cold reads (page cache dropped before each read)",
+            (false, true) => "",
         },
         if report.replace {
             ", saves replace the previous run's file"
