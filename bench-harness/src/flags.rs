@@ -14,7 +14,10 @@ use crate::runs::Stopping;
 const EXAMPLES: &str = "\
 Examples:
   bench-harness
-      the quick table: a halo2-lib key at k = 18 (1.1 GB), every backend (minutes)
+      the quick table: a halo2-lib key at k = 18 (1.1 GB), rawbytes and rkyv beside
+      halo2's reader, in a new process with the file cached and read from the disk (~5 min)
+  bench-harness --backends rawbytes,bincode,rkyv,compact,halo2-native --states warm,fresh,cold
+      every backend in every state (longer: --time-cap 20m)
   bench-harness --ks 14-20:2 --json sweep.json --plot sweep.svg
       keys shaped like users' at every size this machine holds, as JSON and a chart
   bench-harness --circuit standard-plonk --k 22 --backends rawbytes,rkyv,halo2-native
@@ -43,8 +46,10 @@ pub struct Args {
     pub circuit: CircuitName,
 
     /// Backends to measure, comma-separated; halo2-native is halo2's own pk.write /
-    /// ProvingKey::read and ParamsKZG::write_custom / read_custom, the reference
-    #[arg(long, value_delimiter = ',', default_values_t = backend_names().into_iter().map(String::from),
+    /// ProvingKey::read and ParamsKZG::write_custom / read_custom, the reference. The default
+    /// is the two a local prover chooses between and the reference; bincode (serde's layout)
+    /// and compact (small files for slow links: see --remote --link) are measured when named
+    #[arg(long, value_delimiter = ',', default_values_t = QUICK_BACKENDS.map(String::from),
           value_parser = clap::builder::PossibleValuesParser::new(backend_names()))]
     pub backends: Vec<String>,
 
@@ -53,8 +58,8 @@ pub struct Args {
     /// replacing its key meets its allocator), fresh (a new process per load: a prover's
     /// start) and cold (a new process per load, the files' pages dropped from the page cache
     /// first: a start after a deploy or a reboot, read from the disk; its floor rows are the
-    /// disk's)
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [State::Warm, State::Fresh])]
+    /// disk's). The default is the two states a prover's start meets
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [State::Fresh, State::Cold])]
     pub states: Vec<State>,
 
     /// The full sweep: every wire mode of every backend, pinned loads (checked, digest
@@ -104,9 +109,10 @@ pub struct Args {
     #[arg(long, default_value_t = 0.10)]
     pub interval: f64,
 
-    /// Stop adding runs once the whole run has taken this long, the minimum of runs included
-    /// (s, m or h: 90s, 10m, 1h); each remaining size still gets one run
-    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    /// The whole run's length (s, m or h: 90s, 10m, 1h), the fixture and the minimum of runs
+    /// included: a run is not started when the last one's length says it would end past this;
+    /// each size still gets one run, and the report says when that leaves intervals wide
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub time_cap: Duration,
 
     /// Also write the results as JSON to this path (schema in the crate docs)
@@ -178,6 +184,10 @@ pub struct Args {
     #[arg(long, value_name = "HEX")]
     pub original_digest: Option<KeyDigest>,
 }
+
+/// The backends measured by default: the two a prover loading local files chooses between,
+/// and halo2's own reader.
+pub const QUICK_BACKENDS: [&str; 3] = ["rawbytes", "rkyv", crate::plan::HALO2_NATIVE];
 
 /// The sizes `--ks` takes.
 #[derive(Clone, Debug, PartialEq, Eq)]

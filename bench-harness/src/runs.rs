@@ -1,5 +1,5 @@
-//! Runs a [`Plan`]: run after run, every file written, then every case timed (floors four
-//! times), in an order rotated each run, until every paired ratio is known to the interval
+//! Runs a [`Plan`]: run after run, every file written, then every case timed (floors
+//! twice), in an order rotated each run, until every paired ratio is known to the interval
 //! asked for (or the runs or the time allowed are spent); then one row per case and per
 //! file.
 
@@ -29,9 +29,9 @@ pub struct Stopping {
     pub max_runs: usize,
     /// Stop once every paired ratio's 95% interval is within +-this (0.1: +-10%).
     pub interval: f64,
-    /// Or once the whole harness run (every size, every plan) has run this long: checked
-    /// after each counted run, before the minimum of runs, so a run ends at most one run of
-    /// each remaining plan past it.
+    /// Or before a run that would end past this length of the whole harness run (every
+    /// size, every plan), as the run just made says: checked after each counted run, before
+    /// the minimum of runs. Each plan still gets one run.
     pub time_cap: Duration,
 }
 
@@ -165,8 +165,11 @@ impl Runner {
                         self.cold_effective &= keycodec_core::drop_cached_pages(path);
                     }
                 }
+                let cached_before = cached_share(&paths);
                 self.harness_peak = self.harness_peak.max(rss::peak());
-                taken.push(case.run(&paths, buffer)?);
+                let mut sample = case.run(&paths, buffer)?;
+                sample.cached_before = cached_before;
+                taken.push(sample);
                 self.harness_peak = self.harness_peak.max(rss::peak());
             }
             if warming > 0 {
@@ -177,7 +180,7 @@ impl Runner {
             }
             run += 1;
             let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
-            let stop = self.stop(run, &rows, &saves);
+            let stop = self.stop(run, &rows, &saves, run_started.elapsed());
             if run == 1 {
                 self.say(&self.estimate(run_started.elapsed()));
             }
@@ -219,17 +222,24 @@ impl Runner {
         }
     }
 
-    /// What the first counted run's length says of the rest: a run starts while the time
-    /// cap is not reached, so the runs still to come are those that start before it.
+    /// What the first counted run's length says of the rest: a run starts only when it
+    /// would end before the time cap, so the runs still to come are those that fit in it.
     fn estimate(&self, first: Duration) -> String {
         let stopping = &self.stopping;
         let per_run = first.as_secs_f64().max(1e-3);
         let elapsed = self.started.elapsed().as_secs_f64();
         let left = (stopping.time_cap.as_secs_f64() - elapsed).max(0.0);
-        let most = stopping.fixed.unwrap_or(stopping.max_runs).max(1);
-        let runs = (1 + (left / per_run).ceil() as usize).min(most);
-        let wanted = stopping.fixed.unwrap_or(stopping.min_runs);
-        let verdict = if runs >= wanted {
+        let (runs, wanted) = match stopping.fixed {
+            // `--repeat` makes its runs whatever the cap.
+            Some(fixed) => (fixed, fixed),
+            None => (
+                (1 + (left / per_run).floor() as usize).min(stopping.max_runs.max(1)),
+                stopping.min_runs,
+            ),
+        };
+        let verdict = if stopping.fixed.is_some() {
+            format!("{runs} runs, as asked")
+        } else if runs >= wanted {
             format!("{runs} runs at most in the time cap")
         } else {
             format!(
@@ -243,8 +253,8 @@ impl Runner {
         )
     }
 
-    /// Why to stop after `runs` runs, or `None` to run again.
-    fn stop(&self, runs: usize, rows: &[Row], saves: &[SaveRow]) -> Option<String> {
+    /// Why to stop after `runs` runs, the last of which took `last`, or `None` to run again.
+    fn stop(&self, runs: usize, rows: &[Row], saves: &[SaveRow], last: Duration) -> Option<String> {
         let stopping = &self.stopping;
         if let Some(fixed) = stopping.fixed {
             return (runs >= fixed).then(|| format!("{fixed} runs, as asked"));
@@ -261,10 +271,12 @@ impl Runner {
             )
             .map(|ratio| ratio.half_width())
             .fold(0.0, f64::max);
-        // The cap bounds the whole run, the minimum of runs included.
-        if self.started.elapsed() >= stopping.time_cap {
+        // The cap bounds the whole run, the minimum of runs included: no run is started that
+        // the last one says would end past it.
+        if self.started.elapsed() + last >= stopping.time_cap {
             return Some(format!(
-                "time cap ({:.0} s for the whole run) after {runs} runs; widest interval +-{:.0}%",
+                "time cap ({:.0} s for the whole run; another run would end past it) after \
+                 {runs} runs; widest interval +-{:.0}%",
                 stopping.time_cap.as_secs_f64(),
                 widest * 100.0
             ));
@@ -287,6 +299,18 @@ impl Runner {
         }
         None
     }
+}
+
+/// The share of the pages of `paths` together that the page cache holds (`mincore`), if
+/// that can be told for each.
+fn cached_share(paths: &[&Path]) -> Option<f64> {
+    let (cached, pages) = paths
+        .iter()
+        .map(|path| keycodec_core::cached_pages(path))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .fold((0, 0), |(cached, pages), (c, p)| (cached + c, pages + p));
+    Some(cached as f64 / pages.max(1) as f64)
 }
 
 /// How the progress bar names a run: `warm-up` or its number.
@@ -362,6 +386,11 @@ fn rows(
                 .iter()
                 .map(|sample| sample.compact_stalls)
                 .sum::<Option<u64>>(),
+            cached_before: taken
+                .iter()
+                .map(|sample| sample.cached_before)
+                .collect::<Option<Vec<f64>>>()
+                .map(|shares| shares.into_iter().fold(0.0, f64::max)),
             verified: !taken.is_empty() && taken.iter().all(|sample| sample.verified),
         });
     }

@@ -13,12 +13,15 @@ use keycodec_core::backend_api::{PayloadReader, Span};
 /// evaluation domain (`(degree, k)`) is built on another thread; nothing is decoded or
 /// checked. A key file is read into memory allocated as a key's is, one vector per
 /// polynomial (`polynomial_bytes` each), so that the allocator behaves as it does for a key,
-/// handing back what the last key freed; parameters into one vector. Two ways, the faster
-/// counting: over every core with keycodec's own bulk read (positioned reads into memory not
-/// zeroed first, pages mapped a piece at a time), and, for files under
-/// [`SMALL_FILE`] (where starting threads costs more than it saves), on one thread with
-/// `read_to_end` into each vector's spare capacity. Returns the seconds and whether every
-/// byte was read, and the memory read into (the faster way's).
+/// handing back what the last key freed; parameters into one vector. Two ways: over every
+/// core with keycodec's own bulk read (positioned reads into memory not zeroed first, pages
+/// mapped a piece at a time), and on one thread in order with `read_to_end` into each
+/// vector's spare capacity (which lets the kernel's read-ahead stream the file: from the
+/// disk it can be the faster way). A file in the page cache is read the first way, and
+/// under [`SMALL_FILE`] (where starting threads costs more than it saves) the second way
+/// too, the faster counting; a file not in the page cache (a cold read: under a tenth of its
+/// pages cached) one way per visit, in turn by `visit`, so that each reads from the disk.
+/// Returns the seconds and whether every byte was read, and the memory read into.
 ///
 /// # Errors
 ///
@@ -27,11 +30,16 @@ pub fn floor(
     path: &Path,
     polynomial_bytes: Option<u64>,
     domain: Option<(u32, u32)>,
+    visit: usize,
 ) -> Result<Floor, String> {
     let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
+    let cold = keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached * 10 < pages);
+    if cold && visit % 2 == 1 {
+        return timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes));
+    }
     let parallel = timed_with_domain(domain, || read_as_polynomials(path, len, polynomial_bytes))?;
-    if len >= SMALL_FILE {
+    if cold || len >= SMALL_FILE {
         return Ok(parallel);
     }
     let single = timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))?;

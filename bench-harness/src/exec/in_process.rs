@@ -90,6 +90,7 @@ pub fn run_here<C: Workload>(
         rss_rise,
         huge_pages,
         compact_stalls,
+        cached_before: None,
     })
 }
 
@@ -221,7 +222,8 @@ fn execute<C: Workload>(
         Load::Floor {
             polynomial_bytes,
             domain,
-        } => Loaded::Read(floor(first()?, *polynomial_bytes, *domain)?),
+            visit,
+        } => Loaded::Read(floor(first()?, *polynomial_bytes, *domain, *visit)?),
     })
 }
 

@@ -128,6 +128,7 @@ fn sample(seconds: f64, verified: bool) -> Sample {
         rss_rise: None,
         huge_pages: None,
         compact_stalls: None,
+        cached_before: None,
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use keycodec_core::Size;
 
 use super::cells::{huge_pages, kind_name, marked, mib, optional, short_of_durable, speedup_cell};
-use crate::plan::{durable_save_name, Kind, FLOOR, HALO2_NATIVE};
+use crate::plan::{durable_save_name, Kind, State, FLOOR, HALO2_NATIVE};
 use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
@@ -41,6 +41,9 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         }
     );
     let _ = writeln!(out, "{LEGEND}");
+    if let Some(cold) = cold_residency(size) {
+        let _ = writeln!(out, "{cold}");
+    }
     for (kind, title) in [
         (Kind::Pk, "proving key"),
         (Kind::Params, "KZG parameters"),
@@ -251,4 +254,32 @@ fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::Link
         };
         line(save.backend, save.mode, timed, save.file_bytes, save.save_s);
     }
+}
+
+/// What the page cache held of a cold row's files as its loads began, if any row is cold: a
+/// cold row is only cold if that is near nothing.
+fn cold_residency(size: &SizeReport) -> Option<String> {
+    let cold: Vec<Option<f64>> = size
+        .rows
+        .iter()
+        .filter(|row| row.state == State::Cold.name())
+        .map(|row| row.cached_before)
+        .collect();
+    if cold.is_empty() {
+        return None;
+    }
+    Some(match cold.into_iter().collect::<Option<Vec<f64>>>() {
+        Some(shares) => {
+            let most = shares.into_iter().fold(0.0, f64::max);
+            format!(
+                "cold rows: at most {:.1}% of a load's file pages were in the page cache as it \
+                 began (mincore){}",
+                most * 100.0,
+                if most > 0.1 { ": NOT COLD" } else { "" }
+            )
+        }
+        None => "cold rows: what the page cache held as a load began could not be told \
+                 (mincore)"
+            .to_owned(),
+    })
 }

@@ -1,7 +1,7 @@
 //! Every `unsafe` of the core but one call (the bulk read's `set_len`, on this module's
 //! contract): memory viewed as bytes, memory filled without being zeroed first, and the
 //! kernel hints about memory and files (`MADV_HUGEPAGE`, `MADV_POPULATE_WRITE`,
-//! `sync_file_range`).
+//! `sync_file_range`) and what the page cache holds of a file (`mincore`).
 //!
 //! Scalars and G1 points are viewed as their raw bytes, without conversion: the bulk path of
 //! the raw encoding, for keys (scalars) and parameters (points).
@@ -363,6 +363,54 @@ pub(crate) fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
     advise(buf, HUGE_PAGE, rustix::mm::Advice::LinuxHugepage);
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
+}
+
+/// How many of `path`'s pages the page cache holds now, and how many it has (Linux:
+/// `mincore` over a read-only mapping of the file, which reads nothing): whether a load of it
+/// will read the disk. `None` where that cannot be told (another system, an empty file, a
+/// mapping refused).
+#[cfg(target_os = "linux")]
+pub fn cached_pages(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).ok()?;
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    if len == 0 {
+        return None;
+    }
+    let pages = len.div_ceil(rustix::param::page_size().max(PAGE));
+    // SAFETY: a new read-only shared mapping of `len` bytes of an open file, at an address
+    // the kernel picks: it aliases no memory of this program, and nothing reads through it.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return None;
+    }
+    let mut resident = vec![0u8; pages];
+    // SAFETY: `map` is the page-aligned mapping of `len` bytes made above, and `resident`
+    // holds one byte for each of its pages, as `mincore` writes: the system's page size, at
+    // least 4 KiB on Linux (the test `cached_pages_counts_every_page_of_a_read_file` reads a
+    // file one byte past whole pages and counts them all).
+    let counted = unsafe { libc::mincore(map, len, resident.as_mut_ptr()) } == 0;
+    // SAFETY: unmaps exactly the mapping made above, which nothing refers to any more.
+    unsafe { libc::munmap(map, len) };
+    counted.then(|| {
+        let cached = resident.iter().filter(|&&byte| byte & 1 == 1).count();
+        (cached as u64, pages as u64)
+    })
+}
+
+/// How many of `path`'s pages the page cache holds: not told on this system.
+#[cfg(not(target_os = "linux"))]
+pub fn cached_pages(_path: &std::path::Path) -> Option<(u64, u64)> {
+    None
 }
 
 /// `madvise(advice)` on the whole `unit`s inside `buf` (aligned to `unit`, a page multiple).

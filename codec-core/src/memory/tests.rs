@@ -111,3 +111,33 @@ fn zeroed_vectors_hold_zero_and_can_grow_and_drop() {
         assert_eq!(values.last(), Some(&Fr::ONE));
     }
 }
+
+/// `mincore` counts a page for every started page of a file (one byte past whole pages makes
+/// one more), all of them cached once the file was read, and none of a file whose pages were
+/// dropped (where the kernel drops them: a regular file on a disk, not tmpfs).
+#[test]
+fn cached_pages_counts_every_page_of_a_read_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file");
+    let page = rustix::param::page_size();
+    std::fs::write(&path, vec![7u8; 3 * page + 1]).unwrap();
+    std::fs::File::open(&path).unwrap().sync_all().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap().len(), 3 * page + 1);
+    let counted = cached_pages(&path);
+    assert_eq!(counted.is_some(), cfg!(target_os = "linux"), "mincore on a regular file");
+    let Some((cached, pages)) = counted else {
+        return;
+    };
+    assert_eq!((cached, pages), (4, 4));
+    if crate::drop_cached_pages(&path) {
+        let (after, pages) = cached_pages(&path).unwrap();
+        assert_eq!(pages, 4);
+        assert!(
+            after <= cached,
+            "{after} of {pages} pages cached after the drop"
+        );
+    }
+    assert_eq!(cached_pages(&dir.path().join("absent")), None);
+    std::fs::write(&path, b"").unwrap();
+    assert_eq!(cached_pages(&path), None);
+}
