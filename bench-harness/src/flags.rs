@@ -92,8 +92,9 @@ pub struct Args {
     #[arg(long)]
     pub repeat: Option<usize>,
 
-    /// Runs made first at each size and not counted: the first saves and loads after the
-    /// key is built meet a page cache being filled
+    /// Warm-up runs made first at each size and not counted: the first saves and loads after
+    /// the key is built meet a page cache being filled. A warm-up run writes every file and
+    /// loads each once
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
 

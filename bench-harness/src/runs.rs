@@ -18,8 +18,9 @@ use crate::{Row, RowId, SaveRow};
 /// When a plan's runs stop.
 #[derive(Clone, Copy, Debug)]
 pub struct Stopping {
-    /// Runs made first and not counted (the first saves and loads after the fixture is
-    /// built meet a page cache being filled and are slower than any later ones).
+    /// Warm-up runs made first and not counted (the first saves and loads after the fixture
+    /// is built meet a page cache being filled and are slower than any later ones): every
+    /// file written, and loaded once.
     pub warmup: usize,
     /// Exactly this many runs, whatever the intervals (`--repeat`).
     pub fixed: Option<usize>,
@@ -120,6 +121,10 @@ impl Runner {
         let mut warming = self.stopping.warmup;
         let stopped = loop {
             let run_started = Instant::now();
+            // A warm-up run loads each file once, by the first case that reads it: enough to
+            // bring every file and the child's binary into the page cache as later runs find
+            // them, at a fraction of a run.
+            let mut warmed = vec![false; plan.files.len()];
             for index in rotation(plan.files.len(), run) {
                 let (Some(file), Some(times), Some(size)) = (
                     plan.files.get(index),
@@ -146,6 +151,20 @@ impl Runner {
                 else {
                     continue;
                 };
+                if warming > 0 {
+                    let unread = case
+                        .files
+                        .iter()
+                        .any(|&file| warmed.get(file).is_some_and(|&done| !done));
+                    if !unread {
+                        continue;
+                    }
+                    for &file in &case.files {
+                        if let Some(done) = warmed.get_mut(file) {
+                            *done = true;
+                        }
+                    }
+                }
                 self.bar.set_message(format!(
                     "{}: {} {} {} {}",
                     pass(run, warming),

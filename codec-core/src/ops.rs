@@ -19,6 +19,7 @@ use crate::item::KzgParams;
 use crate::item::{HaloKey, Item, ItemRef};
 use crate::options::{LoadOptions, Recording, SaveOptions};
 use crate::record::RecordableParams;
+use crate::source::FileSource;
 
 /// The operations users call on a codec: implemented for every [`KeyCodec`] (and for
 /// `dyn KeyCodec`), so a backend never implements it.
@@ -356,7 +357,7 @@ fn with_open_file<T>(
 ) -> Result<T> {
     let len = file.metadata().during("read the metadata of")?.len();
     read(Input::At {
-        source: file,
+        source: &FileSource::new(file),
         len,
         buffer: options.buffers.file_read_capacity(),
     })

@@ -8,7 +8,7 @@ use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::halo2_proofs::plonk::Circuit;
 use keycodec_core::halo2curves::bn256::Fr;
 use keycodec_core::record::CircuitRecord;
-use keycodec_core::transport::{into_key, read, Input, Request};
+use keycodec_core::transport::{into_key, read, FileSource, Input, Request};
 use keycodec_core::{Error, KeyCodecExt, KeyDigest, LoadOptions, Result, SaveOptions};
 
 use crate::backend::Backend;
@@ -143,8 +143,9 @@ pub(crate) fn load_open_file<C: Circuit<Fr>, K: Key>(
         .metadata()
         .map_err(|err| Error::io("read the metadata of", err))?
         .len();
+    let source = FileSource::new(file);
     let input = Input::At {
-        source: file,
+        source: &source,
         len,
         buffer: options.buffers.file_read_capacity(),
     };

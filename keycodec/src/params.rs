@@ -49,9 +49,15 @@ impl ParamsPin {
 /// How parameters are opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ParamsOptions {
-    /// Whether every point is checked (`Checked`, the default) or trusted.
+    /// Whether every point is checked (`Checked`, the default: coordinates below the modulus
+    /// and on the curve) or trusted. With a pin, the pin checks them instead.
     pub validation: Validation,
-    /// Other parameters than these are refused.
+    /// Other parameters than these are refused. A pin proves every point: parameters that
+    /// match it are the ones pinned (by their digest, or by their published file's SHA-256),
+    /// so their points are not checked one by one (on two cores, the curve equation of every
+    /// point costs more than reading the file), and the parameters pinned are taken to be
+    /// valid: pin what `save_params` returned, a checked load's digest, or a file's published
+    /// hash.
     pub pin: Option<ParamsPin>,
     /// The circuit's `k`: larger parameters are downsized to it, smaller ones refused
     /// ([`Error::KMismatch`]). `None` takes them as they are.
@@ -79,7 +85,8 @@ impl ParamsOptions {
 
 /// Opens KZG parameters at `at`: a keycodec container (any backend that stores them, from
 /// its header) or halo2's headerless file in any `SerdeFormat` (the format follows from the
-/// file's length), every point checked unless `options.validation` trusts them; an object
+/// file's length), every point checked unless `options.validation` trusts them or
+/// `options.pin` proves them (see [`ParamsOptions::pin`]); an object
 /// (feature `remote`) goes through its cache (downloaded and checked once, then a local load:
 /// see [`crate::remote::fetch_params`]). `options.pin` refuses other parameters; `options.k`
 /// fits them to a circuit: larger ones are downsized to `2^k` points (halo2's `downsize`:
@@ -169,7 +176,18 @@ pub(crate) fn read_pinned_file(
             });
         }
     }
-    let params = decode(file, &options.load())?;
+    // A pin proves the points (see `ParamsOptions::pin`): only its check is needed. A
+    // container checks a digest pin as it is read (each vector hashed as it lands); halo2's
+    // file is hashed after.
+    let mut load = options.load();
+    if options.pin.is_some() {
+        load.validation = Validation::Trusted;
+    }
+    let container = is_container(file)?;
+    if let (Some(ParamsPin::Digest(expected)), true) = (options.pin, container) {
+        load.expected_digest = Some(expected);
+    }
+    let params = decode(file, &load)?;
     let rehashed = match options.pin {
         Some(ParamsPin::Sha256(expected)) if shared == Shared::Yes => sha256_of(file)? == expected,
         _ => true,
@@ -179,7 +197,7 @@ pub(crate) fn read_pinned_file(
             path: path.to_path_buf(),
         });
     }
-    if let Some(ParamsPin::Digest(expected)) = options.pin {
+    if let (Some(ParamsPin::Digest(expected)), false) = (options.pin, container) {
         let found = KeyDigest::of_params(&params)?;
         if found != expected {
             return Err(Error::DigestMismatch {
@@ -206,7 +224,6 @@ pub(crate) fn fit(params: KzgParams, k: Option<u32>, at: &Path) -> Result<KzgPar
 }
 
 /// Whether `file` starts with a container's magic bytes (a headerless halo2 file does not).
-#[cfg_attr(not(feature = "rawbytes"), allow(dead_code))] // used by the compat drop-in
 pub(crate) fn is_container(file: &File) -> Result<bool> {
     let mut magic = [0u8; MAGIC.len()];
     Ok(read_prefix(file, &mut magic)? == magic.len() && magic == MAGIC)

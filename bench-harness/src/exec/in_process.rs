@@ -8,8 +8,8 @@ use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::G1Affine;
 use keycodec::{
-    open_params, Backend, KeyDigest, KeyOptions, KzgParams, Origin, ParamsOptions, Start,
-    Validation,
+    open_params, Backend, KeyDigest, KeyOptions, KzgParams, Origin, ParamsOptions, ParamsPin,
+    Start, Validation,
 };
 use keycodec_core::{KeyCodec, KeyCodecExt, Size};
 use keycodec_rawbytes::RawBytesCodec;
@@ -146,6 +146,22 @@ fn execute<C: Workload>(
             circuit_params.clone(),
             buffer,
         )?),
+        // Pinned: as a prover opens them, by the digest its configuration pins (which proves
+        // every point, instead of the curve equation of each).
+        Load::Params {
+            values: Values::Pinned,
+            ..
+        } => Loaded::Params(
+            open_params(
+                first()?,
+                &ParamsOptions {
+                    pin: Some(ParamsPin::Digest(digest(&target.params)?)),
+                    limits: load_options(Validation::Checked, None, None, buffer).limits,
+                    ..ParamsOptions::default()
+                },
+            )
+            .map_err(|e| e.to_string())?,
+        ),
         Load::Params {
             backend,
             mode,

@@ -259,7 +259,8 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a, C>) -> Plan<'a> {
                 scratch,
             );
             params_files.push(file);
-            let mut reads = vec![Values::Checked];
+            // Pinned as well: how a prover's configuration opens them.
+            let mut reads = vec![Values::Checked, Values::Pinned];
             if codec.effective_validation(codec.wire_mode(), Validation::Trusted)
                 == Validation::Trusted
             {

@@ -371,8 +371,13 @@ pub(crate) fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
 /// mapping refused).
 #[cfg(target_os = "linux")]
 pub fn cached_pages(path: &std::path::Path) -> Option<(u64, u64)> {
+    cached_pages_of(&std::fs::File::open(path).ok()?)
+}
+
+/// [`cached_pages`] of an open file.
+#[cfg(target_os = "linux")]
+pub(crate) fn cached_pages_of(file: &std::fs::File) -> Option<(u64, u64)> {
     use std::os::fd::AsRawFd;
-    let file = std::fs::File::open(path).ok()?;
     let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
     if len == 0 {
         return None;
@@ -410,6 +415,12 @@ pub fn cached_pages(path: &std::path::Path) -> Option<(u64, u64)> {
 /// How many of `path`'s pages the page cache holds: not told on this system.
 #[cfg(not(target_os = "linux"))]
 pub fn cached_pages(_path: &std::path::Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// [`cached_pages`] of an open file: not told on this system.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn cached_pages_of(_file: &std::fs::File) -> Option<(u64, u64)> {
     None
 }
 

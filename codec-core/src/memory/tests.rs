@@ -124,7 +124,11 @@ fn cached_pages_counts_every_page_of_a_read_file() {
     std::fs::File::open(&path).unwrap().sync_all().unwrap();
     assert_eq!(std::fs::read(&path).unwrap().len(), 3 * page + 1);
     let counted = cached_pages(&path);
-    assert_eq!(counted.is_some(), cfg!(target_os = "linux"), "mincore on a regular file");
+    assert_eq!(
+        counted.is_some(),
+        cfg!(target_os = "linux"),
+        "mincore on a regular file"
+    );
     let Some((cached, pages)) = counted else {
         return;
     };

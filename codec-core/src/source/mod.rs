@@ -115,6 +115,76 @@ pub trait ReadAt: Sync {
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
         None
     }
+
+    /// Whether bulk reads are best made in order by one thread ([`FileSource`] of a file
+    /// read from the disk); the checks of what was read still run on every core.
+    fn reads_in_order(&self) -> bool {
+        false
+    }
+}
+
+/// A file as a source of bytes, read as its place in the page cache suggests: a file mostly
+/// in the page cache is read in pieces by every core (faulting fresh memory is then the
+/// cost, and it is spread over the cores); a file mostly not (a start after a deploy or a
+/// reboot: read from the disk) in order, by one thread, which lets the kernel's read-ahead
+/// stream it: from this project's disk 10-25% faster than two threads taking pieces in turn
+/// (`docs/performance.md`). What the page cache holds is asked once, when made (`mincore`).
+pub struct FileSource<'f> {
+    file: &'f File,
+    in_order: bool,
+}
+
+impl<'f> FileSource<'f> {
+    /// `file` as a source, read in order when under half of its pages are in the page cache.
+    pub fn new(file: &'f File) -> Self {
+        let in_order = crate::memory::cached_pages_of(file)
+            .is_some_and(|(cached, pages)| cached.saturating_mul(2) < pages);
+        FileSource { file, in_order }
+    }
+}
+
+impl ReadAt for FileSource<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        ReadAt::read_exact_at(self.file, buf, offset)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        ReadAt::read_at(self.file, buf, offset)
+    }
+
+    fn read_exact_uninit_at<'b>(
+        &self,
+        buf: &'b mut [MaybeUninit<u8>],
+        offset: u64,
+    ) -> io::Result<&'b mut [u8]> {
+        ReadAt::read_exact_uninit_at(self.file, buf, offset)
+    }
+
+    fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
+        if self.in_order {
+            one_reader().map(|pool| (BULK_STEP, pool))
+        } else {
+            None
+        }
+    }
+
+    fn reads_in_order(&self) -> bool {
+        self.in_order
+    }
+}
+
+/// A pool of one thread: the reader of a bulk read made in order (`None` if the system
+/// refused the thread: the read then takes every core).
+fn one_reader() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "keycodec-read".into())
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
 
 /// One destination of [`ReadAt::read_exact_vectored_at`]: memory already initialised, or
@@ -367,7 +437,8 @@ impl<'a> AtSource<'a> {
 
     /// Fills `dst`, checking each [`BULK_STEP`] piece right after reading it, in parts of
     /// [`CHECK_STEP`] on every core (a check can cost more than the read: a point's curve
-    /// equation does); pieces are read and checked in parallel (rayon). Bytes already
+    /// equation does); pieces are read and checked in parallel (rayon), or read in order
+    /// where the source says so ([`ReadAt::reads_in_order`]). Bytes already
     /// buffered are used first. After an error
     /// the position is unspecified: the caller stops reading.
     pub(crate) fn read_parallel(
@@ -381,22 +452,28 @@ impl<'a> AtSource<'a> {
         let origin = self.position();
         let from_buffer = self.take_buffered(dst);
         let source = self.source;
+        let piece = |step: usize, (index, piece): (usize, &mut [u8])| {
+            let piece_start = index * step;
+            let skip = from_buffer.saturating_sub(piece_start).min(piece.len());
+            let (_, unread) = piece.split_at_mut(skip);
+            if !unread.is_empty() {
+                source
+                    .read_exact_at(unread, origin + (piece_start + skip) as u64)
+                    .map_err(|err| Error::from_read(err, context))?;
+            }
+            piece.par_chunks(CHECK_STEP).try_for_each(check)
+        };
         let read = |dst: &mut [u8], step: usize| {
             dst.par_chunks_mut(step)
                 .enumerate()
-                .try_for_each(|(index, piece)| {
-                    let piece_start = index * step;
-                    let skip = from_buffer.saturating_sub(piece_start).min(piece.len());
-                    let (_, unread) = piece.split_at_mut(skip);
-                    if !unread.is_empty() {
-                        source
-                            .read_exact_at(unread, origin + (piece_start + skip) as u64)
-                            .map_err(|err| Error::from_read(err, context))?;
-                    }
-                    piece.par_chunks(CHECK_STEP).try_for_each(check)
-                })
+                .try_for_each(|indexed| piece(step, indexed))
         };
         match source.bulk_plan() {
+            // In order on this thread, each piece checked on every core.
+            _ if source.reads_in_order() => dst
+                .chunks_mut(BULK_STEP)
+                .enumerate()
+                .try_for_each(|indexed| piece(BULK_STEP, indexed)),
             Some((largest, pool)) => {
                 // Pieces small enough that every thread has one (a polynomial smaller than
                 // `largest` per thread still keeps every request in flight).

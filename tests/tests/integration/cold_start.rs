@@ -465,3 +465,43 @@ fn a_wrong_parameters_pin_is_refused_naming_the_file() {
         refused.err()
     );
 }
+
+/// A pin proves the parameters' points (`ParamsOptions::pin`): a file with a point off the
+/// curve is refused when its points are checked, and opened, the same bytes, when pinned by
+/// its published hash; pinned by digest, a container opens as its checked load does.
+#[cfg(feature = "rawbytes")]
+#[test]
+fn a_pin_proves_the_parameters_points() {
+    use sha2::Digest as _;
+    let fixture = standard_plonk();
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = params_bytes(&fixture.params);
+    // halo2's raw file: k (4 bytes), then 64-byte points; the low byte of g[1]'s y.
+    bytes[4 + 64 + 32] ^= 1;
+    let published = dir.path().join("kzg_bn254_4.srs");
+    std::fs::write(&published, &bytes).unwrap();
+    let checked = open_params(&published, &params_options(None, None));
+    assert!(
+        matches!(checked, Err(Error::InvalidPoint { .. })),
+        "{:?}",
+        checked.err()
+    );
+    let sha256: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    let pinned = open_params(
+        &published,
+        &params_options(None, Some(ParamsPin::Sha256(sha256))),
+    )
+    .unwrap();
+    assert_eq!(params_bytes(&pinned), bytes);
+
+    let container = dir.path().join("params.kc");
+    let digest = save_params(&container, &fixture.params, Backend::RAWBYTES).unwrap();
+    let by_digest = open_params(
+        &container,
+        &params_options(None, Some(ParamsPin::Digest(digest))),
+    )
+    .unwrap();
+    let by_check = open_params(&container, &params_options(None, None)).unwrap();
+    assert_eq!(params_bytes(&by_digest), params_bytes(&by_check));
+    assert_eq!(params_bytes(&by_digest), params_bytes(&fixture.params));
+}
