@@ -166,3 +166,49 @@ fn vectored_reads_fill_every_destination() {
     assert!(filling.write(&[1; 9]));
     assert!(filling.finish().is_none(), "a short response is no fill");
 }
+
+/// A file in the page cache is read by every core; one whose pages were dropped (where the
+/// kernel drops them: a file on a disk, not tmpfs) in order, by one thread, with the same
+/// bytes and the same checks on the pieces' own boundaries, the buffered head used first.
+#[test]
+fn a_file_out_of_the_page_cache_is_read_in_order() {
+    let data = pattern(3 * BULK_STEP + 64);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file");
+    std::fs::write(&path, &data).unwrap();
+    let file = File::open(&path).unwrap();
+    file.sync_all().unwrap();
+    let _ = std::fs::read(&path).unwrap();
+    let cached = FileSource::new(&file);
+    assert!(!cached.reads_in_order() && cached.bulk_plan().is_none());
+    crate::drop_cached_pages(&path);
+    let dropped = crate::memory::cached_pages_of(&file).is_some_and(|(cached, _)| cached == 0);
+    let source = FileSource::new(&file);
+    assert_eq!(source.reads_in_order(), dropped);
+    if dropped {
+        let (piece, pool) = source.bulk_plan().unwrap();
+        assert_eq!((piece, pool.current_num_threads()), (BULK_STEP, 1));
+    }
+    for source in [&cached, &source] {
+        let mut reader = AtSource::new(source, 0, 1 << 10);
+        let mut head = [0u8; 32];
+        reader.read_exact(&mut head).unwrap();
+        let mut out = vec![0u8; 3 * BULK_STEP];
+        let lens = std::sync::Mutex::new(Vec::new());
+        reader
+            .read_parallel(
+                &mut out,
+                &|piece: &[u8]| {
+                    lens.lock().unwrap().push(piece.len());
+                    Ok(())
+                },
+                "test",
+            )
+            .unwrap();
+        assert_eq!(head, data[..32]);
+        assert_eq!(out, data[32..32 + 3 * BULK_STEP]);
+        let mut lens = lens.into_inner().unwrap();
+        lens.sort_unstable();
+        assert_eq!(lens, vec![CHECK_STEP; 3 * BULK_STEP / CHECK_STEP]);
+    }
+}
