@@ -43,6 +43,7 @@ use keycodec_core::backend_api::{
 use keycodec_core::halo2_proofs::plonk::Circuit;
 use keycodec_core::halo2_proofs::SerdeFormat;
 use keycodec_core::halo2curves::bn256::Fr;
+use keycodec_core::transport::FileSource;
 use keycodec_core::{ArtifactKind, HaloKey, LoadOptions};
 
 /// This backend's id in the container header.
@@ -308,7 +309,8 @@ fn headerless<T>(
             limit: options.limits.max_payload_bytes,
         });
     }
-    let mut payload = PayloadReader::from_file(file, len, options.buffers.file_read_capacity());
+    let source = FileSource::new(file);
+    let mut payload = PayloadReader::from_file(&source, len, options.buffers.file_read_capacity());
     let decoded = decode(&mut payload)?;
     match payload.remaining() {
         0 => Ok(decoded),

@@ -8,19 +8,21 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2curves::bn256::Fr;
 use keycodec::Validation;
 use keycodec_core::backend_api::{PayloadReader, Span};
+use keycodec_core::transport::{FileSource, ReadAt};
 
 /// What any loader of a file must at least do: read it into fresh memory, while a key's
 /// evaluation domain (`(degree, k)`) is built on another thread; nothing is decoded or
 /// checked. A key file is read into memory allocated as a key's is, one vector per
 /// polynomial (`polynomial_bytes` each), so that the allocator behaves as it does for a key,
-/// handing back what the last key freed; parameters into one vector. Two ways: over every
-/// core with keycodec's own bulk read (positioned reads into memory not zeroed first, pages
-/// mapped a piece at a time), and on one thread in order with `read_to_end` into each
-/// vector's spare capacity (which lets the kernel's read-ahead stream the file: from the
-/// disk it can be the faster way). A file in the page cache is read the first way, and
-/// under [`SMALL_FILE`] (where starting threads costs more than it saves) the second way
-/// too, the faster counting; a file not in the page cache (a cold read: under a tenth of its
-/// pages cached) one way per visit, in turn by `visit`, so that each reads from the disk.
+/// handing back what the last key freed; parameters into one vector. A file in the page
+/// cache is read over every core with keycodec's own bulk read (positioned reads into memory
+/// not zeroed first, pages mapped a piece at a time), and under [`SMALL_FILE`] (where
+/// starting threads costs more than it saves) also on one thread with `read_to_end` into
+/// each vector's spare capacity, the faster counting. A file not in the page cache (a cold
+/// read: under a tenth of its pages cached) is read one way per visit, in turn by `visit`,
+/// so that each reads from the disk: the bulk read over every core, and the bulk read in
+/// order on one thread (as keycodec loads such a file: [`FileSource`], the kernel's
+/// read-ahead streaming it).
 /// Returns the seconds and whether every byte was read, and the memory read into.
 ///
 /// # Errors
@@ -36,9 +38,13 @@ pub fn floor(
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
     let cold = keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached * 10 < pages);
     if cold && visit % 2 == 1 {
-        return timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes));
+        return timed_with_domain(domain, || {
+            read_as_polynomials(path, len, polynomial_bytes, Ways::InOrder)
+        });
     }
-    let parallel = timed_with_domain(domain, || read_as_polynomials(path, len, polynomial_bytes))?;
+    let parallel = timed_with_domain(domain, || {
+        read_as_polynomials(path, len, polynomial_bytes, Ways::EveryCore)
+    })?;
     if cold || len >= SMALL_FILE {
         return Ok(parallel);
     }
@@ -113,16 +119,30 @@ fn read_in_order(
     Ok((read == len, std::hint::black_box(vectors)))
 }
 
+/// How keycodec's bulk read reads a file: pieces on every core, or as a load of a file out
+/// of the page cache does, in order on one thread ([`FileSource`]).
+#[derive(Clone, Copy)]
+enum Ways {
+    EveryCore,
+    InOrder,
+}
+
 /// Reads the `len` bytes of `path` as polynomials of `polynomial_bytes` bytes (whole
 /// elements; the bytes after the last whole polynomial as bytes).
 fn read_as_polynomials(
     path: &Path,
     len: u64,
     polynomial_bytes: u64,
+    ways: Ways,
 ) -> Result<(bool, keycodec_core::backend_api::SpanData), String> {
     let elements = usize::try_from(polynomial_bytes / 32).map_err(|e| e.to_string())?;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut reader = PayloadReader::from_file(&file, len, 1 << 12);
+    let in_order = FileSource::new(&file);
+    let source: &dyn ReadAt = match ways {
+        Ways::EveryCore => &file,
+        Ways::InOrder => &in_order,
+    };
+    let mut reader = PayloadReader::from_file(source, len, 1 << 12);
     let polynomial_bytes = elements as u64 * 32;
     let polynomials = len.checked_div(polynomial_bytes).unwrap_or(0);
     let rest = len - polynomials * polynomial_bytes;

@@ -168,9 +168,10 @@ impl<'a> PayloadReader<'a> {
     /// A reader over the first `len` bytes of `file` (checked against its length by the
     /// caller), read as keycodec reads its own files: small reads through a buffer of
     /// `capacity` bytes, bulk reads ([`PayloadReader::read_checked`]) at explicit offsets from
-    /// several threads, straight into the destination. For backends' imports of headerless
-    /// files.
-    pub fn from_file(file: &'a std::fs::File, len: u64, capacity: usize) -> Self {
+    /// several threads, straight into the destination, or in order where the source says so
+    /// (a [`FileSource`](crate::transport::FileSource) of a file out of the page cache). For
+    /// backends' imports of headerless files: pass a `&File`, or a `&FileSource` of it.
+    pub fn from_file(file: &'a dyn ReadAt, len: u64, capacity: usize) -> Self {
         PayloadReader::at(file, 0, len, capacity)
     }
 

@@ -452,7 +452,7 @@ impl<'a> AtSource<'a> {
         let origin = self.position();
         let from_buffer = self.take_buffered(dst);
         let source = self.source;
-        let piece = |step: usize, (index, piece): (usize, &mut [u8])| {
+        let fill = |step: usize, index: usize, piece: &mut [u8]| {
             let piece_start = index * step;
             let skip = from_buffer.saturating_sub(piece_start).min(piece.len());
             let (_, unread) = piece.split_at_mut(skip);
@@ -461,19 +461,30 @@ impl<'a> AtSource<'a> {
                     .read_exact_at(unread, origin + (piece_start + skip) as u64)
                     .map_err(|err| Error::from_read(err, context))?;
             }
-            piece.par_chunks(CHECK_STEP).try_for_each(check)
+            Ok(())
         };
+        let check_piece = |piece: &[u8]| piece.par_chunks(CHECK_STEP).try_for_each(check);
         let read = |dst: &mut [u8], step: usize| {
             dst.par_chunks_mut(step)
                 .enumerate()
-                .try_for_each(|indexed| piece(step, indexed))
+                .try_for_each(|(index, piece)| {
+                    fill(step, index, piece)?;
+                    check_piece(piece)
+                })
         };
         match source.bulk_plan() {
-            // In order on this thread, each piece checked on every core.
-            _ if source.reads_in_order() => dst
-                .chunks_mut(BULK_STEP)
-                .enumerate()
-                .try_for_each(|indexed| piece(BULK_STEP, indexed)),
+            // In order on this thread, each piece checked on every core while the next is
+            // read.
+            _ if source.reads_in_order() => {
+                let mut last: &[u8] = &[];
+                for (index, piece) in dst.chunks_mut(BULK_STEP).enumerate() {
+                    let (filled, checked) =
+                        rayon::join(|| fill(BULK_STEP, index, piece), || check_piece(last));
+                    filled.and(checked)?;
+                    last = piece;
+                }
+                check_piece(last)
+            }
             Some((largest, pool)) => {
                 // Pieces small enough that every thread has one (a polynomial smaller than
                 // `largest` per thread still keeps every request in flight).
