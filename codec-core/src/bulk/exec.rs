@@ -106,6 +106,8 @@ pub(super) fn run<'s>(
         }
         match (visits, inside) {
             (true, false) => visitor.visit(&mut hash, &mut check_in_order),
+            // The pool's reader alone: this thread waits for it at the scope's end.
+            (false, false) if workers.pool_only => {}
             _ => work(),
         }
     });

@@ -94,6 +94,9 @@ pub(crate) struct Workers<'p> {
     /// read with the polynomials around them, and adjacent pieces are read together, in
     /// requests of up to `piece` bytes sized so that every thread has a few.
     pub(crate) coalesce: bool,
+    /// The pool's threads alone read ([`ReadAt::reads_in_order`]: one, in order); the
+    /// calling thread never takes a request, even with nothing to visit.
+    pub(crate) pool_only: bool,
 }
 
 /// Reads `spans`, laid out one after the other from `start` in `source` (which holds them:

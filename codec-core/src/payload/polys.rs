@@ -121,6 +121,7 @@ impl<'a> PayloadReader<'a> {
             pool,
             piece,
             coalesce: source.costly_requests(),
+            pool_only: source.reads_in_order() && pool.is_some(),
         };
         let read = bulk::read_spans(
             source,
