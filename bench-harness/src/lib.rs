@@ -11,14 +11,14 @@
 //! cold start (parameters + key), halo2's own readers of each (`ProvingKey::read` with
 //! `RawBytes` and `RawBytesUnchecked` through a 1 MiB `BufReader`), and the **floor** of each
 //! file (that file read into memory allocated as a key's, over every core, with the key's
-//! evaluation domain built meanwhile: what any loader of it must at least do), sampled four
-//! times a run; each row is compared with the floor of the file it reads. Every load runs in the states asked for (by default two): **warm**, in the harness's own process as a server
-//! replacing its key meets it (the same load run twice untimed first, the first copy freed
-//! while the second is held, so that the timed load gets the memory of a copy of its own
-//! size just freed, whatever ran before), and
-//! **fresh**, in a new process of its own (a prover's start), and (`--states cold`) **cold**, a
-//! new process whose files' pages were dropped from the page cache first; each is compared with halo2's
-//! reader in the same state. Every loaded artifact is checked against the original (by
+//! evaluation domain built meanwhile: what any loader of it must at least do), sampled twice
+//! a run; each row is compared with the floor of the file it reads. Every load runs in the
+//! states asked for (`--states`; by default fresh and cold): **warm**, in the harness's own
+//! process as a server replacing its key meets it (the same load run twice untimed first, the
+//! first copy freed while the second is held, so that the timed load gets the memory of a
+//! copy of its own size just freed, whatever ran before); **fresh**, in a new process of its
+//! own (a prover's start); **cold**, a new process whose files' pages were dropped from the
+//! page cache first. Each is compared with halo2's reader in the same state. Every loaded artifact is checked against the original (by
 //! digest).
 //!
 //! Ratios are paired: taken run by run between rows measured side by side, so that a slow

@@ -248,23 +248,22 @@ impl Runner {
         let per_run = first.as_secs_f64().max(1e-3);
         let elapsed = self.started.elapsed().as_secs_f64();
         let left = (stopping.time_cap.as_secs_f64() - elapsed).max(0.0);
-        let (runs, wanted) = match stopping.fixed {
+        let (runs, verdict) = match stopping.fixed {
             // `--repeat` makes its runs whatever the cap.
-            Some(fixed) => (fixed, fixed),
-            None => (
-                (1 + (left / per_run).floor() as usize).min(stopping.max_runs.max(1)),
-                stopping.min_runs,
-            ),
-        };
-        let verdict = if stopping.fixed.is_some() {
-            format!("{runs} runs, as asked")
-        } else if runs >= wanted {
-            format!("{runs} runs at most in the time cap")
-        } else {
-            format!(
-                "{runs} of the {wanted} runs wanted fit in the time cap: the intervals will be \
-                 wide (raise --time-cap, or measure fewer backends or states)"
-            )
+            Some(fixed) => (fixed, format!("{fixed} runs, as asked")),
+            None => {
+                let runs = (1 + (left / per_run).floor() as usize).min(stopping.max_runs.max(1));
+                let wanted = stopping.min_runs;
+                let verdict = if runs >= wanted {
+                    format!("{runs} runs at most in the time cap")
+                } else {
+                    format!(
+                        "{runs} of the {wanted} runs wanted fit in the time cap: the intervals \
+                         will be wide (raise --time-cap, or measure fewer backends or states)"
+                    )
+                };
+                (runs, verdict)
+            }
         };
         format!(
             "run 1 took {per_run:.0} s; {verdict}; its runs end about {:.0} s into the whole run",

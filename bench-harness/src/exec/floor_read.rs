@@ -137,10 +137,14 @@ fn read_as_polynomials(
 ) -> Result<(bool, keycodec_core::backend_api::SpanData), String> {
     let elements = usize::try_from(polynomial_bytes / 32).map_err(|e| e.to_string())?;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let in_order = FileSource::new(&file);
+    // Only the in-order way asks what the page cache holds (as a load does).
+    let in_order;
     let source: &dyn ReadAt = match ways {
         Ways::EveryCore => &file,
-        Ways::InOrder => &in_order,
+        Ways::InOrder => {
+            in_order = FileSource::new(&file);
+            &in_order
+        }
     };
     let mut reader = PayloadReader::from_file(source, len, 1 << 12);
     let polynomial_bytes = elements as u64 * 32;

@@ -89,16 +89,16 @@ fn small_and_bulk_reads_hand_out_the_source_in_order() {
     assert_eq!(hash_range(&file, 10, data.len() as u64), None);
 }
 
-#[test]
-fn pieces_are_checked_on_their_own_boundaries() {
-    let data = pattern(2 * BULK_STEP + 64);
-    let file = file_with(&data);
-    let mut source = AtSource::new(&file, 0, 1 << 10);
+/// Reads 32 bytes of `source` through the buffer, then `len` bytes with
+/// [`AtSource::read_parallel`]; returns the head, the rest, and the length of every part
+/// checked (in the order checked).
+fn head_then_parallel(source: &dyn ReadAt, len: usize) -> ([u8; 32], Vec<u8>, Vec<usize>) {
+    let mut reader = AtSource::new(source, 0, 1 << 10);
     let mut head = [0u8; 32];
-    source.read_exact(&mut head).unwrap();
-    let mut out = vec![0u8; 2 * BULK_STEP];
+    reader.read_exact(&mut head).unwrap();
+    let mut out = vec![0u8; len];
     let lens = std::sync::Mutex::new(Vec::new());
-    source
+    reader
         .read_parallel(
             &mut out,
             &|piece: &[u8]| {
@@ -108,10 +108,17 @@ fn pieces_are_checked_on_their_own_boundaries() {
             "test",
         )
         .unwrap();
+    (head, out, lens.into_inner().unwrap())
+}
+
+#[test]
+fn pieces_are_checked_on_their_own_boundaries() {
+    let data = pattern(2 * BULK_STEP + 64);
+    let file = file_with(&data);
+    let (_, out, lens) = head_then_parallel(&file, 2 * BULK_STEP);
     assert_eq!(out, data[32..32 + 2 * BULK_STEP]);
     // Every part checked is CHECK_STEP long, on the pieces' own boundaries (not shifted by
     // the bytes the buffer held), and together they cover the read.
-    let lens = lens.into_inner().unwrap();
     assert_eq!(lens, vec![CHECK_STEP; 2 * BULK_STEP / CHECK_STEP]);
 }
 
@@ -190,25 +197,9 @@ fn a_file_out_of_the_page_cache_is_read_in_order() {
         assert_eq!((piece, pool.current_num_threads()), (BULK_STEP, 1));
     }
     for source in [&cached, &source] {
-        let mut reader = AtSource::new(source, 0, 1 << 10);
-        let mut head = [0u8; 32];
-        reader.read_exact(&mut head).unwrap();
-        let mut out = vec![0u8; 3 * BULK_STEP];
-        let lens = std::sync::Mutex::new(Vec::new());
-        reader
-            .read_parallel(
-                &mut out,
-                &|piece: &[u8]| {
-                    lens.lock().unwrap().push(piece.len());
-                    Ok(())
-                },
-                "test",
-            )
-            .unwrap();
+        let (head, out, lens) = head_then_parallel(source, 3 * BULK_STEP);
         assert_eq!(head, data[..32]);
         assert_eq!(out, data[32..32 + 3 * BULK_STEP]);
-        let mut lens = lens.into_inner().unwrap();
-        lens.sort_unstable();
         assert_eq!(lens, vec![CHECK_STEP; 3 * BULK_STEP / CHECK_STEP]);
     }
 }
