@@ -117,9 +117,11 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
         vk.cs().num_fixed_columns(),
         stored.fixed_values.len(),
     )?;
+    // Column by column on every core (each column's own work is parallel too, but its scans
+    // and sparse sums are not all so).
     let fixed_polys = stored
         .fixed_values
-        .iter()
+        .par_iter()
         .map(|values| {
             let nonzero: Vec<(usize, Fr)> = values
                 .iter()
@@ -136,34 +138,37 @@ pub(crate) fn recompute(vk: &VerifyingKey<G1Affine>, stored: StoredPk) -> Result
         })
         .collect::<Result<_>>()?;
 
-    let mut permutation_values = Vec::with_capacity(stored.exceptions.len());
-    let mut permutation_polys = Vec::with_capacity(stored.exceptions.len());
-    for (column, exceptions) in stored.exceptions.iter().enumerate() {
-        let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
-        let mut values = zeros(n)?;
-        values
-            .par_iter_mut()
-            .zip(omega_powers.par_iter())
-            .for_each(|(value, w)| *value = delta * w);
-        let mut changes = Vec::with_capacity(exceptions.len().min(limit + 1));
-        for &(row, to_column, to_row) in exceptions {
-            let target = delta_powers.get(to_column).zip(omega_powers.get(to_row));
-            if let (Some(cell), Some((d, w))) = (values.get_mut(row), target) {
-                let new = *d * w;
-                if changes.len() <= limit {
-                    changes.push((row, new - *cell));
+    let permutation: Vec<(Vec<Fr>, Vec<Fr>)> = stored
+        .exceptions
+        .par_iter()
+        .enumerate()
+        .map(|(column, exceptions)| {
+            let delta = delta_powers.get(column).copied().unwrap_or(Fr::ONE);
+            let mut values = zeros(n)?;
+            values
+                .par_iter_mut()
+                .zip(omega_powers.par_iter())
+                .for_each(|(value, w)| *value = delta * w);
+            let mut changes = Vec::with_capacity(exceptions.len().min(limit + 1));
+            for &(row, to_column, to_row) in exceptions {
+                let target = delta_powers.get(to_column).zip(omega_powers.get(to_row));
+                if let (Some(cell), Some((d, w))) = (values.get_mut(row), target) {
+                    let new = *d * w;
+                    if changes.len() <= limit {
+                        changes.push((row, new - *cell));
+                    }
+                    *cell = new;
                 }
-                *cell = new;
             }
-        }
-        let poly = if changes.len() <= limit {
-            sparse_to_coeff(n, omega_inv, Base::Linear(delta), &changes)?
-        } else {
-            full_ifft(&values)?
-        };
-        permutation_values.push(values);
-        permutation_polys.push(poly);
-    }
+            let poly = if changes.len() <= limit {
+                sparse_to_coeff(n, omega_inv, Base::Linear(delta), &changes)?
+            } else {
+                full_ifft(&values)?
+            };
+            Ok((values, poly))
+        })
+        .collect::<Result<_>>()?;
+    let (permutation_values, permutation_polys) = permutation.into_iter().unzip();
     Ok(PkParts {
         l0,
         l_last,

@@ -94,7 +94,7 @@ pub mod transport {
     pub use crate::file::{save_atomic, write_all_at, Writeback};
     pub use crate::item::{Item, ItemRef};
     pub use crate::ops::{into_key, into_params, read_file};
-    pub use crate::source::{Dst, FileSource, Filling, ReadAt, BULK_STEP};
+    pub use crate::source::{requests_for, Dst, FileSource, Filling, ReadAt, BULK_STEP};
 }
 
 pub mod backend_api {

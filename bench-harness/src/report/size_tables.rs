@@ -254,6 +254,85 @@ fn link_fractions(out: &mut String, size: &SizeReport, link: &crate::model::Link
         };
         line(save.backend, save.mode, timed, save.file_bytes, save.save_s);
     }
+    for crossover in crossovers(size) {
+        let _ = writeln!(out, "  {crossover}");
+    }
+}
+
+/// Where compact's remote load overtakes each other backend's: the link speed below which
+/// it is faster. Each load is taken as two parts: moving its object (its floor's time, which
+/// scales with the link) and the rest (its median over its floor: checks, and compact's
+/// recomputation, which the link does not change); a part a backend overlaps with the
+/// transfer counts as moved.
+fn crossovers(size: &SizeReport) -> Vec<String> {
+    // (bytes, seconds beyond moving them) of each backend's remote load.
+    let parts = |backend: &str| {
+        let median = |mode: &str| {
+            size.rows
+                .iter()
+                .find(|row| row.kind == Kind::Remote && row.backend == backend && row.mode == mode)
+                .map(|row| (row.file_bytes, row.read_s))
+        };
+        let ((bytes, load), (_, floor)) = median("ranged GETs").zip(median("GETs to memory"))?;
+        Some((bytes as f64, (load - floor).max(0.0)))
+    };
+    let Some((compact_bytes, compact_rest)) = parts("compact") else {
+        return Vec::new();
+    };
+    let mut backends: Vec<&str> = Vec::new();
+    for row in size.rows.iter().filter(|row| row.kind == Kind::Remote) {
+        if !backends.contains(&row.backend) {
+            backends.push(row.backend);
+        }
+    }
+    backends
+        .into_iter()
+        .filter(|&backend| backend != "compact")
+        .filter_map(|backend| {
+            let (bytes, rest) = parts(backend)?;
+            let speed = match crossover((compact_bytes, compact_rest), (bytes, rest)) {
+                Crossover::Never => "never (its object is no smaller)".to_owned(),
+                Crossover::Always => "at any link speed".to_owned(),
+                Crossover::Below(rate) => {
+                    format!(
+                        "below {:.0} MB/s ({:.1} Gbit/s)",
+                        rate / 1e6,
+                        rate * 8.0 / 1e9
+                    )
+                }
+            };
+            Some(format!(
+                "compact loads faster than {backend} {speed}: {:.0} MB against {:.0} MB to \
+                 move, {compact_rest:.2} s against {rest:.2} s beyond moving them",
+                compact_bytes / 1e6,
+                bytes / 1e6,
+            ))
+        })
+        .collect()
+}
+
+/// Link speeds at which a load of a smaller object wins.
+#[derive(Debug, PartialEq)]
+enum Crossover {
+    /// Its object is no smaller: it never wins by moving less.
+    Never,
+    /// It is no slower beyond moving its bytes either.
+    Always,
+    /// Below this many bytes per second.
+    Below(f64),
+}
+
+/// Where a load of `small` = (bytes, seconds beyond moving them) beats one of `other`: at a
+/// link of `r` bytes per second each takes `bytes / r + seconds`.
+fn crossover(small: (f64, f64), other: (f64, f64)) -> Crossover {
+    let (saved, extra) = (other.0 - small.0, small.1 - other.1);
+    if saved <= 0.0 {
+        Crossover::Never
+    } else if extra <= 0.0 {
+        Crossover::Always
+    } else {
+        Crossover::Below(saved / extra)
+    }
 }
 
 /// What the page cache held of a cold row's files as its loads began, if any row is cold: a
@@ -282,4 +361,25 @@ fn cold_residency(size: &SizeReport) -> Option<String> {
                  (mincore)"
             .to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// compact's 47 MB with 3.5 s of recomputation against rawbytes' 1.13 GB with 0.4 s:
+    /// level at 350 MB/s, where both take 3.63 s.
+    #[test]
+    fn a_smaller_slower_load_wins_below_the_link_speed_where_both_take_as_long() {
+        let (small, large) = ((47e6, 3.5), (1.132e9, 0.4));
+        let Crossover::Below(rate) = crossover(small, large) else {
+            panic!("no crossover");
+        };
+        let time = |(bytes, rest): (f64, f64), rate: f64| bytes / rate + rest;
+        assert!((time(small, rate) - time(large, rate)).abs() < 1e-9);
+        assert!(time(small, rate * 0.9) < time(large, rate * 0.9));
+        assert!(time(small, rate * 1.1) > time(large, rate * 1.1));
+        assert_eq!(crossover(small, (47e6, 0.1)), Crossover::Never);
+        assert_eq!(crossover((47e6, 0.1), large), Crossover::Always);
+    }
 }

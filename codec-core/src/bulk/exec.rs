@@ -151,9 +151,14 @@ fn read_request<'s>(
     context: &'static str,
     shared: &Shared<'s>,
 ) {
-    for dst in &mut request.dsts {
-        if let Dst::Uninit(buf) = dst {
-            crate::memory::populate(buf);
+    // Pages mapped in one call rather than faulted one by one as the read writes them; not
+    // for a source whose requests wait on a round trip, where the faults cost nothing that
+    // waiting does not, and mapping first would only delay the request.
+    if !source.costly_requests() {
+        for dst in &mut request.dsts {
+            if let Dst::Uninit(buf) = dst {
+                crate::memory::populate(buf);
+            }
         }
     }
     // Where each destination is: a source must hand back exactly these (see `run`'s use).

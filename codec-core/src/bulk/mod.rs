@@ -27,7 +27,9 @@ mod exec;
 mod plan;
 
 use exec::{read_small_spans_first, run, Batch, CheckSpan};
-use plan::{coalesced, offsets_of, one_request_a_piece, segments_of, vectors_for};
+use plan::{
+    coalesced, offsets_of, one_request_a_piece, segment_step, segments_of, vectors_for, MIN_REQUEST,
+};
 
 /// One span of a bulk read ([`PayloadReader::read_spans`](crate::backend_api::PayloadReader::read_spans)),
 /// in payload order.
@@ -92,8 +94,11 @@ pub(crate) struct Workers<'p> {
     pub(crate) piece: usize,
     /// Every request costs a round trip ([`ReadAt::costly_requests`]): the small spans are
     /// read with the polynomials around them, and adjacent pieces are read together, in
-    /// requests of up to `piece` bytes sized so that every thread has a few.
+    /// whole rounds of `lanes` requests of up to `piece` bytes
+    /// ([`requests_for`](crate::source::requests_for)).
     pub(crate) coalesce: bool,
+    /// Requests the source serves at once ([`ReadAt::requests_at_once`]).
+    pub(crate) lanes: usize,
     /// The pool's threads alone read ([`ReadAt::reads_in_order`]: one, in order); the
     /// calling thread never takes a request, even with nothing to visit.
     pub(crate) pool_only: bool,
@@ -140,9 +145,14 @@ pub(crate) fn read_spans(
     let record = hooks.record;
     // Every request was read once `run` returns `Ok` (see the SAFETY argument below).
     {
-        let segments = segments_of(spans, &offsets, &mut bytes, &mut grouped, workers, context)?;
-        let planned = if workers.coalesce {
-            coalesced(segments, total, workers)
+        let requests = workers.coalesce.then(|| {
+            let largest = workers.piece.max(MIN_REQUEST) as u64;
+            crate::source::requests_for(total, workers.lanes, MIN_REQUEST as u64, largest)
+        });
+        let step = segment_step(workers, requests.map(|count| total.div_ceil(count)));
+        let segments = segments_of(spans, &offsets, &mut bytes, &mut grouped, step, context)?;
+        let planned = if let Some(count) = requests {
+            coalesced(segments, start, total, count)
         } else {
             let mut planned = one_request_a_piece(segments);
             read_small_spans_first(source, &mut planned.reads, check_bytes, context)?;

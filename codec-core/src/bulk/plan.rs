@@ -100,22 +100,37 @@ pub(super) fn vectors_for(
 /// One segment to read: its role, its payload offset, where it lands.
 pub(super) type Segment<'s> = (Role, u64, Dst<'s>);
 
-/// The segments, in payload order: each polynomial in pieces (subtrees of its BLAKE3 tree)
-/// landing in its vector's spare capacity, each small span whole in `bytes`.
+/// The pieces polynomials are cut into: `workers.piece`, or, where requests of about
+/// `request` bytes group pieces, an eighth of a request or less (a request then ends within
+/// an eighth of its share of the payload), at least 64 KiB, and at most the bulk step (small
+/// enough to be checked while in cache). A power of two: a piece is a subtree of its
+/// polynomial's BLAKE3 tree.
+pub(super) fn segment_step(workers: &Workers<'_>, request: Option<u64>) -> usize {
+    const SMALLEST: usize = 64 << 10;
+    match request {
+        Some(request) => {
+            let eighth = usize::try_from(request / 8).unwrap_or(usize::MAX).max(1);
+            let below = 1usize << eighth.ilog2();
+            below.clamp(
+                SMALLEST,
+                workers.piece.clamp(SMALLEST, crate::source::BULK_STEP),
+            )
+        }
+        None => workers.piece.max(FR_BYTES),
+    }
+}
+
+/// The segments, in payload order: each polynomial in pieces of `step` bytes (subtrees of
+/// its BLAKE3 tree) landing in its vector's spare capacity, each small span whole in `bytes`.
 pub(super) fn segments_of<'s>(
     spans: &[Span],
     offsets: &[u64],
     bytes: &'s mut [u8],
     grouped: &'s mut [Vec<Vec<Fr>>],
-    workers: &Workers<'_>,
+    step: usize,
     context: &'static str,
 ) -> Result<Vec<Segment<'s>>> {
-    let step = match workers.coalesce {
-        // Requests group pieces: pieces stay small enough to be checked while in cache.
-        true => workers.piece.min(crate::source::BULK_STEP),
-        false => workers.piece,
-    }
-    .max(FR_BYTES);
+    let step = step.max(FR_BYTES);
     let mut segments: Vec<Segment<'s>> = Vec::new();
     let mut vectors = grouped.iter_mut().flatten().enumerate();
     let mut rest: &'s mut [u8] = bytes;
@@ -175,49 +190,36 @@ impl Planned<'_> {
     }
 }
 
-/// From a source whose requests are costly: adjacent segments together, in requests of
-/// about a share of the payload per thread (two or more each), within the piece size.
-///
-/// A segment joins the request before it while that brings the request nearer the target
-/// than leaving it: a halo2-lib key's polynomials come with 4-byte prefixes, so a request
-/// of two 512 KiB polynomials is 8 bytes over a 1 MiB target, and a rule of "no more than
-/// the target" would send every polynomial alone. A request so ends under twice the target,
-/// or is one segment.
-pub(super) fn coalesced<'s>(
-    segments: Vec<Segment<'s>>,
+/// From a source whose requests are costly: adjacent segments together, in `count`
+/// requests of about equal shares of the `total` bytes from `start`: a segment joins the
+/// request whose share its first byte falls in.
+pub(super) fn coalesced(
+    segments: Vec<Segment<'_>>,
+    start: u64,
     total: u64,
-    workers: &Workers<'_>,
-) -> Planned<'s> {
-    let threads = workers.pool.map_or_else(
-        rayon::current_num_threads,
-        rayon::ThreadPool::current_num_threads,
-    );
-    let share = usize::try_from(total / (2 * threads.max(1) as u64)).unwrap_or(usize::MAX);
-    let target = share.clamp(MIN_REQUEST, workers.piece.max(MIN_REQUEST));
+    count: u64,
+) -> Planned<'_> {
+    let share_of = |offset: u64| {
+        let into = u128::from(offset.saturating_sub(start));
+        into * u128::from(count.max(1)) / u128::from(total.max(1))
+    };
     let mut planned = Planned::with_capacity(segments.len());
+    let mut share = None;
     for (index, (role, offset, dst)) in segments.into_iter().enumerate() {
         planned.items.push(Item::Segment(index));
         planned.roles.push((role, offset));
-        let len = dst.len();
+        let this = share_of(offset);
         match planned.requests.last_mut() {
-            Some(request) if joins(request.dsts.iter().map(Dst::len).sum(), len, target) => {
-                request.dsts.push(dst);
-            }
+            Some(request) if share == Some(this) => request.dsts.push(dst),
             _ => planned.requests.push(Request {
                 offset,
                 first: index,
                 dsts: vec![dst],
             }),
         }
+        share = Some(this);
     }
     planned
-}
-
-/// Whether a segment of `len` bytes joins a request of `sum` bytes aiming at `target`: when
-/// the request ends nearer the target with it than without it.
-fn joins(sum: usize, len: usize, target: usize) -> bool {
-    let end = sum.saturating_add(len);
-    sum < target && (end <= target || end - target <= target - sum)
 }
 
 /// From a file or memory: the small spans apart (read first, at once), then one request per

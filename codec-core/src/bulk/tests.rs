@@ -279,6 +279,19 @@ fn costly_requests_pair_polynomials_of_half_a_request() {
     assert_eq!(requests, 8, "{requests} requests");
 }
 
+/// From a costly source, the requests go in whole rounds of the requests it serves at once
+/// (by default its pool's threads): one round while each stays within a piece, two when not.
+#[test]
+fn costly_reads_go_in_whole_rounds_of_the_requests_at_once() {
+    let polys = random_polys(12, MIN_REQUEST);
+    // 12 MiB (and the prefixes) from 3 at once: one round of 4 MiB requests.
+    let one_round = requests_of_a_bulk_read(&polys, |bytes| Costly::planned(bytes, 16 << 20, 3));
+    assert_eq!(one_round, 3);
+    // Pieces of at most 4 MiB: 12 MiB and 48 bytes take two rounds of three.
+    let two_rounds = requests_of_a_bulk_read(&polys, |bytes| Costly::planned(bytes, 4 << 20, 3));
+    assert_eq!(two_rounds, 6);
+}
+
 /// From a costly source (small spans read with the polynomials), the error is the one
 /// a read in payload order meets first: a bad prefix before a bad element, or a bad
 /// element before a bad prefix.

@@ -121,6 +121,7 @@ impl<'a> PayloadReader<'a> {
             pool,
             piece,
             coalesce: source.costly_requests(),
+            lanes: source.requests_at_once(),
             pool_only: source.reads_in_order() && pool.is_some(),
         };
         let read = bulk::read_spans(

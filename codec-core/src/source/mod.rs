@@ -24,6 +24,21 @@ pub const BULK_STEP: usize = 4 << 20;
 /// scalars, 64-byte points), small enough that a 2 MiB vector is checked on every core.
 pub(crate) const CHECK_STEP: usize = 256 << 10;
 
+/// How many requests carry `total` bytes from a source that serves `lanes` requests at once,
+/// each of at most `largest` bytes and, where `total` allows, of at least `smallest`: whole
+/// rounds of `lanes` requests, as few rounds as keep each request within `largest`.
+///
+/// Why rounds: every request waits a round trip for its first byte, so a lane that carries
+/// two requests of half the size pays it twice (a load of tens of MB in four rounds spent a
+/// third of its time waiting on a 30 ms link), and a last round of a few requests leaves the
+/// link to those few streams.
+pub fn requests_for(total: u64, lanes: usize, smallest: u64, largest: u64) -> u64 {
+    let lanes = lanes.max(1) as u64;
+    let rounds = total.div_ceil(lanes.saturating_mul(largest.max(1))).max(1);
+    let most = (total / smallest.max(1)).max(1);
+    rounds.saturating_mul(lanes).min(most)
+}
+
 /// A source of bytes at explicit offsets. Reads may come from several threads at once.
 pub trait ReadAt: Sync {
     /// Fills `buf` with the source's bytes from `offset`.
@@ -102,10 +117,22 @@ pub trait ReadAt: Sync {
     }
 
     /// Whether every request costs a round trip (an object store): bulk reads then ask for
-    /// adjacent spans together, in requests of about [`ReadAt::bulk_plan`]'s piece size,
-    /// instead of one request per polynomial piece and per small field.
+    /// adjacent spans together, in whole rounds of [`ReadAt::requests_at_once`] requests of
+    /// at most [`ReadAt::bulk_plan`]'s piece size ([`requests_for`]), instead of one request
+    /// per polynomial piece and per small field.
     fn costly_requests(&self) -> bool {
         false
+    }
+
+    /// How many requests the source serves at once as a bulk read begins (a remote source's
+    /// requests in flight): a bulk read of costly requests is split into whole rounds of
+    /// that many. By default, the threads of [`ReadAt::bulk_plan`]'s pool (rayon's global
+    /// pool without one).
+    fn requests_at_once(&self) -> usize {
+        self.bulk_plan()
+            .map_or_else(rayon::current_num_threads, |(_, pool)| {
+                pool.current_num_threads()
+            })
     }
 
     /// How bulk reads of this source are best split, if not in [`BULK_STEP`] pieces on

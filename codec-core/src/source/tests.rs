@@ -203,3 +203,23 @@ fn a_file_out_of_the_page_cache_is_read_in_order() {
         assert_eq!(lens, vec![CHECK_STEP; 3 * BULK_STEP / CHECK_STEP]);
     }
 }
+
+/// Requests come in whole rounds of the lanes, as few rounds as keep each within the largest,
+/// none under the smallest where the total allows; no input is refused or panics.
+#[test]
+fn requests_for_fills_whole_rounds() {
+    const MIB: u64 = 1 << 20;
+    // An 80 MB key from 32 lanes: one round.
+    assert_eq!(requests_for(79_692_863, 32, MIB, 16 * MIB), 32);
+    // 1.13 GB: 2.1 rounds of 16 MiB requests make three.
+    assert_eq!(requests_for(1_132_466_998, 32, MIB, 16 * MIB), 96);
+    // 4 MiB: no request under 1 MiB.
+    assert_eq!(requests_for(4 * MIB, 32, MIB, 16 * MIB), 4);
+    for (total, lanes, smallest, largest) in [
+        (0, 32, MIB, 16 * MIB),
+        (u64::MAX, usize::MAX, 0, 0),
+        (1, 0, 0, 1),
+    ] {
+        assert!(requests_for(total, lanes, smallest, largest) >= 1);
+    }
+}

@@ -96,6 +96,11 @@ impl Flow {
         }
     }
 
+    /// Requests that may start now without waiting for one in flight to end.
+    pub(crate) fn available(&self) -> usize {
+        self.permits.available_permits()
+    }
+
     /// Waits for room for one more request.
     pub(crate) async fn admit(&self) -> Option<SemaphorePermit<'_>> {
         // The semaphore is never closed; a closed one would admit without waiting.

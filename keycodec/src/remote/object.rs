@@ -83,6 +83,33 @@ pub(super) struct ObjectSource {
     /// The most bytes the read-ahead holds.
     pub(super) read_ahead: u64,
     pub(super) failure: Mutex<Option<Error>>,
+    /// The object's last bytes, fetched as a load starts ([`ObjectSource::fetch_tail`]).
+    pub(super) tail: OnceLock<Tail>,
+}
+
+/// The object's last bytes fetched as a load starts: a container's end (the circuit's record
+/// after the payload), which a decoder reads last, after a bulk read, would otherwise cost a
+/// round trip of its own.
+pub(super) const TAIL: u64 = 64 << 10;
+
+/// The object's bytes from `start` to its end, being fetched or fetched.
+pub(super) struct Tail {
+    start: u64,
+    state: Mutex<TailState>,
+}
+
+enum TailState {
+    Fetching(tokio::task::JoinHandle<Result<Vec<u8>>>),
+    Fetched(Vec<u8>),
+    Failed,
+}
+
+impl Drop for Tail {
+    fn drop(&mut self) {
+        if let Ok(TailState::Fetching(task)) = self.state.get_mut() {
+            task.abort();
+        }
+    }
 }
 
 impl ObjectSource {
@@ -113,6 +140,61 @@ impl ObjectSource {
         }
     }
 
+    /// Starts fetching the object's last bytes (at most [`TAIL`], none of the first
+    /// `opened`, which the reader has already): reads that fall within them take them
+    /// instead of a request.
+    pub(super) fn fetch_tail(&self, opened: u64) {
+        let start = self.size().saturating_sub(TAIL).max(opened);
+        if start >= self.size() || self.tail.get().is_some() {
+            return;
+        }
+        let fetcher = Arc::clone(&self.fetcher);
+        let task = self.handle.spawn(async move {
+            let len = usize::try_from(fetcher.info.size.saturating_sub(start)).unwrap_or(0);
+            let mut bytes = vec![0u8; len];
+            fetcher
+                .fetch_vectored(start, vec![Dst::Init(&mut bytes)])
+                .await?;
+            Ok(bytes)
+        });
+        let tail = Tail {
+            start,
+            state: Mutex::new(TailState::Fetching(task)),
+        };
+        let _ = self.tail.set(tail);
+    }
+
+    /// Fills `buf` with the bytes from `offset` out of the tail, if it holds them all and
+    /// its fetch succeeded (waiting for it); `false` otherwise (a failed fetch is left to
+    /// the read's own request to report).
+    fn read_tail(&self, buf: &mut [u8], offset: u64) -> bool {
+        let Some(tail) = self.tail.get().filter(|tail| offset >= tail.start) else {
+            return false;
+        };
+        let Ok(mut state) = tail.state.lock() else {
+            return false;
+        };
+        if let TailState::Fetching(task) = &mut *state {
+            *state = match self.handle.block_on(task) {
+                Ok(Ok(bytes)) => TailState::Fetched(bytes),
+                _ => TailState::Failed,
+            };
+        }
+        let TailState::Fetched(bytes) = &*state else {
+            return false;
+        };
+        let held = usize::try_from(offset - tail.start)
+            .ok()
+            .and_then(|from| bytes.get(from..from.checked_add(buf.len())?));
+        match held {
+            Some(held) => {
+                buf.copy_from_slice(held);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Fills `buf` with the object's bytes from `offset` (within the object): ranged GETs
     /// of a piece each ([`super::range_piece`]), all sent at once (the flow lets as many
     /// through as it keeps in flight).
@@ -120,7 +202,8 @@ impl ObjectSource {
         if buf.is_empty() {
             return Ok(());
         }
-        let piece = super::range_piece(buf.len() as u64, self.threads, self.range_size);
+        let lanes = self.fetcher.flow.available().max(1);
+        let piece = super::range_piece(buf.len() as u64, lanes, self.range_size);
         let step = usize::try_from(piece).unwrap_or(self.range_size).max(1);
         let fetcher = &self.fetcher;
         let requests = buf.chunks_mut(step).enumerate().map(|(index, piece)| {
@@ -139,6 +222,9 @@ impl ReadAt for ObjectSource {
         if end.is_none_or(|end| end > self.size()) {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
+        if self.read_tail(buf, offset) {
+            return Ok(());
+        }
         self.fetch(buf, offset)
     }
 
@@ -150,6 +236,9 @@ impl ReadAt for ObjectSource {
             return Ok(0);
         }
         let (head, _) = buf.split_at_mut(n);
+        if self.read_tail(head, offset) {
+            return Ok(n);
+        }
         match self.readahead.lock() {
             Ok(mut readahead) => readahead
                 .read(&self.fetcher, &self.handle, self.read_ahead, head, offset)
@@ -202,6 +291,11 @@ impl ReadAt for ObjectSource {
 
     fn costly_requests(&self) -> bool {
         true
+    }
+
+    /// The requests its flow lets start now (a read-ahead's window in flight takes one).
+    fn requests_at_once(&self) -> usize {
+        self.fetcher.flow.available().max(1)
     }
 
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {

@@ -15,9 +15,11 @@ pub struct RemoteOptions {
     /// Parts uploaded at once at the start of an upload; more while the upload's throughput
     /// grows with them, within [`RemoteOptions::memory`]. Default 16.
     pub upload_concurrency: usize,
-    /// The largest ranged GET of a load or a download; smaller objects are fetched in smaller
-    /// ranges (a share of the object per request in flight, at least 1 MiB). Rounded to a
-    /// power of two of at least 4 MiB. Default 16 MiB.
+    /// The largest ranged GET of a load or a download. A load's or a download's bytes go in
+    /// whole rounds of as many requests as may be in flight when it starts, each an equal
+    /// share, as few rounds as keep each within this size (a smaller object: one round, every
+    /// request paying its round trip once), and none under 1 MiB (256 KiB for a download)
+    /// where the object allows. Rounded to a power of two of at least 4 MiB. Default 16 MiB.
     pub range_size: usize,
     /// Ranged GETs in flight at the start of a load or a download. While the transfer's
     /// throughput, measured as it runs, grows by 15% or more with each step, half as many
@@ -97,13 +99,14 @@ impl RemoteOptions {
 
     /// A download's range for an object of `size` bytes (see [`range_piece`]).
     pub(crate) fn download_piece(&self, size: u64) -> u64 {
-        range_piece(size, self.ceiling(), self.largest_range())
+        range_piece(size, self.starting(), self.largest_range())
     }
 }
 
-/// The range each GET fetches of `len` bytes fetched at once: about two per request the flow
-/// may keep in flight (`ceiling`), from 256 KiB to `largest` (larger pieces would leave a
-/// small read's last ones alone on the link, each capped as one stream is).
-pub(crate) fn range_piece(len: u64, ceiling: usize, largest: usize) -> u64 {
-    (len / (2 * ceiling.max(1) as u64)).clamp(256 << 10, (largest as u64).max(256 << 10))
+/// The range each GET fetches of `len` bytes fetched at once by `lanes` requests in flight:
+/// whole rounds of `lanes` requests ([`transport::requests_for`]), each within `largest` and
+/// of at least 256 KiB where `len` allows.
+pub(crate) fn range_piece(len: u64, lanes: usize, largest: usize) -> u64 {
+    let count = transport::requests_for(len, lanes, 256 << 10, largest as u64);
+    len.div_ceil(count).max(1)
 }

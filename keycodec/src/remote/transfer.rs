@@ -350,6 +350,7 @@ impl Remote {
             readahead: Mutex::new(ReadAhead::default()),
             read_ahead: (self.options.memory as u64).min(READ_AHEAD),
             failure: Mutex::new(None),
+            tail: OnceLock::new(),
         })
     }
 
@@ -411,9 +412,11 @@ impl Remote {
                     .map_err(|err| Error::io("size the cache file", err))?;
             }
             let source = self.source(location, info, tee)?;
+            let opened = opening.as_ref().map_or(0, |bytes| bytes.len() as u64);
             if let Some(bytes) = opening {
                 source.seed(bytes);
             }
+            source.fetch_tail(opened);
             let decoded = transport::read(
                 codec,
                 request,
@@ -459,4 +462,38 @@ impl std::io::Read for PositionedReader<'_> {
 /// The key a load decoded, its errors naming `object`.
 fn into_key<K: HaloKey>(decoded: Decoded, object: &str) -> Result<K> {
     transport::into_key(decoded).map_err(|err| err.in_object(object))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::PutPayload;
+
+    /// The object's end, fetched as a load starts, serves the reads that fall in it without
+    /// a request of their own: once the object is gone they still read, where a read
+    /// elsewhere fails.
+    #[test]
+    fn reads_at_the_end_are_served_by_the_tail_fetched_at_the_start() {
+        let (remote, at) = Remote::from_url("memory:///tail.bin").unwrap();
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let handle = remote.handle().unwrap();
+        handle
+            .block_on(remote.store().put(&at, PutPayload::from(bytes.clone())))
+            .unwrap();
+        let info = remote.head(&at).unwrap();
+        let source = remote.source(&at, &info, None).unwrap();
+        source.fetch_tail(0);
+        let tail = usize::try_from(super::super::object::TAIL).unwrap();
+        let mut end = vec![0u8; 100];
+        transport::ReadAt::read_exact_at(&source, &mut end, info.size - 100).unwrap();
+        assert_eq!(end, bytes[bytes.len() - 100..]);
+        handle.block_on(remote.store().delete(&at)).unwrap();
+        let mut last = vec![0u8; tail];
+        transport::ReadAt::read_exact_at(&source, &mut last, info.size - tail as u64).unwrap();
+        assert_eq!(last, bytes[bytes.len() - tail..]);
+        let read = transport::ReadAt::read_at(&source, &mut last, info.size - tail as u64);
+        assert_eq!(read.unwrap(), tail, "an in-order read there too");
+        let mut start = vec![0u8; 100];
+        assert!(transport::ReadAt::read_exact_at(&source, &mut start, 0).is_err());
+    }
 }
