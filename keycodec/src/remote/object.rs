@@ -202,8 +202,7 @@ impl ObjectSource {
         if buf.is_empty() {
             return Ok(());
         }
-        let lanes = self.fetcher.flow.available().max(1);
-        let piece = super::range_piece(buf.len() as u64, lanes, self.range_size);
+        let piece = super::range_piece(buf.len() as u64, self.requests_at_once(), self.range_size);
         let step = usize::try_from(piece).unwrap_or(self.range_size).max(1);
         let fetcher = &self.fetcher;
         let requests = buf.chunks_mut(step).enumerate().map(|(index, piece)| {
