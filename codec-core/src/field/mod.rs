@@ -17,7 +17,8 @@ use std::io::{self, Write};
 
 use halo2_proofs::halo2curves::ff::{Field, PrimeField};
 use halo2_proofs::halo2curves::group::GroupEncoding;
-use halo2curves::bn256::{Fr, G1Affine};
+use halo2_proofs::halo2curves::CurveAffine;
+use halo2curves::bn256::{Fq, Fr, G1Affine};
 use halo2curves::serde::SerdeObject;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -260,10 +261,12 @@ impl Element for G1Affine {
         if validation == Validation::Trusted {
             return Ok(());
         }
+        let modulus = base_modulus_limbs();
+        let b = G1Affine::b();
         let valid = bytes.len().is_multiple_of(G1_RAW_BYTES)
             && bytes
                 .chunks_exact(G1_RAW_BYTES)
-                .all(|point| G1Affine::from_raw_bytes(point).is_some());
+                .all(|point| raw_point_on_curve(point, &modulus, &b));
         if valid {
             Ok(())
         } else {
@@ -319,7 +322,19 @@ pub fn zeros(count: usize) -> Result<Vec<Fr>> {
 
 /// The scalar field's modulus as little-endian `u64` limbs: `(-1).to_repr() + 1`.
 fn modulus_limbs() -> [u64; 4] {
-    let minus_one = (-Fr::ONE).to_repr();
+    limbs_of_modulus::<Fr>()
+}
+
+/// The base field's (the coordinates') modulus as little-endian limbs.
+fn base_modulus_limbs() -> [u64; 4] {
+    limbs_of_modulus::<Fq>()
+}
+
+/// A prime field's modulus as little-endian limbs, from its largest element's canonical
+/// encoding (little-endian for both BN254 fields).
+fn limbs_of_modulus<F: PrimeField>() -> [u64; 4] {
+    let minus_one = (-F::ONE).to_repr();
+    let minus_one = minus_one.as_ref();
     let mut limbs = [0u64; 4];
     let mut carry = true;
     for (limb, bytes) in limbs.iter_mut().zip(minus_one.chunks_exact(8)) {
@@ -347,6 +362,27 @@ fn raw_below_modulus(element: &[u8], modulus: &[u64; 4]) -> bool {
         }
     }
     false // equal to the modulus
+}
+
+/// Whether a raw G1 point (`x || y`, Montgomery limbs) is what halo2curves'
+/// `G1Affine::from_raw_bytes` accepts: both coordinates below the modulus, and
+/// `y^2 = x^3 + b` or the identity (encoded as `(0, 0)`). The same answer at about two
+/// thirds of its cost: the coordinates are public, so nothing here need be constant-time
+/// (plain limb comparisons), and squares are taken as products, which halo2curves computes
+/// faster than its squares. The test `the_fast_point_check_answers_as_halo2curves` compares
+/// the two.
+fn raw_point_on_curve(point: &[u8], modulus: &[u64; 4], b: &Fq) -> bool {
+    let (Some(x), Some(y)) = (point.get(..FR_BYTES), point.get(FR_BYTES..G1_RAW_BYTES)) else {
+        return false;
+    };
+    if !raw_below_modulus(x, modulus) || !raw_below_modulus(y, modulus) {
+        return false;
+    }
+    let (x, y) = (
+        Fq::from_raw_bytes_unchecked(x),
+        Fq::from_raw_bytes_unchecked(y),
+    );
+    y * y == x * x * x + b || (x.is_zero_vartime() && y.is_zero_vartime())
 }
 
 /// Checks that raw-encoded elements (Montgomery limbs, little-endian, 32 bytes each) are

@@ -108,3 +108,80 @@ fn off_curve_points_are_rejected() {
         Err(Error::InvalidPoint { .. })
     ));
 }
+
+#[test]
+fn the_fast_point_check_answers_as_halo2curves() {
+    // BN254's base modulus, written out independently of the code under test.
+    let hex = "30644e72e131a029b85045b68181585d97816a916871ca8d3c208c16d87cfd47";
+    let mut q = [0u8; 32];
+    for (i, byte) in q.iter_mut().rev().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+    }
+    let modulus = base_modulus_limbs();
+    assert_eq!(
+        modulus,
+        std::array::from_fn(|i| u64::from_le_bytes(q[8 * i..8 * i + 8].try_into().unwrap()))
+    );
+    let mut rng = rand::thread_rng();
+    let point = |p: G1Affine| -> [u8; 64] { p.to_raw_bytes().try_into().unwrap() };
+    let mut cases: Vec<[u8; 64]> = vec![
+        [0; 64],
+        [0xff; 64],
+        point(G1Affine::identity()),
+        point(G1Affine::generator()),
+    ];
+    for _ in 0..300 {
+        let on = point((G1::generator() * Fr::random(&mut rng)).to_affine());
+        cases.push(on);
+        // One coordinate moved: off the curve.
+        let mut off = on;
+        off[7] ^= 1;
+        cases.push(off);
+        let mut off_y = on;
+        off_y[40] ^= 0x10;
+        cases.push(off_y);
+        // A coordinate replaced by its value plus the modulus, where that fits in 256 bits:
+        // the same point, encoded out of range.
+        for half in [0, 32] {
+            let mut limbs = [0u64; 4];
+            let mut carry = false;
+            for i in 0..4 {
+                let v = u64::from_le_bytes(on[half + 8 * i..half + 8 * i + 8].try_into().unwrap());
+                let (sum, c1) = v.overflowing_add(modulus[i]);
+                let (sum, c2) = sum.overflowing_add(u64::from(carry));
+                limbs[i] = sum;
+                carry = c1 || c2;
+            }
+            if !carry {
+                let mut wrapped = on;
+                for (i, limb) in limbs.iter().enumerate() {
+                    wrapped[half + 8 * i..half + 8 * i + 8].copy_from_slice(&limb.to_le_bytes());
+                }
+                cases.push(wrapped);
+            }
+        }
+        let mut random = [0u8; 64];
+        rand::RngCore::fill_bytes(&mut rng, &mut random);
+        cases.push(random);
+    }
+    // Coordinates at the modulus, and one below it.
+    let mut at = [0u8; 64];
+    at[..32].copy_from_slice(&q);
+    cases.push(at);
+    at[32..].copy_from_slice(&q);
+    cases.push(at);
+    let b = G1Affine::b();
+    let mut accepted = 0;
+    for case in &cases {
+        let theirs = G1Affine::from_raw_bytes(case).is_some();
+        assert_eq!(raw_point_on_curve(case, &modulus, &b), theirs, "{case:?}");
+        accepted += usize::from(theirs);
+    }
+    assert!(
+        accepted > 300,
+        "the cases must include valid points: {accepted}"
+    );
+    assert!(accepted < cases.len() - 600, "and invalid ones");
+    // Shorter input is refused, not read past.
+    assert!(!raw_point_on_curve(&cases[3][..63], &modulus, &b));
+}
