@@ -52,14 +52,16 @@
 //!       "backend": str,                // a keycodec backend, "halo2-native" or "floor"
 //!       "mode": str,                   // the file layout (wire mode)
 //!       "validation": "checked" | "trusted" | "pinned" | "-",
-//!       "state": "warm" | "fresh",
+//!       "state": "warm" | "fresh" | "cold",
 //!       "buffer_bytes": u64,
 //!       "read_s": f64, "read_min_s": f64, "read_spread": f64,  // median, fastest, (max-min)/median
 //!       "read_runs": [f64],            // every load, in run order
 //!       "file_bytes": u64, "read_gbps": f64,
 //!       "floor_s": f64 | null,         // the fastest of its floor's samples (kind, state)
-//!       "read_vs_floor": f64 | null,   // read_s / floor_s; null when below_floor
-//!       "below_floor": bool,           // its fastest load beat the floor: a measurement error
+//!       "read_vs_floor": { "estimate", "low", "high", "runs" } | null,  // load / floor, run
+//!                                      // by run (its floor's fastest visit of the same run);
+//!                                      // null when below_floor
+//!       "below_floor": bool,           // that interval wholly below 1: a measurement error
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this
 //!       "reference": { "backend", "mode", "validation" } | null,  // halo2's reader, same state
 //!       "peak_rss_bytes": u64 | null,  // rise of resident memory during the load (max)

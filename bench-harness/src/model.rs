@@ -49,9 +49,11 @@ pub struct Row {
     pub read_gbps: f64,
     /// The fastest sample of its floor (same kind, same state).
     pub floor_s: Option<f64>,
-    /// `read_s` over the floor; `None` when [`Row::below_floor`].
-    pub read_vs_floor: Option<f64>,
-    /// Its fastest load beat the floor's fastest: a measurement error, not a ratio.
+    /// This row's load over its floor, run by run (each run's load over the fastest visit
+    /// of its floor in that run), with its 95% interval; `None` when [`Row::below_floor`].
+    pub read_vs_floor: Option<Ratio>,
+    /// Its loads beat their floor beyond the noise (the interval of
+    /// [`Row::read_vs_floor`] wholly below 1): a measurement error, not a ratio.
     pub below_floor: bool,
     /// The reference's load over this one, run by run: how many times faster than halo2's
     /// reader in the same state this row is, with its 95% interval.

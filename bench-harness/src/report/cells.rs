@@ -60,12 +60,8 @@ pub(super) fn marked(ratio: Ratio, target: f64) -> String {
 }
 
 /// `2.31 [2.10, 2.52]`.
-fn interval(ratio: Ratio) -> String {
+pub(super) fn interval(ratio: Ratio) -> String {
     ratio.to_string()
-}
-
-pub(super) fn optional(value: Option<f64>, decimals: usize) -> String {
-    value.map_or("-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 /// Memory in huge pages over the runs: median (least-most), or `n/a`.

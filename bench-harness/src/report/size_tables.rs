@@ -5,14 +5,15 @@ use std::fmt::Write as _;
 
 use keycodec_core::Size;
 
-use super::cells::{huge_pages, kind_name, marked, mib, optional, short_of_durable, speedup_cell};
+use super::cells::{huge_pages, interval, kind_name, marked, mib, short_of_durable, speedup_cell};
 use crate::plan::{durable_save_name, Kind, State, FLOOR, HALO2_NATIVE};
 use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
-load s: median; min: fastest; spread: (max - min) / median; x floor: the median over the \
-fastest of its own file's floor in its state (a floor row's mode names the file; BELOW: \
-the row's fastest beat the floor, a measurement error); speedup: the reference's load over this one (halo2's reader of \
+load s: median; min: fastest; spread: (max - min) / median; x floor: this load over its own \
+file's floor in its state (a floor row's mode names the file), run by run (each run's load \
+over the fastest visit of its floor in that run), median and 95% interval (BELOW: the \
+interval wholly below 1, a load beat the floor beyond the noise: a measurement error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
 this save over halo2's pk.write + sync_all, run by run; no speedup is given for a BELOW row, and * marks an interval wider than --interval asked (a range, not a result)";
@@ -82,7 +83,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         let _ = writeln!(out, "\n{title}");
         let _ = writeln!(
             out,
-            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>7} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
             "backend",
             "mode",
             "values",
@@ -102,11 +103,12 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         for row in rows {
             let floor = match (row.below_floor, row.read_vs_floor) {
                 (true, _) => "BELOW".to_owned(),
-                (false, value) => optional(value, 2),
+                (false, Some(ratio)) => interval(ratio),
+                (false, None) => "-".to_owned(),
             };
             let _ = writeln!(
                 out,
-                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>7} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
                 row.backend,
                 row.mode,
                 row.validation,
