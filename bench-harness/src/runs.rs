@@ -139,19 +139,9 @@ impl Runner {
                 if !self.replace {
                     file.remove()?;
                 }
-                let repeats = repeats_for(*size);
-                let mut timed = Vec::with_capacity(repeats);
-                for repeat in 0..repeats {
-                    if repeat > 0 && !self.replace {
-                        file.remove()?;
-                    }
-                    let (written, bytes) = file.write(buffer)?;
-                    timed.push(written);
-                    *size = bytes;
-                }
-                if let Some(written) = median_by(timed, |written| written.seconds) {
-                    times.push(written);
-                }
+                let (written, bytes) = file.write(buffer)?;
+                times.push(written);
+                *size = bytes;
             }
             for visit in rotation(visits.len(), run) {
                 let Some(&index) = visits.get(visit) else {
@@ -188,26 +178,18 @@ impl Runner {
                     .iter()
                     .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
                     .collect();
-                let bytes = case.files.iter().filter_map(|&f| sizes.get(f)).sum::<u64>();
-                let repeats = repeats_for(bytes);
-                let mut timed = Vec::with_capacity(repeats);
-                for _ in 0..repeats {
-                    if self.cold || case.state == State::Cold {
-                        for path in &paths {
-                            // The harness's files are clean when read: every save was synced.
-                            self.cold_effective &= keycodec_core::drop_cached_pages(path);
-                        }
+                if self.cold || case.state == State::Cold {
+                    for path in &paths {
+                        // The harness's files are clean when read: every save was synced.
+                        self.cold_effective &= keycodec_core::drop_cached_pages(path);
                     }
-                    let cached_before = cached_share(&paths);
-                    self.harness_peak = self.harness_peak.max(rss::peak());
-                    let mut sample = case.run(&paths, buffer)?;
-                    sample.cached_before = cached_before;
-                    timed.push(sample);
-                    self.harness_peak = self.harness_peak.max(rss::peak());
                 }
-                if let Some(sample) = median_by(timed, |sample| sample.seconds) {
-                    taken.push(sample);
-                }
+                let cached_before = cached_share(&paths);
+                self.harness_peak = self.harness_peak.max(rss::peak());
+                let mut sample = case.run(&paths, buffer)?;
+                sample.cached_before = cached_before;
+                taken.push(sample);
+                self.harness_peak = self.harness_peak.max(rss::peak());
             }
             if warming > 0 {
                 warming -= 1;
@@ -347,30 +329,6 @@ fn cached_share(paths: &[&Path]) -> Option<f64> {
         .into_iter()
         .fold((0, 0), |(cached, pages), (c, p)| (cached + c, pages + p));
     Some(cached as f64 / pages.max(1) as f64)
-}
-
-/// Below this many bytes (parameters up to k = 19) an artifact loads or saves in tens of
-/// milliseconds, where one hiccup of the scheduler or the disk is the size of the figure:
-/// each run times it [`SMALL_REPEATS`] times over and keeps the median.
-pub const SMALL_ARTIFACT: u64 = 64 << 20;
-
-/// How many times a run times a load or save of [`SMALL_ARTIFACT`] size.
-pub const SMALL_REPEATS: usize = 3;
-
-/// How many times a run times a load or save of `bytes` (0: not known yet, once).
-fn repeats_for(bytes: u64) -> usize {
-    if bytes > 0 && bytes < SMALL_ARTIFACT {
-        SMALL_REPEATS
-    } else {
-        1
-    }
-}
-
-/// The item whose `seconds` is the median (the lower middle of an even count).
-fn median_by<T>(mut items: Vec<T>, seconds: impl Fn(&T) -> f64) -> Option<T> {
-    items.sort_by(|a, b| seconds(a).total_cmp(&seconds(b)));
-    let middle = items.len().saturating_sub(1) / 2;
-    (middle < items.len()).then(|| items.swap_remove(middle))
 }
 
 /// The fastest of each run's `visits` samples (a case visited several times a run has its
@@ -556,16 +514,6 @@ fn row_line(row: &Row) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn small_artifacts_are_timed_several_times_a_run_and_keep_the_median() {
-        assert_eq!(repeats_for(0), 1, "a size not known yet");
-        assert_eq!(repeats_for(33 << 20), SMALL_REPEATS);
-        assert_eq!(repeats_for(SMALL_ARTIFACT), 1);
-        assert_eq!(median_by(vec![0.9, 0.05, 0.06], |s| *s), Some(0.06));
-        assert_eq!(median_by(vec![0.2, 0.1], |s| *s), Some(0.1));
-        assert_eq!(median_by(Vec::<f64>::new(), |s| *s), None);
-    }
 
     #[test]
     fn a_load_is_compared_with_the_floor_of_its_own_run() {
