@@ -126,9 +126,11 @@ pub fn decode_g1(
         return Err(Error::InvalidPoint { context });
     }
     let decoded = match (encoding, validation) {
-        // `from_raw_bytes` checks both coordinates are below the modulus and that the point
-        // is on the curve (the identity is encoded as (0, 0)).
-        (FieldEncoding::Raw, Validation::Checked) => G1Affine::from_raw_bytes(bytes),
+        // Both coordinates below the modulus and the point on the curve (the identity is
+        // encoded as (0, 0)), as `from_raw_bytes` checks.
+        (FieldEncoding::Raw, Validation::Checked) => {
+            raw_point_on_curve(bytes).then(|| G1Affine::from_raw_bytes_unchecked(bytes))
+        }
         (FieldEncoding::Raw, Validation::Trusted) => {
             Some(G1Affine::from_raw_bytes_unchecked(bytes))
         }
@@ -261,12 +263,8 @@ impl Element for G1Affine {
         if validation == Validation::Trusted {
             return Ok(());
         }
-        let modulus = base_modulus_limbs();
-        let b = G1Affine::b();
         let valid = bytes.len().is_multiple_of(G1_RAW_BYTES)
-            && bytes
-                .chunks_exact(G1_RAW_BYTES)
-                .all(|point| raw_point_on_curve(point, &modulus, &b));
+            && bytes.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve);
         if valid {
             Ok(())
         } else {
@@ -371,10 +369,13 @@ fn raw_below_modulus(element: &[u8], modulus: &[u64; 4]) -> bool {
 /// (plain limb comparisons), and squares are taken as products, which halo2curves computes
 /// faster than its squares. The test `the_fast_point_check_answers_as_halo2curves` compares
 /// the two.
-fn raw_point_on_curve(point: &[u8], modulus: &[u64; 4], b: &Fq) -> bool {
-    let (Some(x), Some(y)) = (point.get(..FR_BYTES), point.get(FR_BYTES..G1_RAW_BYTES)) else {
+fn raw_point_on_curve(point: &[u8]) -> bool {
+    static CURVE: std::sync::OnceLock<([u64; 4], Fq)> = std::sync::OnceLock::new();
+    let (modulus, b) = CURVE.get_or_init(|| (base_modulus_limbs(), G1Affine::b()));
+    if point.len() != G1_RAW_BYTES {
         return false;
-    };
+    }
+    let (x, y) = point.split_at(FR_BYTES);
     if !raw_below_modulus(x, modulus) || !raw_below_modulus(y, modulus) {
         return false;
     }
