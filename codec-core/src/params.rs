@@ -10,12 +10,11 @@
 
 use std::io::Write;
 
-use halo2_proofs::halo2curves::group::cofactor::CofactorGroup;
-use halo2_proofs::halo2curves::group::prime::PrimeCurveAffine;
-use halo2_proofs::halo2curves::group::GroupEncoding;
+use halo2_proofs::halo2curves::ff::{Field, PrimeField};
+use halo2_proofs::halo2curves::group::{Group, GroupEncoding};
 use halo2_proofs::poly::commitment::Params as _;
 use halo2_proofs::SerdeFormat;
-use halo2curves::bn256::{G1Affine, G2Affine};
+use halo2curves::bn256::{Fr, G1Affine, G2Affine, G2};
 use halo2curves::serde::SerdeObject;
 
 use crate::circuit::rows;
@@ -200,10 +199,81 @@ fn decode_g2(
         }
     };
     let check = checked || matches!(bytes, G2Bytes::Compressed(_));
-    if check && !bool::from(point.to_curve().is_torsion_free()) {
+    if check && !in_g2_subgroup(&point) {
         return Err(Error::InvalidPoint { context });
     }
     Ok(point)
+}
+
+/// Whether `point`, on the curve, is in G2's prime-order subgroup: `[r - 1] point` is
+/// `-point` (`r` the group's order). The point is public, so the multiplication need not be
+/// constant-time: a double-and-add over the digits of `r - 1`'s non-adjacent form (253
+/// doublings, about 85 mixed additions) instead of halo2curves' `is_torsion_free`, which
+/// doubles and adds at every bit (about 0.4 ms a point here). The test
+/// `the_subgroup_check_answers_as_halo2curves` compares the two.
+fn in_g2_subgroup(point: &G2Affine) -> bool {
+    static DIGITS: std::sync::OnceLock<Vec<i8>> = std::sync::OnceLock::new();
+    let digits = DIGITS.get_or_init(|| non_adjacent_form((-Fr::ONE).to_repr().as_ref()));
+    let negated = -*point;
+    let mut acc = G2::identity();
+    for &digit in digits.iter().rev() {
+        acc = acc.double();
+        match digit {
+            1 => acc += point,
+            -1 => acc += negated,
+            _ => {}
+        }
+    }
+    bool::from((acc + point).is_identity())
+}
+
+/// The non-adjacent form of the number whose little-endian bytes are `le`: digits in
+/// `{-1, 0, 1}`, least significant first, no two adjacent ones non-zero, summing (each times
+/// its power of two) to the number.
+fn non_adjacent_form(le: &[u8]) -> Vec<i8> {
+    // Little-endian 64-bit limbs, one spare for the carry of a digit of -1.
+    let mut limbs = vec![0u64; le.len().div_ceil(8) + 1];
+    for (index, byte) in le.iter().enumerate() {
+        if let Some(limb) = limbs.get_mut(index / 8) {
+            *limb |= u64::from(*byte) << (8 * (index % 8));
+        }
+    }
+    let mut digits = Vec::with_capacity(64 * limbs.len());
+    while limbs.iter().any(|&limb| limb != 0) {
+        let low = limbs.first().copied().unwrap_or(0);
+        let digit: i8 = match low & 3 {
+            1 => 1,
+            3 => -1,
+            _ => 0,
+        };
+        // Subtract the digit: -1 adds one, which carries through the limbs.
+        match digit {
+            1 => {
+                if let Some(first) = limbs.first_mut() {
+                    *first &= !1;
+                }
+            }
+            -1 => {
+                for limb in &mut limbs {
+                    let (sum, carry) = limb.overflowing_add(1);
+                    *limb = sum;
+                    if !carry {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+        digits.push(digit);
+        // Halve.
+        let mut high = 0;
+        for limb in limbs.iter_mut().rev() {
+            let next_high = *limb << 63;
+            *limb = (*limb >> 1) | high;
+            high = next_high;
+        }
+    }
+    digits
 }
 
 /// Reads parameters in halo2's layout (`k`, `g`, `g_lagrange`, `g2`, `s_g2`): `k` is checked
@@ -287,7 +357,8 @@ mod tests {
     #[test]
     fn points_off_the_curve_and_outside_g2s_subgroup_are_refused() {
         use halo2_proofs::arithmetic::CurveAffine;
-        use halo2_proofs::halo2curves::ff::Field;
+        use halo2_proofs::halo2curves::group::cofactor::CofactorGroup;
+        use halo2_proofs::halo2curves::group::prime::PrimeCurveAffine;
         let params = small();
         let mut bytes = halo2_bytes(&params, SerdeFormat::RawBytes);
         // The y coordinate of g[3] changed: off the curve.
@@ -338,6 +409,71 @@ mod tests {
             ),
             "{refused:?}"
         );
+    }
+
+    #[test]
+    fn the_subgroup_check_answers_as_halo2curves() {
+        use halo2_proofs::arithmetic::CurveAffine;
+        use halo2_proofs::halo2curves::group::cofactor::CofactorGroup;
+        use halo2_proofs::halo2curves::group::prime::PrimeCurveAffine;
+        use halo2_proofs::halo2curves::group::Curve;
+        use halo2curves::bn256::{Fq, Fq2};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let halo2 = |point: &G2Affine| bool::from(point.to_curve().is_torsion_free());
+        let mut inside = vec![G2Affine::identity(), G2Affine::generator()];
+        inside.extend((0..16).map(|_| (G2::generator() * Fr::random(&mut rng)).to_affine()));
+        // Points of the twist at random x: outside the subgroup but for a chance of 1/p.
+        let mut outside = Vec::new();
+        while outside.len() < 16 {
+            let x = Fq2::new(Fq::random(&mut rng), Fq::random(&mut rng));
+            if let Some(y) = Option::<Fq2>::from((x.square() * x + G2Affine::b()).sqrt()) {
+                let y = if rng.gen() { y } else { -y };
+                outside.push(G2Affine { x, y });
+            }
+        }
+        for point in &inside {
+            assert!(halo2(point) && in_g2_subgroup(point));
+        }
+        for point in &outside {
+            assert!(bool::from(point.is_on_curve()));
+            assert!(!halo2(point) && !in_g2_subgroup(point));
+            // A subgroup point moved by a point outside: outside too.
+            let moved = (point.to_curve() + inside[2]).to_affine();
+            assert_eq!(in_g2_subgroup(&moved), halo2(&moved));
+        }
+    }
+
+    #[test]
+    fn the_non_adjacent_form_sums_to_its_number() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let check = |digits: &[i8]| {
+            assert!(digits.iter().all(|d| (-1..=1).contains(d)));
+            assert!(digits.windows(2).all(|pair| pair[0] == 0 || pair[1] == 0));
+        };
+        for value in [0u64, 1, 2, 3, 7, u64::MAX]
+            .into_iter()
+            .chain((0..200).map(|_| rng.gen()))
+        {
+            let digits = non_adjacent_form(&value.to_le_bytes());
+            check(&digits);
+            let sum = digits
+                .iter()
+                .enumerate()
+                .map(|(at, &d)| i128::from(d) << at)
+                .sum::<i128>();
+            assert_eq!(sum, i128::from(value));
+        }
+        // r - 1, summed in the field of order r: -1.
+        let digits = non_adjacent_form((-Fr::ONE).to_repr().as_ref());
+        check(&digits);
+        let sum = digits.iter().rev().fold(Fr::ZERO, |acc, &d| {
+            acc.double()
+                + Fr::from(d.unsigned_abs() as u64) * if d < 0 { -Fr::ONE } else { Fr::ONE }
+        });
+        assert_eq!(sum, -Fr::ONE);
+        assert_eq!(digits.len(), 255);
     }
 
     #[test]

@@ -462,7 +462,8 @@ impl<'a> AtSource<'a> {
         n
     }
 
-    /// Fills `dst`, checking each [`BULK_STEP`] piece right after reading it, in parts of
+    /// Fills `dst`, checking each piece ([`BULK_STEP`], or less for a read shorter than a
+    /// piece per thread) right after reading it, in parts of
     /// [`CHECK_STEP`] on every core (a check can cost more than the read: a point's curve
     /// equation does); pieces are read and checked in parallel (rayon), or read in order
     /// where the source says so ([`ReadAt::reads_in_order`]). Bytes already
@@ -519,7 +520,13 @@ impl<'a> AtSource<'a> {
                 let step = share.clamp(BULK_STEP, largest.max(BULK_STEP));
                 pool.install(|| read(dst, step))
             }
-            None => read(dst, BULK_STEP),
+            // A read shorter than a piece per thread is cut finer (never below a check's
+            // part), so that every core reads as well as checks: one piece would be read by
+            // one thread while the others wait for it.
+            None => {
+                let share = (dst.len() / rayon::current_num_threads().max(1)).next_power_of_two();
+                read(dst, share.clamp(CHECK_STEP, BULK_STEP))
+            }
         }?;
         if dst.len() > from_buffer {
             // Everything buffered was used; the position moves past `dst`.
