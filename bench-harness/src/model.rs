@@ -97,7 +97,8 @@ pub struct SaveRow {
     pub save_min_s: f64,
     /// `(max - min) / median`.
     pub save_spread: f64,
-    /// Every save, in run order.
+    /// Each run's save, in run order (a file saved several times a run: the median of
+    /// that run's saves).
     pub save_runs: Vec<f64>,
     /// The file's size.
     pub file_bytes: u64,

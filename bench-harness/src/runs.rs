@@ -1,5 +1,5 @@
 //! Runs a [`Plan`]: run after run, every file written, then every case timed (floors
-//! twice), in an order rotated each run, until every paired ratio is known to the interval
+//! twice, small files saved again a third and two thirds in), in an order rotated each run, until every paired ratio is known to the interval
 //! asked for (or the runs or the time allowed are spent); then one row per case and per
 //! file.
 
@@ -11,8 +11,8 @@ use keycodec_core::Size;
 
 use crate::exec::Sample;
 use crate::measure::{rss, Written};
-use crate::plan::{durable_save_name, Plan, State, HALO2_NATIVE};
-use crate::stats::{paired, rotation, Summary};
+use crate::plan::{durable_save_name, File, Plan, State, HALO2_NATIVE};
+use crate::stats::{median, paired, rotation, Summary};
 use crate::{Row, RowId, SaveRow};
 
 /// When a plan's runs stop.
@@ -125,25 +125,30 @@ impl Runner {
             // bring every file and the child's binary into the page cache as later runs find
             // them, at a fraction of a run.
             let mut warmed = vec![false; plan.files.len()];
-            for index in rotation(plan.files.len(), run) {
-                let (Some(file), Some(times), Some(size)) = (
-                    plan.files.get(index),
-                    writes.get_mut(index),
-                    sizes.get_mut(index),
-                ) else {
-                    continue;
-                };
-                self.bar
-                    .set_message(format!("{}: writing {}", pass(run, warming), file.name()));
-                // Unless `--replace`, every save goes to a path with no file.
-                if !self.replace {
-                    file.remove()?;
+            self.write(
+                plan,
+                run,
+                warming,
+                buffer,
+                &mut writes,
+                &mut sizes,
+                |_, _| true,
+            )?;
+            for (at, visit) in rotation(visits.len(), run).enumerate() {
+                // A small file's later saves, a third and two thirds into the run.
+                if (1..SAVES_OF_SMALL_FILES)
+                    .any(|save| at == visits.len() * save / SAVES_OF_SMALL_FILES)
+                {
+                    self.write(
+                        plan,
+                        run,
+                        warming,
+                        buffer,
+                        &mut writes,
+                        &mut sizes,
+                        |file, bytes| saves_per_run(file, bytes) > 1,
+                    )?;
                 }
-                let (written, bytes) = file.write(buffer)?;
-                times.push(written);
-                *size = bytes;
-            }
-            for visit in rotation(visits.len(), run) {
                 let Some(&index) = visits.get(visit) else {
                     continue;
                 };
@@ -230,6 +235,47 @@ impl Runner {
             runs: run,
             stopped,
         })
+    }
+
+    /// Writes each file of `plan` that `which` picks (given the file and the bytes it held
+    /// last), in an order rotated each run, adding its timings to `writes`.
+    ///
+    /// # Errors
+    ///
+    /// The write's error, as text.
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        plan: &Plan<'_>,
+        run: usize,
+        warming: usize,
+        buffer: Size,
+        writes: &mut [Vec<Written>],
+        sizes: &mut [u64],
+        which: impl Fn(&File<'_>, u64) -> bool,
+    ) -> Result<(), String> {
+        for index in rotation(plan.files.len(), run) {
+            let (Some(file), Some(times), Some(size)) = (
+                plan.files.get(index),
+                writes.get_mut(index),
+                sizes.get_mut(index),
+            ) else {
+                continue;
+            };
+            if !which(file, *size) {
+                continue;
+            }
+            self.bar
+                .set_message(format!("{}: writing {}", pass(run, warming), file.name()));
+            // Unless `--replace`, every save goes to a path with no file.
+            if !self.replace {
+                file.remove()?;
+            }
+            let (written, bytes) = file.write(buffer)?;
+            times.push(written);
+            *size = bytes;
+        }
+        Ok(())
     }
 
     /// A line for the user, above the progress bar (or in the log).
@@ -331,6 +377,34 @@ fn cached_share(paths: &[&Path]) -> Option<f64> {
     Some(cached as f64 / pages.max(1) as f64)
 }
 
+/// Saves of a small local file a run: its first, then one a third and one two thirds into
+/// the run, between loads of other files (so that no save meets the bytes of the one before
+/// in the processor's caches). A save of a few MB is mostly a sync's wait, which swings by
+/// 2-3x from one to the next on a shared disk: the median of three keeps one slow sync from
+/// deciding a run.
+const SAVES_OF_SMALL_FILES: usize = 3;
+
+/// A local file under this many bytes is saved [`SAVES_OF_SMALL_FILES`] times a run.
+const SMALL_SAVE: u64 = 64 << 20;
+
+/// How many times `file`, last `bytes` long, is saved a run: a local file shown in the saves
+/// table and under [`SMALL_SAVE`] several times, anything else (an object behind a link, a
+/// key) once.
+fn saves_per_run(file: &File<'_>, bytes: u64) -> usize {
+    let local = !file.path.as_os_str().is_empty();
+    if local && file.shown && bytes < SMALL_SAVE {
+        SAVES_OF_SMALL_FILES
+    } else {
+        1
+    }
+}
+
+/// The median of each run's `saves` timings (a file saved several times a run has its
+/// timings of one run next to each other).
+fn median_per_run(timings: &[f64], saves: usize) -> Vec<f64> {
+    timings.chunks(saves.max(1)).map(median).collect()
+}
+
 /// The fastest of each run's `visits` samples (a case visited several times a run has its
 /// samples of one run next to each other).
 fn fastest_per_run(samples: &[f64], visits: usize) -> Vec<f64> {
@@ -426,12 +500,16 @@ fn rows(
             verified: !taken.is_empty() && taken.iter().all(|sample| sample.verified),
         });
     }
-    let durable = |index: usize| -> Vec<f64> {
-        writes
-            .get(index)
-            .map(|w| w.iter().map(|written| written.seconds).collect())
-            .unwrap_or_default()
+    // Each run's median save (see [`saves_per_run`]), durable or short of it.
+    let per_run = |index: usize, timing: &dyn Fn(&Written) -> Option<f64>| -> Vec<f64> {
+        let (Some(file), Some(written)) = (plan.files.get(index), writes.get(index)) else {
+            return Vec::new();
+        };
+        let saves = saves_per_run(file, sizes.get(index).copied().unwrap_or(0));
+        let timings: Vec<f64> = written.iter().filter_map(timing).collect();
+        median_per_run(&timings, saves)
     };
+    let durable = |index: usize| per_run(index, &|written| Some(written.seconds));
     let mut saves = Vec::new();
     for (index, file) in plan.files.iter().enumerate().filter(|(_, f)| f.shown) {
         let ours = durable(index);
@@ -460,10 +538,7 @@ fn rows(
         });
         // A row for what the saves also timed short of durable, where they did: halo2's
         // write before its sync; an upload behind a link to its last part.
-        let plain: Vec<f64> = writes
-            .get(index)
-            .map(|w| w.iter().filter_map(|written| written.unsynced).collect())
-            .unwrap_or_default();
+        let plain = per_run(index, &|written| written.unsynced);
         if !plain.is_empty() {
             let summary = Summary::of(&plain);
             saves.push(SaveRow {
@@ -514,6 +589,65 @@ fn row_line(row: &Row) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Kind;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_small_file_is_saved_three_times_a_run_and_its_median_counted() {
+        let scratch = tempfile::tempdir().unwrap();
+        let saves = AtomicUsize::new(0);
+        let mut plan = Plan::empty();
+        // Each save of this file takes longer than the one before: 1, 2, 3, ... ms.
+        let file = plan.file(
+            (Kind::Params, "rawbytes", "RawBytes"),
+            Box::new(|path, _| {
+                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
+                let save = saves.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok(Written {
+                    seconds: save as f64 / 1e3,
+                    unsynced: None,
+                })
+            }),
+            scratch.path(),
+        );
+        for validation in ["checked", "trusted", "pinned"] {
+            plan.case(
+                (
+                    Kind::Params,
+                    "rawbytes",
+                    "RawBytes",
+                    validation,
+                    State::Warm,
+                ),
+                vec![file],
+                Box::new(|_, _| {
+                    Ok(Sample {
+                        seconds: 1e-3,
+                        verified: true,
+                        rss_rise: None,
+                        huge_pages: None,
+                        compact_stalls: None,
+                        cached_before: None,
+                    })
+                }),
+            );
+        }
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: Some(2),
+            min_runs: 2,
+            max_runs: 2,
+            interval: 0.1,
+            time_cap: Duration::from_secs(60),
+        };
+        let measured = Runner::new(stopping, false, false)
+            .measure(&plan, Size(1 << 20))
+            .unwrap();
+        assert_eq!(saves.load(Ordering::SeqCst), 2 * SAVES_OF_SMALL_FILES);
+        let row = measured.saves.first().unwrap();
+        // Run 1 saved in 1, 2, 3 ms; run 2 in 4, 5, 6: one median each.
+        assert_eq!(row.save_runs, vec![2e-3, 5e-3]);
+    }
 
     #[test]
     fn a_load_is_compared_with_the_floor_of_its_own_run() {
