@@ -23,7 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::Validation;
 use keycodec_core::{KeyCodecExt, LoadOptions, SaveOptions};
 use keycodec_rawbytes::RawBytesCodec;
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_64;
 
 use crate::params::fast_setup;
 use crate::workload::{params_from_json, params_to_json, Workload};
@@ -183,9 +183,7 @@ fn read_params(path: &Path, k: u32) -> Option<ParamsKZG<Bn256>> {
     }
     let mut body = Vec::new();
     file.read_to_end(&mut body).ok()?;
-    let mut hasher = Xxh3::new();
-    hasher.update(&body);
-    if hasher.digest().to_le_bytes() != checksum {
+    if XxHash3_64::oneshot(&body).to_le_bytes() != checksum {
         return None;
     }
     // The checksum matched what this harness wrote: skip the per-point checks.
@@ -198,11 +196,9 @@ fn read_params(path: &Path, k: u32) -> Option<ParamsKZG<Bn256>> {
 fn write_params(path: &Path, params: &ParamsKZG<Bn256>) -> std::io::Result<()> {
     let mut body = Vec::new();
     params.write_custom(&mut body, SerdeFormat::RawBytes)?;
-    let mut hasher = Xxh3::new();
-    hasher.update(&body);
     let mut file = BufWriter::with_capacity(1 << 20, File::create(path)?);
     file.write_all(PARAMS_MAGIC)?;
-    file.write_all(&hasher.digest().to_le_bytes())?;
+    file.write_all(&XxHash3_64::oneshot(&body).to_le_bytes())?;
     file.write_all(&body)?;
     file.flush()
 }

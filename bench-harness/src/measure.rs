@@ -334,7 +334,7 @@ pub fn machine_limits(
             .map_err(|e| e.to_string())?;
         populated.push(started.elapsed().as_secs_f64());
         let started = Instant::now();
-        std::hint::black_box(xxhash_rust::xxh3::xxh3_64(&touched));
+        std::hint::black_box(twox_hash::XxHash3_64::oneshot(&touched));
         checksums.push(started.elapsed().as_secs_f64());
     }
     std::fs::remove_file(path).map_err(|e| e.to_string())?;

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::{Backend, KeyDigest};
 use keycodec_core::header::{read_header, version_of_len, Header};
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher as _;
+
+use twox_hash::XxHash3_64;
 
 /// What went wrong, by what the exit code says.
 #[derive(Debug)]
@@ -233,7 +235,7 @@ fn hash(file: &mut &File, len: u64) -> std::io::Result<u64> {
     } else {
         None
     };
-    let mut hasher = Xxh3::new();
+    let mut hasher = XxHash3_64::default();
     let mut buffer = vec![0u8; STEP];
     let mut left = len;
     while left > 0 {
@@ -242,7 +244,7 @@ fn hash(file: &mut &File, len: u64) -> std::io::Result<u64> {
             .min(usize::try_from(left).unwrap_or(usize::MAX));
         let chunk = buffer.get_mut(..step).unwrap_or_default();
         file.read_exact(chunk)?;
-        hasher.update(chunk);
+        hasher.write(chunk);
         left -= step as u64;
         if let Some(bar) = &bar {
             bar.inc(step as u64);
@@ -251,7 +253,7 @@ fn hash(file: &mut &File, len: u64) -> std::io::Result<u64> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    Ok(hasher.digest())
+    Ok(hasher.finish())
 }
 
 /// What `--allow-test-setup` asks of a load.

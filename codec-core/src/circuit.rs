@@ -1,9 +1,9 @@
 //! What identifies a circuit and bounds its size: its constraint system, its fingerprint,
 //! and the rules for `k` and counts every decoder checks before it allocates.
 
+use crate::xxh3::xxh3_128;
 use halo2_proofs::plonk::{Circuit, ConstraintSystem};
 use halo2curves::bn256::Fr;
-use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::{Error, Result};
 use crate::ids::Fingerprint;

@@ -56,6 +56,7 @@ mod source;
 mod stamp;
 mod vk_layout;
 mod vk_parts;
+mod xxh3;
 
 pub mod header;
 pub mod hex;

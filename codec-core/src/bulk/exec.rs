@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
-use xxhash_rust::xxh3::Xxh3;
+use crate::xxh3::Xxh3;
 
 use super::plan::*;
 use super::*;

@@ -15,8 +15,8 @@
 //! decoder's check before any polynomial is read, so a count or length that disagrees with
 //! the circuit is reported as such, as in an element-by-element read.
 
+use crate::xxh3::Xxh3;
 use halo2curves::bn256::Fr;
-use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::Result;
 use crate::memory::FR_BYTES;

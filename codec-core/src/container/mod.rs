@@ -3,9 +3,9 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+use crate::xxh3::{xxh3_64, Xxh3};
 use halo2_proofs::plonk::{Circuit, ConstraintSystem};
 use halo2curves::bn256::Fr;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::circuit::{check_k, fingerprint_of};
 use crate::codec::{DecodeContext, KeyCodec};

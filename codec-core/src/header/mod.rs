@@ -29,7 +29,7 @@
 //! zero, and its checksum (of bytes 0..56) is at 56. The magic and the version never move, so any
 //! version can be recognised from the first 10 bytes ([`Header::len_of`]).
 
-use xxhash_rust::xxh3::xxh3_64;
+use crate::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
 use crate::ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest};
@@ -408,7 +408,7 @@ pub fn verify_file(file: &std::fs::File) -> Result<Header> {
             available: available.saturating_sub(header.record_section_len()),
         });
     }
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut hasher = crate::xxh3::Xxh3::new();
     let mut buffer = vec![0u8; 4 << 20];
     let mut at = header_len;
     let len = header_len + header.payload_len;

@@ -13,8 +13,8 @@
 use std::borrow::Cow;
 use std::io::{self, Read};
 
+use crate::xxh3::{xxh3_64, Xxh3};
 use rayon::prelude::*;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::bulk::{self, Hooks, Span, SpanData, Workers};
 use crate::error::{Error, Result};

@@ -21,10 +21,7 @@ pub(crate) fn record_of_section(section: &[u8]) -> Result<&[u8]> {
             context: "the circuit's record",
         });
     };
-    let (expected, found) = (
-        u64::from_le_bytes(*stored),
-        xxhash_rust::xxh3::xxh3_64(record),
-    );
+    let (expected, found) = (u64::from_le_bytes(*stored), crate::xxh3::xxh3_64(record));
     if expected != found {
         return Err(Error::PayloadChecksum { expected, found });
     }
@@ -36,7 +33,7 @@ impl CircuitRecord {
     /// XXH3-64.
     pub fn to_section(&self) -> Vec<u8> {
         let mut bytes = self.to_bytes();
-        let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
+        let checksum = crate::xxh3::xxh3_64(&bytes);
         bytes.extend_from_slice(&checksum.to_le_bytes());
         bytes
     }

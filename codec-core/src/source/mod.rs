@@ -582,7 +582,7 @@ impl<'a> AtSource<'a> {
 
 /// XXH3-64 of `len` bytes of `source` from `offset`, or `None` if they cannot be read.
 pub(crate) fn hash_range(source: &dyn ReadAt, offset: u64, len: u64) -> Option<u64> {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut hasher = crate::xxh3::Xxh3::new();
     let mut buffer = vec![0u8; BULK_STEP.min(usize::try_from(len).unwrap_or(usize::MAX))];
     let mut done = 0u64;
     while done < len {

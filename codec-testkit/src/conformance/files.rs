@@ -5,7 +5,7 @@ use std::path::Path;
 
 use keycodec_core::header::{Header, HEADER_LEN};
 use keycodec_core::{KeyCodec, KeyCodecExt};
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 use crate::{standard_plonk, StandardPlonk};
 
@@ -49,8 +49,8 @@ pub fn refresh_checksums(file: &mut [u8]) {
         return;
     }
     let (head, payload) = file.split_at_mut(len);
-    head[32..40].copy_from_slice(&xxh3_64(payload).to_le_bytes());
-    let checksum = xxh3_64(&head[..len - 8]);
+    head[32..40].copy_from_slice(&XxHash3_64::oneshot(payload).to_le_bytes());
+    let checksum = XxHash3_64::oneshot(&head[..len - 8]);
     head[len - 8..].copy_from_slice(&checksum.to_le_bytes());
 }
 
