@@ -142,6 +142,9 @@ fn encode_beside_digest<K: KeyCodec + ?Sized>(
             ItemRef::Key(key) => codec.encode(key, &mut hashing),
             ItemRef::Params(params) => codec.encode_params(params, &mut hashing),
         };
+        // Flushed before waiting for the digest: a file's bytes then go to the disk meanwhile
+        // (see `Writeback`).
+        let encoded = encoded.and_then(|()| hashing.flush().during("write"));
         let digest = match digest {
             Ok(thread) => thread
                 .join()

@@ -117,8 +117,8 @@ fn folder_and_name<'p>(path: &'p Path, operation: &'static str) -> Result<(&'p P
 }
 
 /// A file being written from its start, that asks the kernel to start writing each
-/// [`Writeback::STEP`] bytes back to the disk as soon as they are written (Linux,
-/// `sync_file_range`), so that the `sync_all` that ends a save waits for the last step instead
+/// [`Writeback::STEP`] bytes back to the disk as soon as they are written, and the rest when
+/// flushed (Linux, `sync_file_range`), so that the `sync_all` that ends a save waits for the last step instead
 /// of the whole file: the disk works while the rest is encoded. The pages stay in the page
 /// cache (a load right after the save reads none from the disk). A hint: the bytes, and what
 /// `sync_all` guarantees, are the same without it.
@@ -147,9 +147,10 @@ impl<'f> Writeback<'f> {
         self.file
     }
 
-    /// Starts writeback of the bytes written since the last start, once there are enough.
-    fn start_writeback(&mut self) {
-        if self.position < self.pending + Self::STEP {
+    /// Starts writeback of the bytes written since the last start, once there are enough
+    /// (`all`: whatever there are).
+    fn start_writeback(&mut self, all: bool) {
+        if self.position <= self.pending || (!all && self.position < self.pending + Self::STEP) {
             return;
         }
         #[cfg(target_os = "linux")]
@@ -167,11 +168,15 @@ impl Write for Writeback<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let written = self.file.write(buf)?;
         self.position += written as u64;
-        self.start_writeback();
+        self.start_writeback(false);
         Ok(written)
     }
 
+    /// Starts writeback of every byte not yet handed to it: a save that flushes while it
+    /// still has work before its `sync_all` (its digest to wait for, its header to write) lets
+    /// the disk write meanwhile.
     fn flush(&mut self) -> std::io::Result<()> {
+        self.start_writeback(true);
         self.file.flush()
     }
 }
