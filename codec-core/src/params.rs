@@ -11,7 +11,7 @@
 use std::io::Write;
 
 use halo2_proofs::halo2curves::ff::{Field, PrimeField};
-use halo2_proofs::halo2curves::group::{Group, GroupEncoding};
+use halo2_proofs::halo2curves::group::{Curve, Group, GroupEncoding};
 use halo2_proofs::poly::commitment::Params as _;
 use halo2_proofs::SerdeFormat;
 use halo2curves::bn256::{Fr, G1Affine, G2Affine, G2};
@@ -206,14 +206,24 @@ fn decode_g2(
 }
 
 /// Whether `point`, on the curve, is in G2's prime-order subgroup: `[r - 1] point` is
-/// `-point` (`r` the group's order). The point is public, so the multiplication need not be
-/// constant-time: a double-and-add over the digits of `r - 1`'s non-adjacent form (253
-/// doublings, about 85 mixed additions) instead of halo2curves' `is_torsion_free`, which
-/// doubles and adds at every bit (about 0.4 ms a point here). The test
-/// `the_subgroup_check_answers_as_halo2curves` compares the two.
+/// `-point` (`r` the group's order), computed by [`g2_mul_public`] (253 doublings, about 85
+/// mixed additions) instead of halo2curves' `is_torsion_free`, which doubles and adds at
+/// every bit (about 0.4 ms a point here). The test `the_subgroup_check_answers_as_halo2curves`
+/// compares the two.
 fn in_g2_subgroup(point: &G2Affine) -> bool {
     static DIGITS: std::sync::OnceLock<Vec<i8>> = std::sync::OnceLock::new();
     let digits = DIGITS.get_or_init(|| non_adjacent_form((-Fr::ONE).to_repr().as_ref()));
+    bool::from((mul_by_digits(point, digits) + point).is_identity())
+}
+
+/// `[scalar] point`, for a scalar that is public (a point's check, a known setup's secret):
+/// in variable time, a double-and-add over the digits of its non-adjacent form.
+pub(crate) fn g2_mul_public(point: &G2Affine, scalar: &Fr) -> G2Affine {
+    mul_by_digits(point, &non_adjacent_form(scalar.to_repr().as_ref())).to_affine()
+}
+
+/// `point` times the number whose non-adjacent form is `digits` (least significant first).
+fn mul_by_digits(point: &G2Affine, digits: &[i8]) -> G2 {
     let negated = -*point;
     let mut acc = G2::identity();
     for &digit in digits.iter().rev() {
@@ -224,7 +234,7 @@ fn in_g2_subgroup(point: &G2Affine) -> bool {
             _ => {}
         }
     }
-    bool::from((acc + point).is_identity())
+    acc
 }
 
 /// The non-adjacent form of the number whose little-endian bytes are `le`: digits in
@@ -441,6 +451,22 @@ mod tests {
             // A subgroup point moved by a point outside: outside too.
             let moved = (point.to_curve() + inside[2]).to_affine();
             assert_eq!(in_g2_subgroup(&moved), halo2(&moved));
+        }
+    }
+
+    #[test]
+    fn a_public_multiplication_is_halo2curves_multiplication() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        let point = (G2::generator() * Fr::random(&mut rng)).to_affine();
+        for scalar in [
+            Fr::ZERO,
+            Fr::ONE,
+            -Fr::ONE,
+            Fr::random(&mut rng),
+            Fr::random(&mut rng),
+        ] {
+            assert_eq!(g2_mul_public(&point, &scalar), (point * scalar).to_affine());
         }
     }
 

@@ -14,7 +14,6 @@
 use std::sync::OnceLock;
 
 use halo2_proofs::halo2curves::ff::Field;
-use halo2_proofs::halo2curves::group::Curve;
 use halo2curves::bn256::{Fr, G2Affine};
 use rand_chacha::rand_core::SeedableRng;
 
@@ -35,9 +34,11 @@ pub struct KnownSetup {
 pub fn known_setups() -> &'static [KnownSetup] {
     static KNOWN: OnceLock<Vec<KnownSetup>> = OnceLock::new();
     KNOWN.get_or_init(|| {
+        // The secrets are public: multiplied in variable time (a prover's start computes
+        // this once, before its parameters' check).
         let from_s = |origin, s: Fr| KnownSetup {
             origin,
-            s_g2: (G2Affine::generator() * s).to_affine(),
+            s_g2: crate::params::g2_mul_public(&G2Affine::generator(), &s),
         };
         vec![
             from_s(
