@@ -1,7 +1,7 @@
 //! Runs a [`Plan`]: run after run, every file written, then every case timed (floors
-//! twice, small files saved again a third and two thirds in), in an order rotated each run, until every paired ratio is known to the interval
-//! asked for (or the runs or the time allowed are spent); then one row per case and per
-//! file.
+//! twice, small files saved again a third and two thirds in), in an order rotated each run,
+//! until every paired ratio is known to the interval asked for (or the runs or the time
+//! allowed are spent); then one row per case and per file.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -114,8 +114,10 @@ impl Runner {
                 visits.insert(at, index);
             }
         }
-        let mut writes: Vec<Vec<Written>> = vec![Vec::new(); plan.files.len()];
-        let mut sizes = vec![0u64; plan.files.len()];
+        let mut saved = Saved {
+            times: vec![Vec::new(); plan.files.len()],
+            bytes: vec![0u64; plan.files.len()],
+        };
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); plan.cases.len()];
         let mut run = 0;
         let mut warming = self.stopping.warmup;
@@ -125,29 +127,16 @@ impl Runner {
             // bring every file and the child's binary into the page cache as later runs find
             // them, at a fraction of a run.
             let mut warmed = vec![false; plan.files.len()];
-            self.write(
-                plan,
-                run,
-                warming,
-                buffer,
-                &mut writes,
-                &mut sizes,
-                |_, _| true,
-            )?;
+            let label = pass(run, warming);
+            self.write(plan, run, &label, buffer, &mut saved, |_, _| true)?;
             for (at, visit) in rotation(visits.len(), run).enumerate() {
                 // A small file's later saves, a third and two thirds into the run.
                 if (1..SAVES_OF_SMALL_FILES)
                     .any(|save| at == visits.len() * save / SAVES_OF_SMALL_FILES)
                 {
-                    self.write(
-                        plan,
-                        run,
-                        warming,
-                        buffer,
-                        &mut writes,
-                        &mut sizes,
-                        |file, bytes| saves_per_run(file, bytes) > 1,
-                    )?;
+                    self.write(plan, run, &label, buffer, &mut saved, |file, bytes| {
+                        saves_per_run(file, bytes) > 1
+                    })?;
                 }
                 let Some(&index) = visits.get(visit) else {
                     continue;
@@ -198,12 +187,12 @@ impl Runner {
             }
             if warming > 0 {
                 warming -= 1;
-                writes.iter_mut().for_each(Vec::clear);
+                saved.times.iter_mut().for_each(Vec::clear);
                 samples.iter_mut().for_each(Vec::clear);
                 continue;
             }
             run += 1;
-            let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
+            let (rows, saves) = rows(plan, buffer, &saved, &samples);
             let stop = self.stop(run, &rows, &saves, run_started.elapsed());
             if run == 1 {
                 self.say(&self.estimate(run_started.elapsed()));
@@ -223,7 +212,7 @@ impl Runner {
         for file in &plan.files {
             file.remove()?;
         }
-        let (rows, saves) = rows(plan, buffer, &writes, &sizes, &samples);
+        let (rows, saves) = rows(plan, buffer, &saved, &samples);
         if self.log {
             for row in &rows {
                 eprintln!("{}", row_line(row));
@@ -238,27 +227,26 @@ impl Runner {
     }
 
     /// Writes each file of `plan` that `which` picks (given the file and the bytes it held
-    /// last), in an order rotated each run, adding its timings to `writes`.
+    /// last), in an order rotated each run (`label` names the run to the progress bar),
+    /// adding its timings to `saved`.
     ///
     /// # Errors
     ///
     /// The write's error, as text.
-    #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
         plan: &Plan<'_>,
         run: usize,
-        warming: usize,
+        label: &str,
         buffer: Size,
-        writes: &mut [Vec<Written>],
-        sizes: &mut [u64],
+        saved: &mut Saved,
         which: impl Fn(&File<'_>, u64) -> bool,
     ) -> Result<(), String> {
         for index in rotation(plan.files.len(), run) {
             let (Some(file), Some(times), Some(size)) = (
                 plan.files.get(index),
-                writes.get_mut(index),
-                sizes.get_mut(index),
+                saved.times.get_mut(index),
+                saved.bytes.get_mut(index),
             ) else {
                 continue;
             };
@@ -266,7 +254,7 @@ impl Runner {
                 continue;
             }
             self.bar
-                .set_message(format!("{}: writing {}", pass(run, warming), file.name()));
+                .set_message(format!("{label}: writing {}", file.name()));
             // Unless `--replace`, every save goes to a path with no file.
             if !self.replace {
                 file.remove()?;
@@ -377,6 +365,12 @@ fn cached_share(paths: &[&Path]) -> Option<f64> {
     Some(cached as f64 / pages.max(1) as f64)
 }
 
+/// Every file's saves so far: each save's timings, in run order, and the bytes it held last.
+struct Saved {
+    times: Vec<Vec<Written>>,
+    bytes: Vec<u64>,
+}
+
 /// Saves of a small local file a run: its first, then one a third and one two thirds into
 /// the run, between loads of other files (so that no save meets the bytes of the one before
 /// in the processor's caches). A save of a few MB is mostly a sync's wait, which swings by
@@ -430,8 +424,7 @@ fn pass(run: usize, warming: usize) -> String {
 fn rows(
     plan: &Plan<'_>,
     buffer: Size,
-    writes: &[Vec<Written>],
-    sizes: &[u64],
+    saved: &Saved,
     samples: &[Vec<Sample>],
 ) -> (Vec<Row>, Vec<SaveRow>) {
     let seconds = |index: usize| -> Vec<f64> {
@@ -452,7 +445,11 @@ fn rows(
         let ours = seconds(index);
         let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
         let read = Summary::of(&ours);
-        let file_bytes = case.files.iter().filter_map(|&f| sizes.get(f)).sum::<u64>();
+        let file_bytes = case
+            .files
+            .iter()
+            .filter_map(|&f| saved.bytes.get(f))
+            .sum::<u64>();
         let floor_min = case.floor.map(|floor| Summary::of(&seconds(floor)).min_s);
         // Each run's load over its floor's fastest visit in the same run: the disk and the
         // machine change between runs (a cold read here swings by a third), so a load is
@@ -502,10 +499,10 @@ fn rows(
     }
     // Each run's median save (see [`saves_per_run`]), durable or short of it.
     let per_run = |index: usize, timing: &dyn Fn(&Written) -> Option<f64>| -> Vec<f64> {
-        let (Some(file), Some(written)) = (plan.files.get(index), writes.get(index)) else {
+        let (Some(file), Some(written)) = (plan.files.get(index), saved.times.get(index)) else {
             return Vec::new();
         };
-        let saves = saves_per_run(file, sizes.get(index).copied().unwrap_or(0));
+        let saves = saves_per_run(file, saved.bytes.get(index).copied().unwrap_or(0));
         let timings: Vec<f64> = written.iter().filter_map(timing).collect();
         median_per_run(&timings, saves)
     };
@@ -514,7 +511,7 @@ fn rows(
     for (index, file) in plan.files.iter().enumerate().filter(|(_, f)| f.shown) {
         let ours = durable(index);
         let summary = Summary::of(&ours);
-        let bytes = sizes.get(index).copied().unwrap_or(0);
+        let bytes = saved.bytes.get(index).copied().unwrap_or(0);
         let reference = file
             .reference
             .and_then(|r| plan.files.get(r).map(|f| (r, f)));
