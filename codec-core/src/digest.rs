@@ -87,16 +87,7 @@ pub(crate) fn of_params(params: &KzgParams, recorded: Option<Vec<[u8; 32]>>) -> 
     use halo2curves::serde::SerdeObject;
     let (g, g_lagrange) = match recorded.as_deref() {
         Some([g, g_lagrange]) => (*g, *g_lagrange),
-        _ => {
-            let mut buffered =
-                std::io::BufWriter::with_capacity(1 << 20, VectorHashes::new(params.n()));
-            let hashed = params
-                .write_custom(&mut buffered, halo2_proofs::SerdeFormat::RawBytes)
-                .and_then(|()| buffered.into_inner().map_err(|err| err.into_error()));
-            hashed
-                .map_err(|err| crate::error::Error::Internal(format!("hashing parameters: {err}")))?
-                .finish()
-        }
+        _ => vector_hashes(params, true)?,
     };
     let mut hasher = blake3::Hasher::new_derive_key(PARAMS_CONTEXT);
     hasher.update(&params.k().to_le_bytes());
@@ -107,28 +98,64 @@ pub(crate) fn of_params(params: &KzgParams, recorded: Option<Vec<[u8; 32]>>) -> 
     Ok(KeyDigest(*hasher.finalize().as_bytes()))
 }
 
-/// Hashes `g` and `g_lagrange` out of halo2's `RawBytes` layout of parameters as it is
-/// written: `k` (4 bytes), then `n` points of each (64 bytes each), then the G2 points.
+/// The hashes of `g` and `g_lagrange`: re-encoded through halo2's writer (halo2-axiom does
+/// not expose `g_lagrange`), and, where `g_from_memory` and its memory is its raw encoding,
+/// `g` hashed from memory on a second thread meanwhile (a save waits for this digest).
+fn vector_hashes(params: &KzgParams, g_from_memory: bool) -> Result<([u8; 32], [u8; 32])> {
+    use halo2_proofs::poly::commitment::{Params as _, ParamsProver as _};
+    let in_memory = crate::memory::raw_bytes_of(params.get_g()).filter(|_| g_from_memory);
+    std::thread::scope(|scope| {
+        let g_thread = in_memory.and_then(|bytes| {
+            std::thread::Builder::new()
+                .name("keycodec-digest-g".into())
+                .spawn_scoped(scope, move || *blake3::hash(bytes).as_bytes())
+                .ok()
+        });
+        let mut buffered = std::io::BufWriter::with_capacity(
+            1 << 20,
+            VectorHashes::new(params.n(), g_thread.is_none()),
+        );
+        let hashed = params
+            .write_custom(&mut buffered, halo2_proofs::SerdeFormat::RawBytes)
+            .and_then(|()| buffered.into_inner().map_err(|err| err.into_error()));
+        let (g, g_lagrange) = hashed
+            .map_err(|err| crate::error::Error::Internal(format!("hashing parameters: {err}")))?
+            .finish();
+        let g = match g_thread {
+            Some(thread) => thread.join().map_err(|_| {
+                crate::error::Error::Internal("the digest thread of g panicked".into())
+            })?,
+            None => g,
+        };
+        Ok((g, g_lagrange))
+    })
+}
+
+/// Hashes `g` (unless told not to) and `g_lagrange` out of halo2's `RawBytes` layout of
+/// parameters as it is written: `k` (4 bytes), then `n` points of each (64 bytes each), then
+/// the G2 points.
 struct VectorHashes {
     position: u64,
     vector_bytes: u64,
-    g: blake3::Hasher,
+    g: Option<blake3::Hasher>,
     g_lagrange: blake3::Hasher,
 }
 
 impl VectorHashes {
-    fn new(n: u64) -> Self {
+    fn new(n: u64, hash_g: bool) -> Self {
         VectorHashes {
             position: 0,
             vector_bytes: n.saturating_mul(64),
-            g: blake3::Hasher::new(),
+            g: hash_g.then(blake3::Hasher::new),
             g_lagrange: blake3::Hasher::new(),
         }
     }
 
+    /// The two hashes (`g`'s all zeros when it was not hashed).
     fn finish(self) -> ([u8; 32], [u8; 32]) {
         (
-            *self.g.finalize().as_bytes(),
+            self.g
+                .map_or([0; 32], |hasher| *hasher.finalize().as_bytes()),
             *self.g_lagrange.finalize().as_bytes(),
         )
     }
@@ -144,7 +171,7 @@ impl std::io::Write for VectorHashes {
             let (target, limit) = if self.position < g_start {
                 (None, g_start)
             } else if self.position < g_lagrange_start {
-                (Some(&mut self.g), g_lagrange_start)
+                (self.g.as_mut(), g_lagrange_start)
             } else if self.position < end {
                 (Some(&mut self.g_lagrange), end)
             } else {
@@ -216,4 +243,32 @@ pub(crate) fn hash_values(values: &[Fr]) -> [u8; 32] {
         }
     }
     *hasher.finalize().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g_hashed_from_memory_is_g_hashed_as_written() {
+        use rand::SeedableRng;
+        let params = KzgParams::setup(6, rand::rngs::StdRng::seed_from_u64(9));
+        let from_memory = vector_hashes(&params, true).unwrap();
+        let as_written = vector_hashes(&params, false).unwrap();
+        assert_eq!(from_memory, as_written);
+        // And both are the hashes of the vectors' raw encodings.
+        let mut written = Vec::new();
+        params
+            .write_custom(&mut written, halo2_proofs::SerdeFormat::RawBytes)
+            .unwrap();
+        let n = 1 << 6;
+        assert_eq!(
+            as_written.0,
+            *blake3::hash(&written[4..4 + 64 * n]).as_bytes()
+        );
+        assert_eq!(
+            as_written.1,
+            *blake3::hash(&written[4 + 64 * n..4 + 128 * n]).as_bytes()
+        );
+    }
 }
