@@ -2,14 +2,13 @@
 //! length and checksum, and the key digest the header records.
 
 use std::fs::File;
+use std::hash::Hasher as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::{Backend, KeyDigest};
 use keycodec_core::header::{read_header, version_of_len, Header};
-use std::hash::Hasher as _;
-
 use twox_hash::XxHash3_64;
 
 /// What went wrong, by what the exit code says.

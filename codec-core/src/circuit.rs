@@ -1,13 +1,13 @@
 //! What identifies a circuit and bounds its size: its constraint system, its fingerprint,
 //! and the rules for `k` and counts every decoder checks before it allocates.
 
-use crate::xxh3::xxh3_128;
 use halo2_proofs::plonk::{Circuit, ConstraintSystem};
 use halo2curves::bn256::Fr;
 
 use crate::error::{Error, Result};
 use crate::ids::Fingerprint;
 use crate::options::{Limits, MAX_K};
+use crate::xxh3::xxh3_128;
 
 /// Runs the circuit's `configure_with_params` on a fresh constraint system, as halo2's key
 /// readers do.

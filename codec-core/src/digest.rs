@@ -121,11 +121,16 @@ fn vector_hashes(params: &KzgParams, g_from_memory: bool) -> Result<([u8; 32], [
         let (g, g_lagrange) = hashed
             .map_err(|err| crate::error::Error::Internal(format!("hashing parameters: {err}")))?
             .finish();
-        let g = match g_thread {
-            Some(thread) => thread.join().map_err(|_| {
+        let g = match (g, g_thread) {
+            (Some(g), _) => g,
+            (None, Some(thread)) => thread.join().map_err(|_| {
                 crate::error::Error::Internal("the digest thread of g panicked".into())
             })?,
-            None => g,
+            (None, None) => {
+                return Err(crate::error::Error::Internal(
+                    "parameters' g was hashed neither way".into(),
+                ))
+            }
         };
         Ok((g, g_lagrange))
     })
@@ -151,11 +156,10 @@ impl VectorHashes {
         }
     }
 
-    /// The two hashes (`g`'s all zeros when it was not hashed).
-    fn finish(self) -> ([u8; 32], [u8; 32]) {
+    /// The two hashes (`g`'s when it was hashed).
+    fn finish(self) -> (Option<[u8; 32]>, [u8; 32]) {
         (
-            self.g
-                .map_or([0; 32], |hasher| *hasher.finalize().as_bytes()),
+            self.g.map(|hasher| *hasher.finalize().as_bytes()),
             *self.g_lagrange.finalize().as_bytes(),
         )
     }

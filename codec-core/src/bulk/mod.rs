@@ -15,13 +15,13 @@
 //! decoder's check before any polynomial is read, so a count or length that disagrees with
 //! the circuit is reported as such, as in an element-by-element read.
 
-use crate::xxh3::Xxh3;
 use halo2curves::bn256::Fr;
 
 use crate::error::Result;
 use crate::memory::FR_BYTES;
 use crate::poly_hash::PolyHasher;
 use crate::source::ReadAt;
+use crate::xxh3::Xxh3;
 
 mod exec;
 mod plan;

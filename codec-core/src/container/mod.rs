@@ -3,7 +3,6 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
-use crate::xxh3::{xxh3_64, Xxh3};
 use halo2_proofs::plonk::{Circuit, ConstraintSystem};
 use halo2curves::bn256::Fr;
 
@@ -18,6 +17,7 @@ use crate::options::{Checksum, LoadOptions};
 use crate::payload::PayloadReader;
 use crate::record::RecordableParams;
 use crate::source::ReadAt;
+use crate::xxh3::{xxh3_64, Xxh3};
 
 mod read;
 mod write;

@@ -118,8 +118,8 @@ fn folder_and_name<'p>(path: &'p Path, operation: &'static str) -> Result<(&'p P
 
 /// A file being written from its start, that asks the kernel to start writing each
 /// [`Writeback::STEP`] bytes back to the disk as soon as they are written, and the rest when
-/// flushed (Linux, `sync_file_range`), so that the `sync_all` that ends a save waits for the last step instead
-/// of the whole file: the disk works while the rest is encoded. The pages stay in the page
+/// flushed (Linux, `sync_file_range`), so that the `sync_all` that ends a save waits for the
+/// last step instead of the whole file: the disk works while the rest is encoded. The pages stay in the page
 /// cache (a load right after the save reads none from the disk). A hint: the bytes, and what
 /// `sync_all` guarantees, are the same without it.
 pub struct Writeback<'f> {

@@ -13,7 +13,6 @@
 use std::borrow::Cow;
 use std::io::{self, Read};
 
-use crate::xxh3::{xxh3_64, Xxh3};
 use rayon::prelude::*;
 
 use crate::bulk::{self, Hooks, Span, SpanData, Workers};
@@ -24,6 +23,7 @@ use crate::field::{check_raw_elements, FieldEncoding, CHUNK_ELEMENTS, FR_BYTES};
 use crate::options::Validation;
 use crate::poly_hash::PolyHasher;
 use crate::source::{hash_range, AtSource, Memory, ReadAt, BULK_STEP};
+use crate::xxh3::{xxh3_64, Xxh3};
 
 mod elements;
 mod integrity;
