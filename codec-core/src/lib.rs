@@ -27,8 +27,9 @@
 //! different valid key for a circuit with the same fingerprint.
 
 // `unsafe` is denied but in `memory` (views of memory as bytes, memory filled without being
-// zeroed, the kernel hints), the bulk read's one `set_len` on `memory`'s contract, and
-// `Filling`'s one `assume_init_mut` of destinations it has written whole (`source`).
+// zeroed, the kernel hints), `field::ifma` (AVX-512 instructions, where the CPU has them),
+// the bulk read's one `set_len` on `memory`'s contract, and `Filling`'s one
+// `assume_init_mut` of destinations it has written whole (`source`).
 #![deny(unsafe_code)]
 
 mod assembly;

@@ -205,15 +205,78 @@ fn decode_g2(
     Ok(point)
 }
 
-/// Whether `point`, on the curve, is in G2's prime-order subgroup: `[r - 1] point` is
-/// `-point` (`r` the group's order), computed by [`g2_mul_public`] (253 doublings, about 85
-/// mixed additions) instead of halo2curves' `is_torsion_free`, which doubles and adds at
-/// every bit (about 0.4 ms a point here). The test `the_subgroup_check_answers_as_halo2curves`
-/// compares the two.
+/// Whether `point`, on the curve, is in G2's prime-order subgroup. The generator is; any
+/// other point is tested as El Housni, Guillevic and Piellard prove for BN curves ("Co-factor
+/// clearing and subgroup membership testing on pairing-friendly curves", 2022, sections 3
+/// and 5.1): `P` is in the subgroup if and only if
+/// `[u + 1] P + psi([u] P) + psi^2([u] P) = psi^3([2u] P)`, `u` the curve's parameter and
+/// `psi` the untwist-Frobenius-twist endomorphism ([`Psi`]). That is one multiplication by
+/// the 63-bit `u` (by [`mul_by_digits`]), where `[r - 1] P = -P` takes one by the 254-bit
+/// `r - 1`, and halo2curves' `is_torsion_free` a constant-time one at every bit (about 0.4
+/// ms a point here). The test `the_subgroup_check_answers_as_halo2curves` compares them.
 fn in_g2_subgroup(point: &G2Affine) -> bool {
-    static DIGITS: std::sync::OnceLock<Vec<i8>> = std::sync::OnceLock::new();
-    let digits = DIGITS.get_or_init(|| non_adjacent_form((-Fr::ONE).to_repr().as_ref()));
-    bool::from((mul_by_digits(point, digits) + point).is_identity())
+    if *point == G2Affine::generator() {
+        return true;
+    }
+    static DIGITS: std::sync::OnceLock<(Vec<i8>, Psi)> = std::sync::OnceLock::new();
+    let (digits, psi) = DIGITS.get_or_init(|| {
+        (
+            non_adjacent_form(&halo2curves::bn256::BN_X.to_le_bytes()),
+            Psi::new(),
+        )
+    });
+    let times_u = mul_by_digits(point, digits);
+    let left = times_u + point + psi.apply(&times_u) + psi.apply(&psi.apply(&times_u));
+    let right = psi.apply(&psi.apply(&psi.apply(&times_u.double())));
+    left == right
+}
+
+/// `psi(x, y) = (conj(x) c_x, conj(y) c_y)` on G2 (the twist `y^2 = x^3 + 3 / xi` over
+/// `Fq2`, `xi = 9 + i`): the Frobenius map seen through the twist, with `c_x = xi^((p-1)/3)`
+/// and `c_y = xi^((p-1)/2)`. Conjugation is a field automorphism, so it maps projective
+/// coordinates as it maps affine ones.
+struct Psi {
+    c_x: halo2curves::bn256::Fq2,
+    c_y: halo2curves::bn256::Fq2,
+}
+
+impl Psi {
+    fn new() -> Psi {
+        use halo2curves::bn256::{Fq, Fq2};
+        // p - 1 as little-endian limbs, divided by a small number (p = 1 mod 6).
+        let p_minus_one = (-Fq::ONE).to_repr();
+        let divided = |by: u128| {
+            let mut limbs = [0u64; 4];
+            let mut remainder = 0u128;
+            for (index, chunk) in p_minus_one.as_ref().chunks_exact(8).enumerate().rev() {
+                let mut le = [0u8; 8];
+                le.copy_from_slice(chunk);
+                let value = (remainder << 64) | u128::from(u64::from_le_bytes(le));
+                if let Some(limb) = limbs.get_mut(index) {
+                    *limb = (value / by) as u64;
+                }
+                remainder = value % by;
+            }
+            limbs
+        };
+        let xi = Fq2::new(Fq::from(9), Fq::ONE);
+        Psi {
+            c_x: xi.pow_vartime(divided(3)),
+            c_y: xi.pow_vartime(divided(2)),
+        }
+    }
+
+    fn apply(&self, point: &G2) -> G2 {
+        let (mut x, mut y, mut z) = (point.x, point.y, point.z);
+        x.conjugate();
+        y.conjugate();
+        z.conjugate();
+        G2 {
+            x: x * self.c_x,
+            y: y * self.c_y,
+            z,
+        }
+    }
 }
 
 /// `[scalar] point`, for a scalar that is public (a point's check, a known setup's secret):
@@ -451,6 +514,16 @@ mod tests {
             // A subgroup point moved by a point outside: outside too.
             let moved = (point.to_curve() + inside[2]).to_affine();
             assert_eq!(in_g2_subgroup(&moved), halo2(&moved));
+            // The point's part outside the subgroup alone (`[r] point`, in the cofactor's
+            // torsion), and added to a subgroup point: refused.
+            let r_minus_one = non_adjacent_form((-Fr::ONE).to_repr().as_ref());
+            let torsion = (mul_by_digits(point, &r_minus_one) + point).to_affine();
+            assert!(!bool::from(torsion.is_identity()));
+            let moved = (torsion.to_curve() + inside[3]).to_affine();
+            for point in [torsion, moved] {
+                assert!(bool::from(point.is_on_curve()));
+                assert!(!halo2(&point) && !in_g2_subgroup(&point));
+            }
         }
     }
 

@@ -185,3 +185,137 @@ fn the_fast_point_check_answers_as_halo2curves() {
     assert!(!raw_point_on_curve(&cases[3][..63]));
     assert!(!raw_point_on_curve(&[cases[3].as_slice(), &[0]].concat()));
 }
+
+/// Raw points for the wide check's tests: on the curve, off it in `x` or in `y`, the
+/// identity, and coordinates below the modulus that are off the curve (random limbs, and the
+/// largest values).
+fn raw_point_cases(rng: &mut impl rand::RngCore, count: usize) -> Vec<[u8; 64]> {
+    let modulus = base_modulus_limbs();
+    let point = |p: G1Affine| -> [u8; 64] { p.to_raw_bytes().try_into().unwrap() };
+    let below_modulus = |rng: &mut dyn rand::RngCore| -> [u8; 32] {
+        let mut limbs = [0u64; 4];
+        limbs.iter_mut().for_each(|limb| *limb = rng.next_u64());
+        limbs[3] %= modulus[3];
+        let mut bytes = [0u8; 32];
+        for (i, limb) in limbs.iter().enumerate() {
+            bytes[8 * i..8 * i + 8].copy_from_slice(&limb.to_le_bytes());
+        }
+        bytes
+    };
+    let mut largest = [0u8; 32];
+    let mut minus_one = modulus;
+    minus_one[0] -= 1;
+    for (i, limb) in minus_one.iter().enumerate() {
+        largest[8 * i..8 * i + 8].copy_from_slice(&limb.to_le_bytes());
+    }
+    (0..count)
+        .map(|i| {
+            let on = point((G1::generator() * Fr::random(&mut *rng)).to_affine());
+            let mut case = on;
+            match i % 16 {
+                0 => case[3] ^= 4,
+                1 => case[33] ^= 1,
+                2 => case = point(G1Affine::identity()),
+                3 => {
+                    case[..32].copy_from_slice(&below_modulus(rng));
+                    case[32..].copy_from_slice(&below_modulus(rng));
+                }
+                4 => case[32..].copy_from_slice(&largest),
+                5 => {
+                    case[..32].copy_from_slice(&largest);
+                    case[32..].copy_from_slice(&largest);
+                }
+                _ => {}
+            }
+            case
+        })
+        .collect()
+}
+
+#[test]
+fn the_wide_point_check_answers_as_the_scalar_one() {
+    let Some(wide) = ifma::Ifma::detect() else {
+        eprintln!("this CPU has no AVX-512 IFMA: the wide check is not used, nor tested");
+        return;
+    };
+    let mut rng = rand::thread_rng();
+    let mut cases = raw_point_cases(&mut rng, 4096);
+    let (mut accepted, mut refused) = (0, 0);
+    for round in 0..2 {
+        use rand::seq::SliceRandom;
+        cases.shuffle(&mut rng);
+        for group in cases.chunks_exact(ifma::LANES) {
+            // A quarter of the groups: valid points only, so that the wide check accepts.
+            let group: Vec<[u8; 64]> = if round == 0 && accepted < 256 {
+                group
+                    .iter()
+                    .map(|_| {
+                        (G1::generator() * Fr::random(&mut rng))
+                            .to_affine()
+                            .to_raw_bytes()
+                            .try_into()
+                            .unwrap()
+                    })
+                    .collect()
+            } else {
+                group.to_vec()
+            };
+            let bytes: [u8; ifma::GROUP_BYTES] = group.concat().try_into().unwrap();
+            let scalar = group
+                .iter()
+                .all(|point| raw_point_on_curve(point) && !point.iter().all(|&b| b == 0));
+            assert_eq!(wide.all_on_curve(&bytes), scalar, "{group:?}");
+            accepted += usize::from(scalar);
+            refused += usize::from(!scalar);
+        }
+    }
+    assert!(accepted >= 256 && refused >= 256, "{accepted} {refused}");
+    // Each kind of bad point alone among seven good ones is refused.
+    let good: Vec<[u8; 64]> = (0..ifma::LANES)
+        .map(|_| {
+            (G1::generator() * Fr::random(&mut rng))
+                .to_affine()
+                .to_raw_bytes()
+                .try_into()
+                .unwrap()
+        })
+        .collect();
+    for bad in raw_point_cases(&mut rng, 16).iter().take(6) {
+        for lane in 0..ifma::LANES {
+            let mut group = good.clone();
+            group[lane] = *bad;
+            let bytes: [u8; ifma::GROUP_BYTES] = group.concat().try_into().unwrap();
+            assert!(!wide.all_on_curve(&bytes), "lane {lane}: {bad:?}");
+        }
+    }
+}
+
+#[test]
+fn points_in_bulk_are_checked_as_one_by_one() {
+    let mut rng = rand::thread_rng();
+    let mut cases = raw_point_cases(&mut rng, 64);
+    // Valid points only, in lengths around the wide check's groups, then one bad point
+    // moved through every position.
+    let valid: Vec<[u8; 64]> = cases
+        .iter()
+        .filter(|case| G1Affine::from_raw_bytes(case.as_slice()).is_some())
+        .copied()
+        .collect();
+    for count in [0, 1, 7, 8, 9, 16, 23] {
+        let bytes: Vec<u8> = valid
+            .iter()
+            .cycle()
+            .take(count)
+            .flatten()
+            .copied()
+            .collect();
+        assert!(raw_points_on_curve(&bytes), "{count} valid points");
+        assert!(!raw_points_on_curve(&bytes[..bytes.len().saturating_sub(1)]) || count == 0);
+    }
+    cases.retain(|case| G1Affine::from_raw_bytes(case.as_slice()).is_none());
+    for position in 0..19 {
+        let mut points: Vec<[u8; 64]> = valid.iter().cycle().take(19).copied().collect();
+        points[position] = cases[position % cases.len()];
+        assert!(!raw_points_on_curve(&points.concat()), "bad at {position}");
+    }
+}
