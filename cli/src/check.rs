@@ -2,14 +2,11 @@
 //! length and checksum, and the key digest the header records.
 
 use std::fs::File;
-use std::hash::Hasher as _;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use keycodec::{Backend, KeyDigest};
 use keycodec_core::header::{read_header, version_of_len, Header};
-use twox_hash::XxHash3_64;
 
 /// What went wrong, by what the exit code says.
 #[derive(Debug)]
@@ -160,7 +157,6 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
     let io = |what: &str, err: std::io::Error| {
         Failure::Io(format!("could not {what} {}: {err}", path.display()))
     };
-    let mut file = file;
     let file_bytes = file
         .metadata()
         .map_err(|err| io("read the metadata of", err))?
@@ -174,8 +170,6 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
         other => not_a_container(other.to_string()),
     })?;
     let version = version_of_len(header_len).unwrap_or(1);
-    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(header_len as u64))
-        .map_err(|err| io("read", err))?;
     let backend = Backend::of_id(header.codec);
     let mode = backend
         .and_then(|backend| backend.codec().ok())
@@ -195,7 +189,7 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
             present,
         }
     } else {
-        let found = hash(&mut file, present).map_err(|err| io("read", err))?;
+        let found = hash(file, header_len as u64, present).map_err(|err| io("read", err))?;
         if found == header.payload_checksum {
             PayloadState::Intact
         } else {
@@ -220,39 +214,26 @@ pub(crate) fn inspect_open(file: &File, path: &Path) -> Result<Inspection, Failu
     })
 }
 
-/// The XXH3-64 of the next `len` bytes of `file`, with a progress bar for large payloads.
-fn hash(file: &mut &File, len: u64) -> std::io::Result<u64> {
-    const STEP: usize = 4 << 20;
-    let bar = if len >= 64 << 20 {
-        let bar = ProgressBar::new(len).with_style(
+/// The XXH3-64 of the `len` bytes of `file` from `at` (its payload), with a progress bar for
+/// large payloads.
+fn hash(file: &File, at: u64, len: u64) -> std::io::Result<u64> {
+    let bar = (len >= 64 << 20).then(|| {
+        ProgressBar::new(len).with_style(
             ProgressStyle::with_template(
                 "checking the payload {bar:30} {bytes}/{total_bytes} {bytes_per_sec}, ~{eta} left",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        Some(bar)
-    } else {
-        None
-    };
-    let mut hasher = XxHash3_64::default();
-    let mut buffer = vec![0u8; STEP];
-    let mut left = len;
-    while left > 0 {
-        let step = buffer
-            .len()
-            .min(usize::try_from(left).unwrap_or(usize::MAX));
-        let chunk = buffer.get_mut(..step).unwrap_or_default();
-        file.read_exact(chunk)?;
-        hasher.write(chunk);
-        left -= step as u64;
+        )
+    });
+    let found = keycodec_core::header::payload_checksum(file, at, len, &mut |step| {
         if let Some(bar) = &bar {
-            bar.inc(step as u64);
+            bar.inc(step);
         }
-    }
+    });
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    Ok(hasher.finish())
+    found
 }
 
 /// What `--allow-test-setup` asks of a load.

@@ -379,6 +379,35 @@ pub const fn version_of_len(len: usize) -> Option<u16> {
     }
 }
 
+/// The XXH3-64 of the `len` bytes of `file` from offset `at` (a container's payload, as
+/// its header's checksum is computed), read in 4 MiB steps; `progress` is told the bytes of
+/// each step as it is hashed.
+///
+/// # Errors
+///
+/// The file's read errors (`UnexpectedEof` when it ends first).
+pub fn payload_checksum(
+    file: &std::fs::File,
+    at: u64,
+    len: u64,
+    progress: &mut dyn FnMut(u64),
+) -> std::io::Result<u64> {
+    use crate::source::ReadAt;
+    const STEP: u64 = 4 << 20;
+    let mut hasher = crate::xxh3::Xxh3::new();
+    let mut buffer = vec![0u8; usize::try_from(len.min(STEP)).unwrap_or(0)];
+    let mut done = 0;
+    while done < len {
+        let step = usize::try_from((len - done).min(STEP)).unwrap_or(0);
+        let chunk = buffer.get_mut(..step).unwrap_or_default();
+        file.read_exact_at(chunk, at.saturating_add(done))?;
+        hasher.update(chunk);
+        done += step as u64;
+        progress(step as u64);
+    }
+    Ok(hasher.digest())
+}
+
 /// Reads and checks the container in `file` without decoding it (no circuit needed): its
 /// header, its length (exactly the header and the payload it declares), and the payload's
 /// XXH3-64 checksum; returns the header. What `keycodec verify` and a manifest's fetch check
@@ -390,7 +419,6 @@ pub const fn version_of_len(len: usize) -> Option<u16> {
 /// The header's errors ([`Error::BadMagic`], [`Error::HeaderChecksum`]...),
 /// [`Error::LengthMismatch`], [`Error::PayloadChecksum`], and [`Error::Io`] reading it.
 pub fn verify_file(file: &std::fs::File) -> Result<Header> {
-    use crate::source::ReadAt;
     let len = file
         .metadata()
         .map_err(|err| Error::io("read the metadata of", err))?
@@ -408,19 +436,8 @@ pub fn verify_file(file: &std::fs::File) -> Result<Header> {
             available: available.saturating_sub(header.record_section_len()),
         });
     }
-    let mut hasher = crate::xxh3::Xxh3::new();
-    let mut buffer = vec![0u8; 4 << 20];
-    let mut at = header_len;
-    let len = header_len + header.payload_len;
-    while at < len {
-        let step = usize::try_from((len - at).min(buffer.len() as u64)).unwrap_or(buffer.len());
-        let chunk = buffer.get_mut(..step).unwrap_or_default();
-        file.read_exact_at(chunk, at)
-            .map_err(|err| Error::from_read(err, "payload"))?;
-        hasher.update(chunk);
-        at += step as u64;
-    }
-    let found = hasher.digest();
+    let found = payload_checksum(file, header_len, header.payload_len, &mut |_| {})
+        .map_err(|err| Error::from_read(err, "payload"))?;
     if found != header.payload_checksum {
         return Err(Error::PayloadChecksum {
             expected: header.payload_checksum,

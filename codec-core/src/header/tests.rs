@@ -207,3 +207,24 @@ fn newer_version_is_named() {
         })
     ));
 }
+
+#[test]
+fn a_payload_checksum_hashes_its_range_and_reports_every_step() {
+    use std::io::Write;
+    // Over one 4 MiB step, so that it takes two.
+    let bytes: Vec<u8> = (0..(4 << 20) + 1000u32).map(|i| (i % 251) as u8).collect();
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(&bytes).unwrap();
+    let (at, len) = (7u64, bytes.len() as u64 - 20);
+    let mut steps = Vec::new();
+    let found = payload_checksum(&file, at, len, &mut |step| steps.push(step)).unwrap();
+    assert_eq!(found, crate::xxh3::xxh3_64(&bytes[7..bytes.len() - 13]));
+    assert_eq!(steps, vec![4 << 20, len - (4 << 20)]);
+    assert_eq!(
+        payload_checksum(&file, 0, 0, &mut |_| panic!("no step")).unwrap(),
+        crate::xxh3::xxh3_64(&[])
+    );
+    // A file that ends first.
+    let short = payload_checksum(&file, at, bytes.len() as u64, &mut |_| {});
+    assert_eq!(short.unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
+}
