@@ -9,8 +9,8 @@
 //!
 //! `mont(Y, Y) ≡ mont(mont(4X, 4X), X) + 3·2^252 (mod q)`:
 //!
-//! three products a point, against four for the scalar check. The two sides are compared by
-//! their difference, which lies strictly between 0 and `5q`.
+//! three products a point, as the scalar check takes, for eight points at once. The two sides
+//! are compared by their difference, which lies strictly between 0 and `5q`.
 //!
 //! This is a fast path only: the caller has checked both coordinates below `q` (the bounds
 //! above need it), and a group of eight that fails here is decided again by the scalar check,

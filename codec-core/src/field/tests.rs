@@ -188,8 +188,13 @@ fn the_fast_point_check_answers_as_halo2curves() {
 
 /// Raw points for the wide check's tests: on the curve, off it in `x` or in `y`, the
 /// identity, and coordinates below the modulus that are off the curve (random limbs, and the
-/// largest values).
-fn raw_point_cases(rng: &mut impl rand::RngCore, count: usize) -> Vec<[u8; 64]> {
+/// largest values); with `out_of_range`, also points on the curve with a coordinate encoded
+/// plus the modulus (which the wide check alone would accept: its caller checks the range).
+fn raw_point_cases(
+    rng: &mut impl rand::RngCore,
+    count: usize,
+    out_of_range: bool,
+) -> Vec<[u8; 64]> {
     let modulus = base_modulus_limbs();
     let point = |p: G1Affine| -> [u8; 64] { p.to_raw_bytes().try_into().unwrap() };
     let below_modulus = |rng: &mut dyn rand::RngCore| -> [u8; 32] {
@@ -225,6 +230,22 @@ fn raw_point_cases(rng: &mut impl rand::RngCore, count: usize) -> Vec<[u8; 64]> 
                     case[..32].copy_from_slice(&largest);
                     case[32..].copy_from_slice(&largest);
                 }
+                6 | 7 if out_of_range => {
+                    // A coordinate below 2^254 plus the modulus: below 2^256, no carry out.
+                    let half = if i % 16 == 6 { 0 } else { 32 };
+                    let mut carry = 0u128;
+                    for (limb, bytes) in modulus
+                        .iter()
+                        .zip(case[half..half + 32].chunks_exact_mut(8))
+                    {
+                        let sum = u128::from(u64::from_le_bytes(bytes.try_into().unwrap()))
+                            + u128::from(*limb)
+                            + carry;
+                        bytes.copy_from_slice(&(sum as u64).to_le_bytes());
+                        carry = sum >> 64;
+                    }
+                    assert_eq!(carry, 0);
+                }
                 _ => {}
             }
             case
@@ -239,7 +260,7 @@ fn the_wide_point_check_answers_as_the_scalar_one() {
         return;
     };
     let mut rng = rand::thread_rng();
-    let mut cases = raw_point_cases(&mut rng, 4096);
+    let mut cases = raw_point_cases(&mut rng, 4096, false);
     let (mut accepted, mut refused) = (0, 0);
     for round in 0..2 {
         use rand::seq::SliceRandom;
@@ -280,7 +301,7 @@ fn the_wide_point_check_answers_as_the_scalar_one() {
                 .unwrap()
         })
         .collect();
-    for bad in raw_point_cases(&mut rng, 16).iter().take(6) {
+    for bad in raw_point_cases(&mut rng, 16, false).iter().take(6) {
         for lane in 0..ifma::LANES {
             let mut group = good.clone();
             group[lane] = *bad;
@@ -293,7 +314,7 @@ fn the_wide_point_check_answers_as_the_scalar_one() {
 #[test]
 fn points_in_bulk_are_checked_as_one_by_one() {
     let mut rng = rand::thread_rng();
-    let mut cases = raw_point_cases(&mut rng, 64);
+    let mut cases = raw_point_cases(&mut rng, 64, true);
     // Valid points only, in lengths around the wide check's groups, then one bad point
     // moved through every position.
     let valid: Vec<[u8; 64]> = cases
@@ -312,10 +333,22 @@ fn points_in_bulk_are_checked_as_one_by_one() {
         assert!(raw_points_on_curve(&bytes), "{count} valid points");
         assert!(!raw_points_on_curve(&bytes[..bytes.len().saturating_sub(1)]) || count == 0);
     }
+    // Around each bad point, points on the curve but not the identity (which the wide check
+    // leaves to the scalar one), so that a group of eight is the wide check's to confirm.
     cases.retain(|case| G1Affine::from_raw_bytes(case.as_slice()).is_none());
-    for position in 0..19 {
-        let mut points: Vec<[u8; 64]> = valid.iter().cycle().take(19).copied().collect();
-        points[position] = cases[position % cases.len()];
-        assert!(!raw_points_on_curve(&points.concat()), "bad at {position}");
+    let on_curve: Vec<[u8; 64]> = valid
+        .iter()
+        .filter(|point| point.iter().any(|&byte| byte != 0))
+        .copied()
+        .collect();
+    for (index, bad) in cases.iter().enumerate() {
+        for position in [index % 8, 8 + index % 8, 16 + index % 3] {
+            let mut points: Vec<[u8; 64]> = on_curve.iter().cycle().take(19).copied().collect();
+            points[position] = *bad;
+            assert!(
+                !raw_points_on_curve(&points.concat()),
+                "{bad:?} at {position}"
+            );
+        }
     }
 }
