@@ -218,8 +218,8 @@ fn in_g2_subgroup(point: &G2Affine) -> bool {
     if *point == G2Affine::generator() {
         return true;
     }
-    static DIGITS: std::sync::OnceLock<(Vec<i8>, Psi)> = std::sync::OnceLock::new();
-    let (digits, psi) = DIGITS.get_or_init(|| {
+    static U_AND_PSI: std::sync::OnceLock<(Vec<i8>, Psi)> = std::sync::OnceLock::new();
+    let (digits, psi) = U_AND_PSI.get_or_init(|| {
         (
             non_adjacent_form(&halo2curves::bn256::BN_X.to_le_bytes()),
             Psi::new(),
@@ -244,17 +244,13 @@ impl Psi {
     fn new() -> Psi {
         use halo2curves::bn256::{Fq, Fq2};
         // p - 1 as little-endian limbs, divided by a small number (p = 1 mod 6).
-        let p_minus_one = (-Fq::ONE).to_repr();
+        let p_minus_one = crate::field::canonical_limbs(&-Fq::ONE);
         let divided = |by: u128| {
-            let mut limbs = [0u64; 4];
+            let mut limbs = p_minus_one;
             let mut remainder = 0u128;
-            for (index, chunk) in p_minus_one.as_ref().chunks_exact(8).enumerate().rev() {
-                let mut le = [0u8; 8];
-                le.copy_from_slice(chunk);
-                let value = (remainder << 64) | u128::from(u64::from_le_bytes(le));
-                if let Some(limb) = limbs.get_mut(index) {
-                    *limb = (value / by) as u64;
-                }
+            for limb in limbs.iter_mut().rev() {
+                let value = (remainder << 64) | u128::from(*limb);
+                *limb = (value / by) as u64;
                 remainder = value % by;
             }
             limbs

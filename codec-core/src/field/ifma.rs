@@ -24,7 +24,7 @@ use std::arch::x86_64::{
     _mm512_sub_epi64,
 };
 
-use halo2_proofs::halo2curves::ff::{Field, PrimeField};
+use halo2_proofs::halo2curves::ff::Field;
 use halo2curves::bn256::Fq;
 
 /// Points a call checks.
@@ -95,23 +95,11 @@ impl Constants {
         Constants {
             q: split(&q),
             q_inv: inverse.wrapping_neg() & MASK,
-            b_term: split(&limbs_of_repr(&b_term)),
+            b_term: split(&super::canonical_limbs(&b_term)),
             twice_q: multiple(2),
             multiples: [multiple(1), multiple(2), multiple(3), multiple(4)],
         }
     }
-}
-
-/// A canonical field element's value as 64-bit limbs, little-endian.
-fn limbs_of_repr(value: &Fq) -> [u64; 4] {
-    let repr = value.to_repr();
-    let mut limbs = [0u64; 4];
-    for (limb, bytes) in limbs.iter_mut().zip(repr.as_ref().chunks_exact(8)) {
-        let mut le = [0u8; 8];
-        le.copy_from_slice(bytes);
-        *limb = u64::from_le_bytes(le);
-    }
-    limbs
 }
 
 /// `value · times` in 64-bit limbs, for a product below `2^256` (`4q` is).

@@ -326,16 +326,23 @@ fn base_modulus_limbs() -> [u64; 4] {
     limbs_of_modulus::<Fq>()
 }
 
-/// A prime field's modulus as little-endian limbs, from its largest element's canonical
-/// encoding (little-endian for both BN254 fields).
+/// A prime field's modulus as little-endian limbs: its largest element's value plus one.
 fn limbs_of_modulus<F: PrimeField>() -> [u64; 4] {
-    let minus_one = (-F::ONE).to_repr();
-    let minus_one = minus_one.as_ref();
-    let mut limbs = [0u64; 4];
+    let mut limbs = canonical_limbs(&-F::ONE);
     let mut carry = true;
-    for (limb, bytes) in limbs.iter_mut().zip(minus_one.chunks_exact(8)) {
-        let value = u64::from_le_bytes(bytes.try_into().unwrap_or_default());
-        (*limb, carry) = value.overflowing_add(u64::from(carry));
+    for limb in &mut limbs {
+        (*limb, carry) = limb.overflowing_add(u64::from(carry));
+    }
+    limbs
+}
+
+/// A field element's value (not its Montgomery form) as little-endian 64-bit limbs, from its
+/// canonical encoding (little-endian for both BN254 fields).
+pub(crate) fn canonical_limbs<F: PrimeField>(value: &F) -> [u64; 4] {
+    let repr = value.to_repr();
+    let mut limbs = [0u64; 4];
+    for (limb, bytes) in limbs.iter_mut().zip(repr.as_ref().chunks_exact(8)) {
+        *limb = u64::from_le_bytes(bytes.try_into().unwrap_or_default());
     }
     limbs
 }
