@@ -186,6 +186,15 @@ fn the_fast_point_check_answers_as_halo2curves() {
     assert!(!raw_point_on_curve(&[cases[3].as_slice(), &[0]].concat()));
 }
 
+/// A random point of G1, raw.
+fn random_raw_point(rng: &mut impl rand::RngCore) -> [u8; 64] {
+    (G1::generator() * Fr::random(rng))
+        .to_affine()
+        .to_raw_bytes()
+        .try_into()
+        .unwrap()
+}
+
 /// Raw points for the wide check's tests: on the curve, off it in `x` or in `y`, the
 /// identity, and coordinates below the modulus that are off the curve (random limbs, and the
 /// largest values); with `out_of_range`, also points on the curve with a coordinate encoded
@@ -196,7 +205,6 @@ fn raw_point_cases(
     out_of_range: bool,
 ) -> Vec<[u8; 64]> {
     let modulus = base_modulus_limbs();
-    let point = |p: G1Affine| -> [u8; 64] { p.to_raw_bytes().try_into().unwrap() };
     let below_modulus = |rng: &mut dyn rand::RngCore| -> [u8; 32] {
         let mut limbs = [0u64; 4];
         limbs.iter_mut().for_each(|limb| *limb = rng.next_u64());
@@ -215,12 +223,11 @@ fn raw_point_cases(
     }
     (0..count)
         .map(|i| {
-            let on = point((G1::generator() * Fr::random(&mut *rng)).to_affine());
-            let mut case = on;
+            let mut case = random_raw_point(&mut *rng);
             match i % 16 {
                 0 => case[3] ^= 4,
                 1 => case[33] ^= 1,
-                2 => case = point(G1Affine::identity()),
+                2 => case = G1Affine::identity().to_raw_bytes().try_into().unwrap(),
                 3 => {
                     case[..32].copy_from_slice(&below_modulus(rng));
                     case[32..].copy_from_slice(&below_modulus(rng));
@@ -268,16 +275,7 @@ fn the_wide_point_check_answers_as_the_scalar_one() {
         for group in cases.chunks_exact(ifma::LANES) {
             // A quarter of the groups: valid points only, so that the wide check accepts.
             let group: Vec<[u8; 64]> = if round == 0 && accepted < 256 {
-                group
-                    .iter()
-                    .map(|_| {
-                        (G1::generator() * Fr::random(&mut rng))
-                            .to_affine()
-                            .to_raw_bytes()
-                            .try_into()
-                            .unwrap()
-                    })
-                    .collect()
+                group.iter().map(|_| random_raw_point(&mut rng)).collect()
             } else {
                 group.to_vec()
             };
@@ -293,13 +291,7 @@ fn the_wide_point_check_answers_as_the_scalar_one() {
     assert!(accepted >= 256 && refused >= 256, "{accepted} {refused}");
     // Each kind of bad point alone among seven good ones is refused.
     let good: Vec<[u8; 64]> = (0..ifma::LANES)
-        .map(|_| {
-            (G1::generator() * Fr::random(&mut rng))
-                .to_affine()
-                .to_raw_bytes()
-                .try_into()
-                .unwrap()
-        })
+        .map(|_| random_raw_point(&mut rng))
         .collect();
     for bad in raw_point_cases(&mut rng, 16, false).iter().take(6) {
         for lane in 0..ifma::LANES {
