@@ -145,7 +145,10 @@ pub enum TestSetup {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Checksum {
     /// Verify the payload's XXH3-64 (the default): bit rot and truncation are reported as
-    /// corruption, never loaded.
+    /// corruption, never loaded. Parameters loaded with [`LoadOptions::expected_digest`] are
+    /// proven by the pin (their digest covers every value they hold): their checksum is
+    /// computed only when the load fails, to report a damaged payload rather than a
+    /// mismatched digest.
     #[default]
     Verify,
     /// Do not hash the payload. The header's own checksum, lengths and structure are still

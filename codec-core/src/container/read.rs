@@ -7,7 +7,8 @@ use super::*;
 /// kind, `k`, circuit, declared length against the real one where the source has one),
 /// decodes the payload while hashing exactly the bytes handed to the decoder (in memory,
 /// where they cannot change, before decoding them), and compares the checksum before
-/// returning the key.
+/// returning the key. Parameters pinned by digest are proven by the pin instead: their
+/// checksum is computed only to explain a failed load.
 ///
 /// The key's digest is computed (its polynomials hashed as they are read) when `digest` is
 /// set or the options pin one, and then checked against the pin and the digest the header
@@ -53,14 +54,20 @@ pub fn read<K: KeyCodec + ?Sized>(
         check_length(&header, total - header_len as u64)?;
     }
     let verify = options.checksum == Checksum::Verify;
-    if let (true, Some(bytes)) = (verify, memory) {
+    // Parameters pinned by their digest: the digest covers every value they hold (`k`, both
+    // point vectors, both G2 points), so the pin's check proves all the checksum would. The
+    // checksum is then computed only when the load fails, to tell a damaged file from other
+    // parameters.
+    let pin_covers_payload = kind == ArtifactKind::Params && options.expected_digest.is_some();
+    let checksum_first = verify && !pin_covers_payload;
+    if let (true, Some(bytes)) = (checksum_first, memory) {
         let payload = usize::try_from(header.payload_len)
             .ok()
             .and_then(|len| bytes.get(header_len..header_len.checked_add(len)?))
             .unwrap_or_default();
         verify_checksum(&header, xxh3_64(payload))?;
     }
-    let hash_while_reading = verify && memory.is_none();
+    let hash_while_reading = checksum_first && memory.is_none();
     let mut payload = reader.narrow(header.payload_len, total.is_some(), hash_while_reading)?;
     let context = DecodeContext {
         kind,
@@ -84,10 +91,17 @@ pub fn read<K: KeyCodec + ?Sized>(
             decoded,
             &mut payload,
             &header,
-            hash_while_reading && !pinned,
+            Checking::verified_if(hash_while_reading && !pinned),
         )?
+    } else if verify && pin_covers_payload {
+        settle(decoded, &mut payload, &header, Checking::OnFailure)?
     } else {
-        settle(decoded, &mut payload, &header, hash_while_reading)?
+        settle(
+            decoded,
+            &mut payload,
+            &header,
+            Checking::verified_if(hash_while_reading),
+        )?
     };
     // The record section is checked whenever the payload's checksum is: every byte of the
     // container is then covered.
@@ -116,9 +130,16 @@ pub fn read<K: KeyCodec + ?Sized>(
     }
     // A prefix's digest is the verifying key's; the header records the proving key's.
     let recorded = if prefix { None } else { header.digest };
-    let digest = digest
+    let digest = match digest
         .then(|| check_digest(&item, payload.recorded_polynomials(), recorded, options))
-        .transpose()?;
+        .transpose()
+    {
+        Err(err) if verify && pin_covers_payload => {
+            explain(&mut payload, &header, true)?;
+            Err(err)
+        }
+        checked => checked,
+    }?;
     Ok(Decoded { item, digest })
 }
 
@@ -207,6 +228,29 @@ fn check_digest(
     Ok(found)
 }
 
+/// What a load does with the payload's checksum as it settles the decoder's outcome.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Checking {
+    /// Hashed as the payload is read, compared before the item is returned; a failure is
+    /// explained by it.
+    Verified,
+    /// Computed afresh only when the load fails, to report a damaged payload in preference.
+    OnFailure,
+    /// Not computed: skipped by the options, or verified before the decode.
+    Off,
+}
+
+impl Checking {
+    /// `Verified` when `hashed`, `Off` otherwise.
+    fn verified_if(hashed: bool) -> Self {
+        if hashed {
+            Checking::Verified
+        } else {
+            Checking::Off
+        }
+    }
+}
+
 /// Turns a decoder's outcome into the load's: a key only when every byte of the payload was
 /// decoded and (when the reader hashed them) their checksum matches; after a decode error
 /// or a leftover payload, corruption (a checksum mismatch) is reported in preference, since
@@ -215,15 +259,16 @@ fn settle<T>(
     decoded: Result<T>,
     payload: &mut PayloadReader<'_>,
     header: &Header,
-    verify: bool,
+    checking: Checking,
 ) -> Result<T> {
-    let value = explained(decoded, payload, header, verify)?;
+    let explaining = checking != Checking::Off;
+    let value = explained(decoded, payload, header, explaining)?;
     let left = payload.remaining();
     if left > 0 {
-        explain(payload, header, verify)?;
+        explain(payload, header, explaining)?;
         return Err(Error::TrailingBytes { count: left });
     }
-    if verify {
+    if checking == Checking::Verified {
         let found = payload.digest().ok_or_else(|| {
             Error::Internal("the payload was decoded but its checksum was lost".into())
         })?;
@@ -239,8 +284,9 @@ fn settle_prefix<T>(
     decoded: Result<T>,
     payload: &mut PayloadReader<'_>,
     header: &Header,
-    verify: bool,
+    checking: Checking,
 ) -> Result<T> {
+    let verify = checking == Checking::Verified;
     let value = explained(decoded, payload, header, verify)?;
     if verify {
         let found = payload.digest_afresh_from_here().ok_or(Error::Truncated {

@@ -160,6 +160,85 @@ fn parameters_are_stored_by_the_backends_that_have_a_layout_for_them() {
     }
 }
 
+/// Parameters pinned by digest are proven by the pin: a load succeeds without the payload's
+/// checksum (a header whose recorded checksum alone is wrong loads pinned, and is refused
+/// unpinned), yet a damaged payload is still reported as damage, from a file and from
+/// memory, and other parameters as a digest mismatch.
+#[test]
+fn pinned_parameters_are_proven_by_the_pin_and_damage_is_still_named() {
+    use keycodec_core::header::{Header, HEADER_LEN};
+    let params = &standard_plonk().params;
+    let dir = tempfile::tempdir().unwrap();
+    let pinned = |digest| LoadOptions {
+        expected_digest: Some(digest),
+        ..LoadOptions::default()
+    };
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        if !codec.stores_params() {
+            continue;
+        }
+        let path = dir.path().join(format!("{backend}.params"));
+        let digest = codec
+            .save_params(&path, params, &SaveOptions::default())
+            .unwrap();
+        let good = std::fs::read(&path).unwrap();
+        codec.load_params(&path, &pinned(digest)).unwrap();
+
+        // The recorded checksum wrong, the payload intact.
+        let mut header = Header::from_bytes(&good[..HEADER_LEN]).unwrap();
+        header.payload_checksum ^= 1;
+        let mut relabelled = good.clone();
+        relabelled[..HEADER_LEN].copy_from_slice(&header.to_bytes());
+        std::fs::write(&path, &relabelled).unwrap();
+        let unpinned = codec.load_params(&path, &LoadOptions::default());
+        assert!(
+            matches!(unpinned, Err(Error::PayloadChecksum { .. })),
+            "{backend}: {:?}",
+            unpinned.err()
+        );
+        codec.load_params(&path, &pinned(digest)).unwrap();
+        codec
+            .read_params_slice(&relabelled, &pinned(digest))
+            .unwrap();
+
+        // One payload byte flipped: damage, pinned or not, from a file or from memory.
+        let mut damaged = good.clone();
+        let middle = HEADER_LEN + (damaged.len() - HEADER_LEN) / 2;
+        damaged[middle] ^= 0x40;
+        std::fs::write(&path, &damaged).unwrap();
+        // Trusted, as a pin opens parameters: the flipped bit decodes, the digest differs.
+        let trusted = LoadOptions {
+            validation: keycodec_core::Validation::Trusted,
+            ..pinned(digest)
+        };
+        for options in [LoadOptions::default(), pinned(digest), trusted] {
+            let from_file = codec.load_params(&path, &options);
+            assert!(
+                matches!(from_file, Err(Error::PayloadChecksum { .. })),
+                "{backend}: {:?}",
+                from_file.err()
+            );
+            let from_memory = codec.read_params_slice(&damaged, &options);
+            assert!(
+                matches!(from_memory, Err(Error::PayloadChecksum { .. })),
+                "{backend}: {:?}",
+                from_memory.err()
+            );
+        }
+
+        // Intact parameters that are not the pinned ones.
+        std::fs::write(&path, &good).unwrap();
+        let other = keycodec_core::KeyDigest([0xab; 32]);
+        let refused = codec.load_params(&path, &pinned(other));
+        assert!(
+            matches!(refused, Err(Error::DigestMismatch { .. })),
+            "{backend}: {:?}",
+            refused.err()
+        );
+    }
+}
+
 /// Counts a codec's encodings; says its encoding is costly when told to.
 struct CountingEncodes<'c> {
     codec: &'c dyn keycodec_core::KeyCodec,
