@@ -7,8 +7,8 @@ use super::*;
 /// kind, `k`, circuit, declared length against the real one where the source has one),
 /// decodes the payload while hashing exactly the bytes handed to the decoder (in memory,
 /// where they cannot change, before decoding them), and compares the checksum before
-/// returning the key. Parameters pinned by digest are proven by the pin instead: their
-/// checksum is computed only to explain a failed load.
+/// returning the key. An item pinned by digest is proven by the pin instead: its checksum
+/// is computed only to explain a failed load.
 ///
 /// The key's digest is computed (its polynomials hashed as they are read) when `digest` is
 /// set or the options pin one, and then checked against the pin and the digest the header
@@ -54,11 +54,12 @@ pub fn read<K: KeyCodec + ?Sized>(
         check_length(&header, total - header_len as u64)?;
     }
     let verify = options.checksum == Checksum::Verify;
-    // Parameters pinned by their digest: the digest covers every value they hold (`k`, both
-    // point vectors, both G2 points), so the pin's check proves all the checksum would. The
-    // checksum is then computed only when the load fails, to tell a damaged file from other
-    // parameters.
-    let pin_covers_payload = kind == ArtifactKind::Params && options.expected_digest.is_some();
+    // An item pinned by its digest: the digest covers every value the item holds (a key's
+    // verifying-key parts and every polynomial; parameters' `k`, both point vectors and both
+    // G2 points; what the circuit's code gives is checked by the fingerprint), so the pin's
+    // check proves all the checksum would. The checksum is then computed only when the load
+    // fails, to tell a damaged file from another item.
+    let pin_covers_payload = options.expected_digest.is_some();
     let checksum_first = verify && !pin_covers_payload;
     if let (true, Some(bytes)) = (checksum_first, memory) {
         let payload = usize::try_from(header.payload_len)
@@ -91,7 +92,11 @@ pub fn read<K: KeyCodec + ?Sized>(
             decoded,
             &mut payload,
             &header,
-            Checking::verified_if(hash_while_reading && !pinned),
+            if verify && pinned {
+                Checking::OnFailure
+            } else {
+                Checking::verified_if(hash_while_reading)
+            },
         )?
     } else if verify && pin_covers_payload {
         settle(decoded, &mut payload, &header, Checking::OnFailure)?
@@ -278,17 +283,16 @@ fn settle<T>(
 }
 
 /// As [`settle`], for a verifying key read from a proving key's container: the rest of the
-/// payload (the polynomials) is left unread, or, when `verify` is set, read and hashed
-/// without being decoded, so that the checksum covers the whole payload as always.
+/// payload (the polynomials) is left unread, or, when `checking` is `Verified`, read and
+/// hashed without being decoded, so that the checksum covers the whole payload as always.
 fn settle_prefix<T>(
     decoded: Result<T>,
     payload: &mut PayloadReader<'_>,
     header: &Header,
     checking: Checking,
 ) -> Result<T> {
-    let verify = checking == Checking::Verified;
-    let value = explained(decoded, payload, header, verify)?;
-    if verify {
+    let value = explained(decoded, payload, header, checking != Checking::Off)?;
+    if checking == Checking::Verified {
         let found = payload.digest_afresh_from_here().ok_or(Error::Truncated {
             context: "the proving key's polynomials",
         })?;

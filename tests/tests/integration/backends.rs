@@ -239,6 +239,112 @@ fn pinned_parameters_are_proven_by_the_pin_and_damage_is_still_named() {
     }
 }
 
+/// Keys pinned by digest are proven by the pin, as parameters are: a proving key loads pinned
+/// without its payload's checksum, checked or trusted, from a file and from memory, and so
+/// does its verifying key read from its container; a damaged payload is still reported as
+/// damage, and another key as a digest mismatch.
+#[test]
+fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
+    use keycodec_core::header::{Header, HEADER_LEN};
+    use keycodec_core::{KeyDigest, Validation};
+    let fixture = standard_plonk();
+    let dir = tempfile::tempdir().unwrap();
+    let pinned = |digest, validation| LoadOptions {
+        expected_digest: Some(digest),
+        validation,
+        ..LoadOptions::default()
+    };
+    let vk_digest = KeyDigest::of_vk(fixture.vk()).unwrap();
+    for backend in Backend::compiled() {
+        let codec = backend.codec().unwrap();
+        let path = dir.path().join(format!("{backend}.pk"));
+        let digest = codec
+            .save::<StandardPlonk, _>(&path, &fixture.pk, (), &SaveOptions::default())
+            .unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let load = |options: &LoadOptions| {
+            codec.load::<StandardPlonk, ProvingKey<G1Affine>>(&path, (), options)
+        };
+        let read = |bytes: &[u8], options: &LoadOptions| {
+            codec.read_slice::<StandardPlonk, ProvingKey<G1Affine>>(bytes, (), options)
+        };
+        let load_vk =
+            |options: &LoadOptions| codec.load_verifying_key::<StandardPlonk>(&path, (), options);
+
+        // The recorded checksum wrong, the payload intact.
+        let mut header = Header::from_bytes(&good[..HEADER_LEN]).unwrap();
+        header.payload_checksum ^= 1;
+        let mut relabelled = good.clone();
+        relabelled[..HEADER_LEN].copy_from_slice(&header.to_bytes());
+        std::fs::write(&path, &relabelled).unwrap();
+        let unpinned = load(&LoadOptions::default());
+        assert!(
+            matches!(unpinned, Err(Error::PayloadChecksum { .. })),
+            "{backend}: {:?}",
+            unpinned.err()
+        );
+        for validation in [Validation::Checked, Validation::Trusted] {
+            let loaded = load(&pinned(digest, validation)).unwrap();
+            assert_eq!(pk_bytes(&loaded), pk_bytes(&fixture.pk), "{backend}");
+            read(&relabelled, &pinned(digest, validation)).unwrap();
+            load_vk(&pinned(vk_digest, validation)).unwrap();
+        }
+
+        // One payload byte flipped, past the verifying key: damage, pinned or not.
+        let mut damaged = good.clone();
+        let middle = HEADER_LEN + (damaged.len() - HEADER_LEN) / 2;
+        damaged[middle] ^= 0x40;
+        std::fs::write(&path, &damaged).unwrap();
+        for options in [
+            LoadOptions::default(),
+            pinned(digest, Validation::Checked),
+            pinned(digest, Validation::Trusted),
+        ] {
+            let from_file = load(&options);
+            assert!(
+                matches!(from_file, Err(Error::PayloadChecksum { .. })),
+                "{backend}: {:?}",
+                from_file.err()
+            );
+            let from_memory = read(&damaged, &options);
+            assert!(
+                matches!(from_memory, Err(Error::PayloadChecksum { .. })),
+                "{backend}: {:?}",
+                from_memory.err()
+            );
+        }
+
+        // One byte flipped near the payload's start, in the verifying key: damage, also for
+        // the verifying key read alone.
+        let mut early = good.clone();
+        early[HEADER_LEN + 64] ^= 0x40;
+        std::fs::write(&path, &early).unwrap();
+        for validation in [Validation::Checked, Validation::Trusted] {
+            let vk = load_vk(&pinned(vk_digest, validation));
+            assert!(
+                matches!(vk, Err(Error::PayloadChecksum { .. })),
+                "{backend}: {:?}",
+                vk.err()
+            );
+            let pk = load(&pinned(digest, validation));
+            assert!(
+                matches!(pk, Err(Error::PayloadChecksum { .. })),
+                "{backend}: {:?}",
+                pk.err()
+            );
+        }
+
+        // Intact, but not the pinned key.
+        std::fs::write(&path, &good).unwrap();
+        let refused = load(&pinned(KeyDigest([0xab; 32]), Validation::Trusted));
+        assert!(
+            matches!(refused, Err(Error::DigestMismatch { .. })),
+            "{backend}: {:?}",
+            refused.err()
+        );
+    }
+}
+
 /// Counts a codec's encodings; says its encoding is costly when told to.
 struct CountingEncodes<'c> {
     codec: &'c dyn keycodec_core::KeyCodec,
