@@ -145,10 +145,12 @@ pub enum TestSetup {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Checksum {
     /// Verify the payload's XXH3-64 (the default): bit rot and truncation are reported as
-    /// corruption, never loaded. A key or parameters loaded with
-    /// [`LoadOptions::expected_digest`] are proven by the pin (the digest covers every value
-    /// they hold): their checksum is computed only when the load fails, to report a damaged
-    /// payload rather than a mismatched digest.
+    /// corruption, never loaded. A key or parameters loaded from memory or a local file with
+    /// [`LoadOptions::expected_digest`] are proven by the pin instead (the digest covers every
+    /// value they hold): their checksum is computed only when the load fails as damage would,
+    /// to name it. The pin proves the values, not every byte: a bit no value comes from (a
+    /// compressed point's unused flag, an archive's padding) is not looked at; `keycodec
+    /// verify` checks every byte. Streams and objects in storage are hashed as always.
     #[default]
     Verify,
     /// Do not hash the payload. The header's own checksum, lengths and structure are still
@@ -269,10 +271,10 @@ pub struct LoadOptions {
     /// Verify the payload checksum, or skip it.
     pub checksum: Checksum,
     /// If set, the key's digest is computed while it loads, and a key with any other digest
-    /// is refused with [`crate::Error::DigestMismatch`]: the pin against substitution. The
-    /// pin then proves what the payload's checksum would: the checksum is computed only when
-    /// the load fails, so that a damaged file is still reported as
-    /// [`crate::Error::PayloadChecksum`].
+    /// is refused with [`crate::Error::DigestMismatch`]: the pin against substitution. From
+    /// memory or a local file the pin then stands in for the payload's checksum (see
+    /// [`Checksum::Verify`]); a damaged file is still reported as damage
+    /// ([`crate::Error::PayloadChecksum`]), never as another key.
     pub expected_digest: Option<KeyDigest>,
     /// If set, a key whose verifying key has any other `transcript_repr()` (the value circuits
     /// and verifier contracts carry) is refused with [`crate::Error::TranscriptMismatch`]. It

@@ -31,6 +31,13 @@ pub fn read<K: KeyCodec + ?Sized>(
     // Bytes in memory cannot change while they are read: their checksum is verified before
     // decoding, which refuses a damaged payload without decoding it. Every other source is
     // hashed as the decoder reads it.
+    // Whether the payload can be read again cheaply to explain a failure: bytes in memory
+    // and a local file, not a stream or an object whose requests cost a round trip.
+    let rereadable = match &input {
+        Input::Memory(_) => true,
+        Input::Stream(_) => false,
+        Input::At { source, .. } => !source.costly_requests(),
+    };
     let (mut reader, total, memory) = match input {
         Input::Memory(bytes) => (
             PayloadReader::from_slice(bytes),
@@ -54,12 +61,16 @@ pub fn read<K: KeyCodec + ?Sized>(
         check_length(&header, total - header_len as u64)?;
     }
     let verify = options.checksum == Checksum::Verify;
-    // An item pinned by its digest: the digest covers every value the item holds (a key's
-    // verifying-key parts and every polynomial; parameters' `k`, both point vectors and both
-    // G2 points; what the circuit's code gives is checked by the fingerprint), so the pin's
-    // check proves all the checksum would. The checksum is then computed only when the load
-    // fails, to tell a damaged file from another item.
-    let pin_covers_payload = options.expected_digest.is_some();
+    // An item pinned by its digest, from memory or a local file: the digest covers every
+    // value the item holds (a key's verifying-key parts and every polynomial; parameters'
+    // `k`, both point vectors and both G2 points; what the circuit's code gives is checked
+    // by the fingerprint), so the pin's check proves all the checksum would about the item
+    // (not about bytes no value comes from). The checksum is then computed only when the
+    // load fails as damage would, to name it: a decode error, leftover bytes, or a digest
+    // that is not the one the header records (so only a header that records one). A
+    // stream, or an object whose bytes may be kept (a download cached), is hashed as always.
+    let pin_covers_payload =
+        options.expected_digest.is_some() && rereadable && header.digest.is_some();
     let checksum_first = verify && !pin_covers_payload;
     if let (true, Some(bytes)) = (checksum_first, memory) {
         let payload = usize::try_from(header.payload_len)
@@ -92,10 +103,10 @@ pub fn read<K: KeyCodec + ?Sized>(
             decoded,
             &mut payload,
             &header,
-            if verify && pinned {
+            if verify && pinned && rereadable {
                 Checking::OnFailure
             } else {
-                Checking::verified_if(hash_while_reading)
+                Checking::verified_if(hash_while_reading && !pinned)
             },
         )?
     } else if verify && pin_covers_payload {
@@ -108,8 +119,8 @@ pub fn read<K: KeyCodec + ?Sized>(
             Checking::verified_if(hash_while_reading),
         )?
     };
-    // The record section is checked whenever the payload's checksum is: every byte of the
-    // container is then covered.
+    // The record section (its own checksum) is checked whenever checksums are, also where
+    // a pin stands in for the payload's.
     if verify && !(prefix && pinned) && header.record_len > 0 {
         // Bounded: a stream's length is not known.
         if header.record_len as usize > crate::record::MAX_RECORD_BYTES {
@@ -130,21 +141,25 @@ pub fn read<K: KeyCodec + ?Sized>(
             item.kind()
         )));
     }
-    if let Item::Key(key) = &item {
-        check_transcript(key, options)?;
-    }
     // A prefix's digest is the verifying key's; the header records the proving key's.
     let recorded = if prefix { None } else { header.digest };
     let digest = match digest
         .then(|| check_digest(&item, payload.recorded_polynomials(), recorded, options))
         .transpose()
     {
-        Err(err) if verify && pin_covers_payload => {
+        // Not the digest its own header records: damage, named by the checksum where it
+        // stood in for it. (Another item's intact file is a `DigestMismatch`: nothing to
+        // read again.)
+        Err(err @ Error::RecordedDigestMismatch { .. }) if verify && pin_covers_payload => {
             explain(&mut payload, &header, true)?;
             Err(err)
         }
         checked => checked,
     }?;
+    // After the digest: where both are pinned, damage is named as such, not as another key.
+    if let Item::Key(key) = &item {
+        check_transcript(key, options)?;
+    }
     Ok(Decoded { item, digest })
 }
 
@@ -204,7 +219,7 @@ fn check_transcript(key: &Key, options: &LoadOptions) -> Result<()> {
     Ok(())
 }
 
-/// The digest, checked against what the header records and against the pin.
+/// The digest, checked against what the header records, then against the pin.
 fn check_digest(
     item: &Item,
     polynomials: Option<Vec<[u8; 32]>>,
@@ -215,6 +230,13 @@ fn check_digest(
         Item::Key(key) => digest::of_decoded(key, polynomials)?,
         Item::Params(params) => digest::of_params(params, polynomials)?,
     };
+    // The header's first: an item that is not what its own file records is damaged, whatever
+    // the pin.
+    if let Some(recorded) = recorded {
+        if found != recorded {
+            return Err(Error::RecordedDigestMismatch { recorded, found });
+        }
+    }
     if let Some(expected) = options.expected_digest {
         if found != expected {
             return Err(Error::DigestMismatch {
@@ -223,11 +245,6 @@ fn check_digest(
                 expected,
                 found,
             });
-        }
-    }
-    if let Some(recorded) = recorded {
-        if found != recorded {
-            return Err(Error::RecordedDigestMismatch { recorded, found });
         }
     }
     Ok(found)

@@ -241,8 +241,9 @@ fn pinned_parameters_are_proven_by_the_pin_and_damage_is_still_named() {
 
 /// Keys pinned by digest are proven by the pin, as parameters are: a proving key loads pinned
 /// without its payload's checksum, checked or trusted, from a file and from memory, and so
-/// does its verifying key read from its container; a damaged payload is still reported as
-/// damage, and another key as a digest mismatch.
+/// does its verifying key read from its container; a stream is still hashed; a damaged
+/// payload is still reported as damage (also when the transcript is pinned too), and another
+/// key as a digest mismatch.
 #[test]
 fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
     use keycodec_core::header::{Header, HEADER_LEN};
@@ -270,6 +271,9 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
         };
         let load_vk =
             |options: &LoadOptions| codec.load_verifying_key::<StandardPlonk>(&path, (), options);
+        let stream = |bytes: &[u8], options: &LoadOptions| {
+            codec.read::<StandardPlonk, ProvingKey<G1Affine>>(&mut &bytes[..], (), options)
+        };
 
         // The recorded checksum wrong, the payload intact.
         let mut header = Header::from_bytes(&good[..HEADER_LEN]).unwrap();
@@ -289,6 +293,13 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
             read(&relabelled, &pinned(digest, validation)).unwrap();
             load_vk(&pinned(vk_digest, validation)).unwrap();
         }
+        // A stream cannot be read again to name damage: it is hashed as always.
+        let streamed = stream(&relabelled, &pinned(digest, Validation::Trusted));
+        assert!(
+            matches!(streamed, Err(Error::PayloadChecksum { .. })),
+            "{backend}: {:?}",
+            streamed.err()
+        );
 
         // One payload byte flipped, past the verifying key: damage, pinned or not.
         let mut damaged = good.clone();
@@ -312,6 +323,12 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
                 "{backend}: {:?}",
                 from_memory.err()
             );
+            let streamed = stream(&damaged, &options);
+            assert!(
+                matches!(streamed, Err(Error::PayloadChecksum { .. })),
+                "{backend}: {:?}",
+                streamed.err()
+            );
         }
 
         // One byte flipped near the payload's start, in the verifying key: damage, also for
@@ -320,12 +337,6 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
         early[HEADER_LEN + 64] ^= 0x40;
         std::fs::write(&path, &early).unwrap();
         for validation in [Validation::Checked, Validation::Trusted] {
-            let vk = load_vk(&pinned(vk_digest, validation));
-            assert!(
-                matches!(vk, Err(Error::PayloadChecksum { .. })),
-                "{backend}: {:?}",
-                vk.err()
-            );
             let pk = load(&pinned(digest, validation));
             assert!(
                 matches!(pk, Err(Error::PayloadChecksum { .. })),
@@ -333,6 +344,34 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
                 pk.err()
             );
         }
+        // Read alone, the verifying key has no digest of its own in the header: its damage
+        // is named when it fails to decode (checked), a digest mismatch when it decodes.
+        let vk = load_vk(&pinned(vk_digest, Validation::Checked));
+        assert!(
+            matches!(vk, Err(Error::PayloadChecksum { .. })),
+            "{backend}: {:?}",
+            vk.err()
+        );
+        let vk = load_vk(&pinned(vk_digest, Validation::Trusted));
+        assert!(
+            matches!(
+                vk,
+                Err(Error::PayloadChecksum { .. } | Error::DigestMismatch { .. })
+            ),
+            "{backend}: {:?}",
+            vk.err()
+        );
+        // Pinned by transcript too: damage is still named as damage.
+        let both = LoadOptions {
+            expected_transcript: Some(fixture.vk().transcript_repr()),
+            ..pinned(digest, Validation::Trusted)
+        };
+        let pk = load(&both);
+        assert!(
+            matches!(pk, Err(Error::PayloadChecksum { .. })),
+            "{backend}: {:?}",
+            pk.err()
+        );
 
         // Intact, but not the pinned key.
         std::fs::write(&path, &good).unwrap();
