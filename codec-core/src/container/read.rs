@@ -28,9 +28,6 @@ pub fn read<K: KeyCodec + ?Sized>(
         from_proving_key,
         digest,
     } = request;
-    // Bytes in memory cannot change while they are read: their checksum is verified before
-    // decoding, which refuses a damaged payload without decoding it. Every other source is
-    // hashed as the decoder reads it.
     // Whether the payload can be read again cheaply to explain a failure: bytes in memory
     // and a local file, not a stream or an object whose requests cost a round trip.
     let rereadable = match &input {
@@ -38,6 +35,9 @@ pub fn read<K: KeyCodec + ?Sized>(
         Input::Stream(_) => false,
         Input::At { source, .. } => !source.costly_requests(),
     };
+    // Bytes in memory cannot change while they are read: their checksum is verified before
+    // decoding, which refuses a damaged payload without decoding it. Every other source is
+    // hashed as the decoder reads it.
     let (mut reader, total, memory) = match input {
         Input::Memory(bytes) => (
             PayloadReader::from_slice(bytes),
@@ -98,26 +98,20 @@ pub fn read<K: KeyCodec + ?Sized>(
     // A pin authenticates a verifying key read from a proving key's container by itself: the
     // rest of it need not be read.
     let pinned = options.expected_digest.is_some() || options.expected_transcript.is_some();
-    let item = if prefix {
-        settle_prefix(
-            decoded,
-            &mut payload,
-            &header,
-            if verify && pinned && rereadable {
-                Checking::OnFailure
-            } else {
-                Checking::verified_if(hash_while_reading && !pinned)
-            },
-        )?
-    } else if verify && pin_covers_payload {
-        settle(decoded, &mut payload, &header, Checking::OnFailure)?
+    let pin_stands_in = if prefix {
+        pinned && rereadable
     } else {
-        settle(
-            decoded,
-            &mut payload,
-            &header,
-            Checking::verified_if(hash_while_reading),
-        )?
+        pin_covers_payload
+    };
+    let checking = if verify && pin_stands_in {
+        Checking::OnFailure
+    } else {
+        Checking::verified_if(hash_while_reading && !(prefix && pinned))
+    };
+    let item = if prefix {
+        settle_prefix(decoded, &mut payload, &header, checking)?
+    } else {
+        settle(decoded, &mut payload, &header, checking)?
     };
     // The record section (its own checksum) is checked whenever checksums are, also where
     // a pin stands in for the payload's.
@@ -150,7 +144,7 @@ pub fn read<K: KeyCodec + ?Sized>(
         // Not the digest its own header records: damage, named by the checksum where it
         // stood in for it. (Another item's intact file is a `DigestMismatch`: nothing to
         // read again.)
-        Err(err @ Error::RecordedDigestMismatch { .. }) if verify && pin_covers_payload => {
+        Err(err @ Error::RecordedDigestMismatch { .. }) if checking == Checking::OnFailure => {
             explain(&mut payload, &header, true)?;
             Err(err)
         }
