@@ -160,13 +160,44 @@ fn parameters_are_stored_by_the_backends_that_have_a_layout_for_them() {
     }
 }
 
+/// `file` with its header's recorded payload checksum wrong and its payload intact.
+fn relabelled(file: &[u8]) -> Vec<u8> {
+    let mut file = file.to_vec();
+    keycodec_testkit::conformance::rewrite_header(&mut file, |header| {
+        header.payload_checksum ^= 1;
+    });
+    file
+}
+
+/// `file` with one bit of the byte at `at` flipped.
+fn flipped(file: &[u8], at: usize) -> Vec<u8> {
+    let mut file = file.to_vec();
+    file[at] ^= 0x40;
+    file
+}
+
+/// The middle byte of `file`'s payload.
+fn payload_middle(file: &[u8]) -> usize {
+    use keycodec_core::header::HEADER_LEN;
+    HEADER_LEN + (file.len() - HEADER_LEN) / 2
+}
+
+/// Asserts that a load was refused as a damaged payload.
+#[track_caller]
+fn assert_named_damage<T>(backend: Backend, loaded: keycodec_core::Result<T>) {
+    assert!(
+        matches!(loaded, Err(Error::PayloadChecksum { .. })),
+        "{backend}: {:?}",
+        loaded.err()
+    );
+}
+
 /// Parameters pinned by digest are proven by the pin: a load succeeds without the payload's
 /// checksum (a header whose recorded checksum alone is wrong loads pinned, and is refused
 /// unpinned), yet a damaged payload is still reported as damage, from a file and from
 /// memory, and other parameters as a digest mismatch.
 #[test]
 fn pinned_parameters_are_proven_by_the_pin_and_damage_is_still_named() {
-    use keycodec_core::header::{Header, HEADER_LEN};
     let params = &standard_plonk().params;
     let dir = tempfile::tempdir().unwrap();
     let pinned = |digest| LoadOptions {
@@ -186,26 +217,17 @@ fn pinned_parameters_are_proven_by_the_pin_and_damage_is_still_named() {
         codec.load_params(&path, &pinned(digest)).unwrap();
 
         // The recorded checksum wrong, the payload intact.
-        let mut header = Header::from_bytes(&good[..HEADER_LEN]).unwrap();
-        header.payload_checksum ^= 1;
-        let mut relabelled = good.clone();
-        relabelled[..HEADER_LEN].copy_from_slice(&header.to_bytes());
+        let relabelled = relabelled(&good);
         std::fs::write(&path, &relabelled).unwrap();
         let unpinned = codec.load_params(&path, &LoadOptions::default());
-        assert!(
-            matches!(unpinned, Err(Error::PayloadChecksum { .. })),
-            "{backend}: {:?}",
-            unpinned.err()
-        );
+        assert_named_damage(backend, unpinned);
         codec.load_params(&path, &pinned(digest)).unwrap();
         codec
             .read_params_slice(&relabelled, &pinned(digest))
             .unwrap();
 
         // One payload byte flipped: damage, pinned or not, from a file or from memory.
-        let mut damaged = good.clone();
-        let middle = HEADER_LEN + (damaged.len() - HEADER_LEN) / 2;
-        damaged[middle] ^= 0x40;
+        let damaged = flipped(&good, payload_middle(&good));
         std::fs::write(&path, &damaged).unwrap();
         // Trusted, as a pin opens parameters: the flipped bit decodes, the digest differs.
         let trusted = LoadOptions {
@@ -214,17 +236,9 @@ fn pinned_parameters_are_proven_by_the_pin_and_damage_is_still_named() {
         };
         for options in [LoadOptions::default(), pinned(digest), trusted] {
             let from_file = codec.load_params(&path, &options);
-            assert!(
-                matches!(from_file, Err(Error::PayloadChecksum { .. })),
-                "{backend}: {:?}",
-                from_file.err()
-            );
+            assert_named_damage(backend, from_file);
             let from_memory = codec.read_params_slice(&damaged, &options);
-            assert!(
-                matches!(from_memory, Err(Error::PayloadChecksum { .. })),
-                "{backend}: {:?}",
-                from_memory.err()
-            );
+            assert_named_damage(backend, from_memory);
         }
 
         // Intact parameters that are not the pinned ones.
@@ -246,7 +260,7 @@ fn pinned_parameters_are_proven_by_the_pin_and_damage_is_still_named() {
 /// key as a digest mismatch.
 #[test]
 fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
-    use keycodec_core::header::{Header, HEADER_LEN};
+    use keycodec_core::header::HEADER_LEN;
     use keycodec_core::{KeyDigest, Validation};
     let fixture = standard_plonk();
     let dir = tempfile::tempdir().unwrap();
@@ -276,17 +290,10 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
         };
 
         // The recorded checksum wrong, the payload intact.
-        let mut header = Header::from_bytes(&good[..HEADER_LEN]).unwrap();
-        header.payload_checksum ^= 1;
-        let mut relabelled = good.clone();
-        relabelled[..HEADER_LEN].copy_from_slice(&header.to_bytes());
+        let relabelled = relabelled(&good);
         std::fs::write(&path, &relabelled).unwrap();
         let unpinned = load(&LoadOptions::default());
-        assert!(
-            matches!(unpinned, Err(Error::PayloadChecksum { .. })),
-            "{backend}: {:?}",
-            unpinned.err()
-        );
+        assert_named_damage(backend, unpinned);
         for validation in [Validation::Checked, Validation::Trusted] {
             let loaded = load(&pinned(digest, validation)).unwrap();
             assert_eq!(pk_bytes(&loaded), pk_bytes(&fixture.pk), "{backend}");
@@ -295,16 +302,10 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
         }
         // A stream cannot be read again to name damage: it is hashed as always.
         let streamed = stream(&relabelled, &pinned(digest, Validation::Trusted));
-        assert!(
-            matches!(streamed, Err(Error::PayloadChecksum { .. })),
-            "{backend}: {:?}",
-            streamed.err()
-        );
+        assert_named_damage(backend, streamed);
 
         // One payload byte flipped, past the verifying key: damage, pinned or not.
-        let mut damaged = good.clone();
-        let middle = HEADER_LEN + (damaged.len() - HEADER_LEN) / 2;
-        damaged[middle] ^= 0x40;
+        let damaged = flipped(&good, payload_middle(&good));
         std::fs::write(&path, &damaged).unwrap();
         for options in [
             LoadOptions::default(),
@@ -312,46 +313,25 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
             pinned(digest, Validation::Trusted),
         ] {
             let from_file = load(&options);
-            assert!(
-                matches!(from_file, Err(Error::PayloadChecksum { .. })),
-                "{backend}: {:?}",
-                from_file.err()
-            );
+            assert_named_damage(backend, from_file);
             let from_memory = read(&damaged, &options);
-            assert!(
-                matches!(from_memory, Err(Error::PayloadChecksum { .. })),
-                "{backend}: {:?}",
-                from_memory.err()
-            );
+            assert_named_damage(backend, from_memory);
             let streamed = stream(&damaged, &options);
-            assert!(
-                matches!(streamed, Err(Error::PayloadChecksum { .. })),
-                "{backend}: {:?}",
-                streamed.err()
-            );
+            assert_named_damage(backend, streamed);
         }
 
         // One byte flipped near the payload's start, in the verifying key: damage, also for
         // the verifying key read alone.
-        let mut early = good.clone();
-        early[HEADER_LEN + 64] ^= 0x40;
+        let early = flipped(&good, HEADER_LEN + 64);
         std::fs::write(&path, &early).unwrap();
         for validation in [Validation::Checked, Validation::Trusted] {
             let pk = load(&pinned(digest, validation));
-            assert!(
-                matches!(pk, Err(Error::PayloadChecksum { .. })),
-                "{backend}: {:?}",
-                pk.err()
-            );
+            assert_named_damage(backend, pk);
         }
         // Read alone, the verifying key has no digest of its own in the header: its damage
         // is named when it fails to decode (checked), a digest mismatch when it decodes.
         let vk = load_vk(&pinned(vk_digest, Validation::Checked));
-        assert!(
-            matches!(vk, Err(Error::PayloadChecksum { .. })),
-            "{backend}: {:?}",
-            vk.err()
-        );
+        assert_named_damage(backend, vk);
         let vk = load_vk(&pinned(vk_digest, Validation::Trusted));
         assert!(
             matches!(
@@ -367,11 +347,7 @@ fn pinned_keys_are_proven_by_the_pin_and_damage_is_still_named() {
             ..pinned(digest, Validation::Trusted)
         };
         let pk = load(&both);
-        assert!(
-            matches!(pk, Err(Error::PayloadChecksum { .. })),
-            "{backend}: {:?}",
-            pk.err()
-        );
+        assert_named_damage(backend, pk);
 
         // Intact, but not the pinned key.
         std::fs::write(&path, &good).unwrap();
