@@ -11,7 +11,7 @@ use keycodec_core::Size;
 
 use crate::exec::Sample;
 use crate::measure::{rss, Written};
-use crate::plan::{durable_save_name, File, Plan, State, HALO2_NATIVE};
+use crate::plan::{durable_save_name, Case, File, Plan, State, FLOOR, HALO2_NATIVE};
 use crate::stats::{median, paired, rotation, Summary};
 use crate::{Row, RowId, SaveRow};
 
@@ -106,14 +106,6 @@ impl Runner {
                 plan.files.len()
             );
         }
-        // Each case once, floors spread through the run as often as they visit.
-        let mut visits: Vec<usize> = (0..plan.cases.len()).collect();
-        for (index, case) in plan.cases.iter().enumerate() {
-            for extra in 1..case.visits {
-                let at = (visits.len() * extra / case.visits).min(visits.len());
-                visits.insert(at, index);
-            }
-        }
         let mut saved = Saved {
             times: vec![Vec::new(); plan.files.len()],
             bytes: vec![0u64; plan.files.len()],
@@ -129,18 +121,17 @@ impl Runner {
             let mut warmed = vec![false; plan.files.len()];
             let label = pass(run, warming);
             self.write(plan, run, &label, buffer, &mut saved, |_, _| true)?;
-            for (at, visit) in rotation(visits.len(), run).enumerate() {
+            let order = visiting_order(plan, run);
+            let mut before = None;
+            for (at, &index) in order.iter().enumerate() {
                 // A small file's later saves, a third and two thirds into the run.
                 if (1..SAVES_OF_SMALL_FILES)
-                    .any(|save| at == visits.len() * save / SAVES_OF_SMALL_FILES)
+                    .any(|save| at == order.len() * save / SAVES_OF_SMALL_FILES)
                 {
                     self.write(plan, run, &label, buffer, &mut saved, |file, bytes| {
                         saves_per_run(file, bytes) > 1
                     })?;
                 }
-                let Some(&index) = visits.get(visit) else {
-                    continue;
-                };
                 let (Some(case), Some(taken)) = (plan.cases.get(index), samples.get_mut(index))
                 else {
                     continue;
@@ -172,16 +163,24 @@ impl Runner {
                     .iter()
                     .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
                     .collect();
-                if self.cold || case.state == State::Cold {
-                    for path in &paths {
-                        // The harness's files are clean when read: every save was synced.
-                        self.cold_effective &= keycodec_core::drop_cached_pages(path);
+                // A new process's load after another state's, or after a load that left its
+                // memory in small pages: primed (see [`needs_priming`]).
+                if warming == 0 && needs_priming(before, case.state) {
+                    if let Some(primer) = primer(plan, &saved.bytes) {
+                        let primer_paths: Vec<&Path> = primer
+                            .files
+                            .iter()
+                            .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
+                            .collect();
+                        primer.run(&primer_paths, buffer)?;
                     }
                 }
+                self.drop_if_cold(case, &paths);
                 let cached_before = cached_share(&paths);
                 self.harness_peak = self.harness_peak.max(rss::peak());
                 let mut sample = case.run(&paths, buffer)?;
                 sample.cached_before = cached_before;
+                before = Some(After::of(case.state, &sample));
                 taken.push(sample);
                 self.harness_peak = self.harness_peak.max(rss::peak());
             }
@@ -264,6 +263,16 @@ impl Runner {
             *size = bytes;
         }
         Ok(())
+    }
+
+    /// Drops the cached pages of `paths` if `case` reads them cold.
+    fn drop_if_cold(&mut self, case: &Case<'_>, paths: &[&Path]) {
+        if self.cold || case.state == State::Cold {
+            for path in paths {
+                // The harness's files are clean when read: every save was synced.
+                self.cold_effective &= keycodec_core::drop_cached_pages(path);
+            }
+        }
     }
 
     /// A line for the user, above the progress bar (or in the log).
@@ -351,6 +360,107 @@ impl Runner {
         }
         None
     }
+}
+
+/// The order in which run `run` takes the plan's cases (indices, a case visited several
+/// times a run as often): grouped by state, the groups' order and the order within each
+/// rotated run by run ([`rotation`]).
+///
+/// Grouped because a new process's load depends on what the machine did just before. This
+/// machine's balloon reports memory that has been free for about two seconds to its host,
+/// which takes it back; touching such memory again costs 1.5-2.5x as much as touching
+/// memory just freed (a halo2-lib key of k = 18 loaded fresh: 0.34-0.37 s one after the
+/// other, 0.59-0.72 s after a 2-3 s pause; from the disk, 0.70-0.78 s against 1.7-2.3 s).
+/// Loads of one state taken one after the other meet the memory their predecessor freed;
+/// interleaved with warm loads in this process, saves and page-cache drops, each met
+/// whatever those had left.
+fn visiting_order(plan: &Plan<'_>, run: usize) -> Vec<usize> {
+    let groups: Vec<Vec<usize>> = [State::Warm, State::Fresh, State::Cold]
+        .into_iter()
+        .map(|state| group_visits(plan, state))
+        .filter(|group| !group.is_empty())
+        .collect();
+    rotation(groups.len(), run)
+        .filter_map(|group| groups.get(group))
+        .flat_map(|group| rotation(group.len(), run).filter_map(|at| group.get(at).copied()))
+        .collect()
+}
+
+/// The visits of `state`'s cases in plan order: each case visited once a run, and between
+/// them, spread evenly, the visits of those visited several times (the floors), a round of
+/// each before the next round.
+fn group_visits(plan: &Plan<'_>, state: State) -> Vec<usize> {
+    let of_state = || {
+        plan.cases
+            .iter()
+            .enumerate()
+            .filter(move |(_, case)| case.state == state)
+    };
+    let mut visits: Vec<usize> = of_state()
+        .filter(|(_, case)| case.visits == 1)
+        .map(|(index, _)| index)
+        .collect();
+    let rounds = of_state().map(|(_, case)| case.visits).max().unwrap_or(1);
+    let repeated: Vec<usize> = (0..rounds)
+        .flat_map(|round| {
+            of_state()
+                .filter(move |(_, case)| case.visits > 1 && round < case.visits)
+                .map(|(index, _)| index)
+        })
+        .collect();
+    // From the last, so that each position counts single visits only.
+    let singles = visits.len();
+    for (at, &index) in repeated.iter().enumerate().rev() {
+        let position = ((at + 1) * singles / (repeated.len() + 1)).min(visits.len());
+        visits.insert(position, index);
+    }
+    visits
+}
+
+/// What a load left the memory in, as far as priming the next asks.
+#[derive(Clone, Copy)]
+struct After {
+    state: State,
+    /// It took at least [`PRIMED_BYTES`], none of it in huge pages.
+    small_pages: bool,
+}
+
+impl After {
+    fn of(state: State, sample: &Sample) -> Self {
+        After {
+            state,
+            small_pages: sample.huge_pages == Some(0)
+                && sample.rss_rise.is_some_and(|rise| rise >= PRIMED_BYTES),
+        }
+    }
+}
+
+/// A load that took this much memory in small pages is followed by a primer.
+const PRIMED_BYTES: u64 = 256 << 20;
+
+/// Whether a load in `state`, after `before`, is first primed: a load in a new process that
+/// is the first of its state in the run, or follows a load that took its memory in small
+/// pages (halo2's reader; the floor's `read_to_end` way), so that it meets memory a load of
+/// keycodec's has just freed, as the rest of its group do (see [`visiting_order`]). A load
+/// asking for huge pages right after one in small pages waited for memory the host had
+/// taken back (a floor of the k = 18 key: 0.43-0.71 s after halo2's trusted read,
+/// 0.29-0.39 s after a load of keycodec's).
+fn needs_priming(before: Option<After>, state: State) -> bool {
+    state != State::Warm && before.is_none_or(|before| before.state != state || before.small_pages)
+}
+
+/// The load run untimed to prime the memory a new process meets: the largest by `bytes`
+/// (each file's last save) of keycodec's loads in a new process with its files in the page
+/// cache (a load from the disk would only be slower), else from the disk; not a floor (a
+/// cold floor takes its ways in turn by visit).
+fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Case<'a>> {
+    let reads =
+        |case: &Case<'_>| -> u64 { case.files.iter().filter_map(|&file| bytes.get(file)).sum() };
+    plan.cases
+        .iter()
+        .filter(|case| case.state != State::Warm)
+        .filter(|case| case.backend != HALO2_NATIVE && case.backend != FLOOR)
+        .max_by_key(|case| (case.state == State::Fresh, reads(case)))
 }
 
 /// The share of the pages of `paths` together that the page cache holds (`mincore`), if
@@ -586,7 +696,7 @@ fn row_line(row: &Row) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Kind;
+    use crate::plan::{Kind, FLOOR_VISITS};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
@@ -644,6 +754,98 @@ mod tests {
         let row = measured.saves.first().unwrap();
         // Run 1 saved in 1, 2, 3 ms; run 2 in 4, 5, 6: one median each.
         assert_eq!(row.save_runs, vec![2e-3, 5e-3]);
+    }
+
+    #[test]
+    fn loads_are_grouped_by_state_and_primed_after_small_pages() {
+        let scratch = tempfile::tempdir().unwrap();
+        let loads = std::sync::Mutex::new(Vec::new());
+        let mut plan = Plan::empty();
+        let file = plan.file(
+            (Kind::Pk, "rawbytes", "RawBytes"),
+            Box::new(|path, _| {
+                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
+                Ok(Written {
+                    seconds: 1e-3,
+                    unsynced: None,
+                })
+            }),
+            scratch.path(),
+        );
+        let cases = [
+            (HALO2_NATIVE, State::Fresh),
+            ("rawbytes", State::Cold),
+            (FLOOR, State::Fresh),
+            ("rawbytes", State::Fresh),
+            (HALO2_NATIVE, State::Cold),
+            ("rkyv", State::Warm),
+            ("rkyv", State::Fresh),
+        ];
+        for (backend, state) in cases {
+            let loads = &loads;
+            plan.case(
+                (Kind::Pk, backend, "RawBytes", "checked", state),
+                vec![file],
+                Box::new(move |_, _| {
+                    loads.lock().unwrap().push((backend, state));
+                    // halo2's reader maps its key in small pages, keycodec's loads in huge.
+                    let small = backend == HALO2_NATIVE;
+                    Ok(Sample {
+                        seconds: 1e-3,
+                        verified: true,
+                        rss_rise: Some(PRIMED_BYTES),
+                        huge_pages: Some(if small { 0 } else { PRIMED_BYTES }),
+                        compact_stalls: None,
+                        cached_before: None,
+                    })
+                }),
+            );
+        }
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: Some(3),
+            min_runs: 3,
+            max_runs: 3,
+            interval: 0.1,
+            time_cap: Duration::from_secs(60),
+        };
+        let measured = Runner::new(stopping, false, false)
+            .measure(&plan, Size(1 << 20))
+            .unwrap();
+        // The primer's loads are not counted: one load a run (the floor two).
+        for row in &measured.rows {
+            let visits = if row.backend == FLOOR {
+                FLOOR_VISITS
+            } else {
+                1
+            };
+            assert_eq!(row.read_runs.len(), 3 * visits, "{}", row.backend);
+        }
+        drop(plan);
+        let loads = loads.into_inner().unwrap();
+        // The primer is keycodec's largest fresh load (here the only one). It runs before
+        // each new-process load that is first of its state or follows halo2's reader.
+        let primer = ("rkyv", State::Fresh);
+        for (at, &load) in loads.iter().enumerate() {
+            let previous = at.checked_sub(1).and_then(|at| loads.get(at));
+            let new_group = previous.is_none_or(|previous| previous.1 != load.1);
+            let after_halo2 = previous.is_some_and(|previous| previous.0 == HALO2_NATIVE);
+            let primed = previous == Some(&primer);
+            if load.1 != State::Warm && load != primer && (new_group || after_halo2) && !primed {
+                panic!("load {at} unprimed: {loads:?}");
+            }
+        }
+        // Each run: 8 timed loads (the floor twice) and at least one primer for each of
+        // the two new-process states.
+        assert!(loads.len() >= 3 * (8 + 2), "{loads:?}");
+        // Grouped by state: the primer's fresh load aside, at most three groups a run.
+        let others: Vec<State> = loads
+            .iter()
+            .filter(|&&load| load != primer)
+            .map(|load| load.1)
+            .collect();
+        let changes = others.windows(2).filter(|pair| pair[0] != pair[1]).count();
+        assert!(changes < 3 * 3, "{changes} changes of state: {loads:?}");
     }
 
     #[test]

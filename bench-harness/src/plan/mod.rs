@@ -2,9 +2,10 @@
 //! as often as loads) and the loads ("cases") it times, each case knowing the rows it is
 //! compared with.
 //!
-//! Every run writes every file, then times every case once (the floors twice), in an
-//! order rotated run by run (`stats::rotation`), so that compared rows see the same moments
-//! of a noisy machine and their ratios can be taken run by run (`stats::paired`). Each load
+//! Every run writes every file, then times every case once (the floors twice), the loads of
+//! each state one after the other, in an order rotated run by run (`runs`), so that
+//! compared rows see the same moments of a noisy machine and their ratios can be taken run
+//! by run (`stats::paired`). Each load
 //! runs in one of two states: `warm`, in the harness's own process as a server reloading its
 //! key (`exec::run_reloading`: the allocator hands back the memory of a copy just freed);
 //! `fresh`, in a child process of its own (a prover's start).
