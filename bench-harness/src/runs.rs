@@ -158,21 +158,12 @@ impl Runner {
                     case.validation,
                     case.state.name()
                 ));
-                let paths: Vec<&Path> = case
-                    .files
-                    .iter()
-                    .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
-                    .collect();
+                let paths = paths_of(plan, case);
                 // A new process's load after another state's, or after a load that left its
                 // memory in small pages: primed (see [`needs_priming`]).
                 if warming == 0 && needs_priming(before, case.state) {
                     if let Some(primer) = primer(plan, &saved.bytes) {
-                        let primer_paths: Vec<&Path> = primer
-                            .files
-                            .iter()
-                            .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
-                            .collect();
-                        primer.run(&primer_paths, buffer)?;
+                        primer.run(&paths_of(plan, primer), buffer)?;
                     }
                 }
                 self.drop_if_cold(case, &paths);
@@ -461,6 +452,14 @@ fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Case<'a>> {
         .filter(|case| case.state != State::Warm)
         .filter(|case| case.backend != HALO2_NATIVE && case.backend != FLOOR)
         .max_by_key(|case| (case.state == State::Fresh, reads(case)))
+}
+
+/// The paths of the files `case` reads.
+fn paths_of<'p>(plan: &'p Plan<'_>, case: &Case<'_>) -> Vec<&'p Path> {
+    case.files
+        .iter()
+        .filter_map(|&file| plan.files.get(file).map(|f| f.path.as_path()))
+        .collect()
 }
 
 /// The share of the pages of `paths` together that the page cache holds (`mincore`), if
@@ -823,8 +822,9 @@ mod tests {
         }
         drop(plan);
         let loads = loads.into_inner().unwrap();
-        // The primer is keycodec's largest fresh load (here the only one). It runs before
-        // each new-process load that is first of its state or follows halo2's reader.
+        // The primer is keycodec's largest fresh load (rawbytes' and rkyv's read the same
+        // file: the last of the two). It runs before each new-process load that is first of
+        // its state or follows halo2's reader.
         let primer = ("rkyv", State::Fresh);
         for (at, &load) in loads.iter().enumerate() {
             let previous = at.checked_sub(1).and_then(|at| loads.get(at));
