@@ -13,11 +13,7 @@
 //!
 //! The small spans (length prefixes, section frames) are read first and handed to the
 //! decoder's check before any polynomial is read, so a count or length that disagrees with
-//! the circuit is reported as such, as in an element-by-element read. From a source read in
-//! order (a file from the disk, where each small span read apart is a seek) or whose
-//! requests are costly (an object store), they are read with the polynomials around them in
-//! one pass and checked in payload order as they land: the error is then the one a read in
-//! payload order meets first.
+//! the circuit is reported as such, as in an element-by-element read.
 
 use halo2curves::bn256::Fr;
 
@@ -96,10 +92,10 @@ pub(crate) struct Workers<'p> {
     pub(crate) pool: Option<&'p rayon::ThreadPool>,
     /// Largest piece, a power of two of at least 1 KiB.
     pub(crate) piece: usize,
-    /// Every request costs a round trip ([`ReadAt::costly_requests`]) or a seek
-    /// ([`ReadAt::reads_in_order`]): the small spans are read with the polynomials around
-    /// them, and adjacent pieces are read together, in whole rounds of `lanes` requests of up
-    /// to `piece` bytes ([`requests_for`](crate::source::requests_for)).
+    /// Every request costs a round trip ([`ReadAt::costly_requests`]): the small spans are
+    /// read with the polynomials around them, and adjacent pieces are read together, in
+    /// whole rounds of `lanes` requests of up to `piece` bytes
+    /// ([`requests_for`](crate::source::requests_for)).
     pub(crate) coalesce: bool,
     /// Requests the source serves at once ([`ReadAt::requests_at_once`]).
     pub(crate) lanes: usize,
@@ -112,8 +108,8 @@ pub(crate) struct Workers<'p> {
 /// the caller checked the length), the polynomials into `groups` (how many of them each
 /// group takes, in order). `check_bytes` sees each [`Span::Bytes`] (its index among the
 /// spans, its bytes): before any polynomial is read, or, from a source whose requests are
-/// costly or that is read in order, in payload order as they arrive (an error is then the
-/// one a read in payload order meets first). Returns the data, and each polynomial's digest hash when
+/// costly, in payload order as they arrive (an error is then the one a read in payload
+/// order meets first). Returns the data, and each polynomial's digest hash when
 /// `hooks.record`.
 ///
 /// # Errors

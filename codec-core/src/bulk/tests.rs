@@ -112,61 +112,6 @@ impl ReadAt for Costly<'_> {
     }
 }
 
-/// Memory read as a file from the disk is ([`FileSource`](crate::source::FileSource) of a
-/// file out of the page cache): in order, by a pool of one thread; every request's offset
-/// and length kept, in the order asked.
-struct InOrder<'a> {
-    bytes: &'a [u8],
-    pool: rayon::ThreadPool,
-    asked: std::sync::Mutex<Vec<(u64, usize)>>,
-}
-
-impl<'a> InOrder<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        InOrder {
-            bytes,
-            pool: rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .unwrap(),
-            asked: std::sync::Mutex::new(Vec::new()),
-        }
-    }
-
-    fn ask(&self, offset: u64, len: usize) {
-        self.asked.lock().unwrap().push((offset, len));
-    }
-}
-
-impl ReadAt for InOrder<'_> {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        self.ask(offset, buf.len());
-        crate::source::Memory(self.bytes).read_exact_at(buf, offset)
-    }
-
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        self.ask(offset, buf.len());
-        crate::source::Memory(self.bytes).read_at(buf, offset)
-    }
-
-    fn read_exact_vectored_at<'b>(
-        &self,
-        dsts: Vec<Dst<'b>>,
-        offset: u64,
-    ) -> std::io::Result<Vec<&'b mut [u8]>> {
-        self.ask(offset, dsts.iter().map(Dst::len).sum());
-        crate::source::Memory(self.bytes).read_exact_vectored_at(dsts, offset)
-    }
-
-    fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
-        Some((BULK_STEP, &self.pool))
-    }
-
-    fn reads_in_order(&self) -> bool {
-        true
-    }
-}
-
 /// A source (safe code, as any `ReadAt` may be) that hands back memory of its own instead
 /// of the destinations it was given.
 struct Elsewhere<'a>(&'a [u8]);
@@ -225,11 +170,9 @@ fn every_source_reads_the_same_spans() {
     let mut stream = bytes.as_slice();
     let len = bytes.len() as u64;
     let costly = Costly::new(&bytes);
-    let in_order = InOrder::new(&bytes);
     let readers = [
         ("file", PayloadReader::at(&file, 0, len, 1 << 10)),
         ("costly", PayloadReader::at(&costly, 0, len, 1 << 10)),
-        ("in order", PayloadReader::at(&in_order, 0, len, 1 << 10)),
         ("memory", PayloadReader::from_slice(&bytes)),
         ("stream", PayloadReader::new(&mut stream, len, false)),
     ];
@@ -347,38 +290,6 @@ fn costly_reads_go_in_whole_rounds_of_the_requests_at_once() {
     // Pieces of at most 4 MiB: 12 MiB and 48 bytes take two rounds of three.
     let two_rounds = requests_of_a_bulk_read(&polys, |bytes| Costly::planned(bytes, 4 << 20, 3));
     assert_eq!(two_rounds, 6);
-}
-
-/// A source read in order (a file from the disk) is read in one pass: every request starts
-/// where the one before ended, the small spans read with the polynomials around them, not
-/// first (each a seek of the disk), and every byte read once.
-#[test]
-fn a_source_read_in_order_is_read_in_one_pass() {
-    let polys = random_polys(24, 3 << 20);
-    let (bytes, spans) = payload(&polys);
-    let source = InOrder::new(&bytes);
-    let len = bytes.len() as u64;
-    let mut reader = PayloadReader::at(&source, 0, len, 1 << 10)
-        .narrow(len, true, true)
-        .unwrap();
-    let data = reader
-        .read_spans(
-            &spans,
-            &[polys.len()],
-            Validation::Checked,
-            |_, _| Ok(()),
-            "test",
-        )
-        .unwrap();
-    assert_eq!(data.groups[0], polys);
-    assert_eq!(reader.digest(), Some(xxh3_64(&bytes)));
-    let asked = source.asked.into_inner().unwrap();
-    let mut next = 0;
-    for &(offset, len) in &asked {
-        assert_eq!(offset, next, "a read out of order: {asked:?}");
-        next += len as u64;
-    }
-    assert_eq!(next, len);
 }
 
 /// From a costly source (small spans read with the polynomials), the error is the one

@@ -120,7 +120,7 @@ impl<'a> PayloadReader<'a> {
         let workers = Workers {
             pool,
             piece,
-            coalesce: source.costly_requests() || source.reads_in_order(),
+            coalesce: source.costly_requests(),
             lanes: source.requests_at_once(),
             pool_only: source.reads_in_order() && pool.is_some(),
         };

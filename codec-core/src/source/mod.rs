@@ -144,8 +144,7 @@ pub trait ReadAt: Sync {
     }
 
     /// Whether bulk reads are best made in order by one thread ([`FileSource`] of a file
-    /// read from the disk), in one pass: the small fields between polynomials are read with
-    /// them, not apart; the checks of what was read still run on every core.
+    /// read from the disk); the checks of what was read still run on every core.
     fn reads_in_order(&self) -> bool {
         false
     }
@@ -154,9 +153,9 @@ pub trait ReadAt: Sync {
 /// A file as a source of bytes, read as its place in the page cache suggests: a file mostly
 /// in the page cache is read in pieces by every core (faulting fresh memory is then the
 /// cost, and it is spread over the cores); a file mostly not (a start after a deploy or a
-/// reboot: read from the disk) in order, by one thread, in one pass (the small fields between
-/// polynomials with them), which lets the kernel's read-ahead stream it: from this project's
-/// disk 10-25% faster than two threads taking pieces in turn (`docs/performance.md`). What the page cache holds is asked once, when made (`mincore`).
+/// reboot: read from the disk) in order, by one thread, which lets the kernel's read-ahead
+/// stream it: from this project's disk 10-25% faster than two threads taking pieces in turn
+/// (`docs/performance.md`). What the page cache holds is asked once, when made (`mincore`).
 pub struct FileSource<'f> {
     file: &'f File,
     in_order: bool,
