@@ -162,6 +162,11 @@ fn run_size<C: Workload>(
         target: exec::Target {
             k,
             key: pin.to_string(),
+            // The key held is the original unless another digest is given for it.
+            key_values: match pin == fixture.keygen_digest {
+                true => Some(exec::KeyValues::of(pk)?),
+                false => None,
+            },
             params: params_digest.to_string(),
             downsized,
         },

@@ -18,8 +18,9 @@
 //! first copy freed while the second is held, so that the timed load gets the memory of a
 //! copy of its own size just freed, whatever ran before); **fresh**, in a new process of its
 //! own (a prover's start); **cold**, a new process whose files' pages were dropped from the
-//! page cache first. Each is compared with halo2's reader in the same state. Every loaded artifact is checked against the original (by
-//! digest).
+//! page cache first. Each is compared with halo2's reader in the same state. Every loaded
+//! artifact is checked against the original (parameters by digest, a key by its verifying
+//! key's digest and each polynomial's XXH3).
 //!
 //! Ratios are paired: taken run by run between rows measured side by side, so that a slow
 //! moment of the shared machine moves both sides; each carries a 95% interval (bootstrap

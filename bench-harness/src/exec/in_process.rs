@@ -1,5 +1,5 @@
 //! A load run in this process: timed, with the memory it took, then what it loaded checked
-//! against the originals by digest (untimed).
+//! against the originals (untimed).
 
 use std::path::Path;
 use std::time::Instant;
@@ -15,7 +15,7 @@ use keycodec_core::{KeyCodec, KeyCodecExt, Size};
 use keycodec_rawbytes::RawBytesCodec;
 
 use super::floor_read::{floor, Floor};
-use super::{Load, Sample, Target, Values};
+use super::{KeyValues, Load, Sample, Target, Values};
 use crate::measure::{self, load_options, rss};
 use crate::workload::Workload;
 
@@ -247,7 +247,10 @@ fn execute<C: Workload>(
 /// loaded its key, not generated it).
 fn check(load: &Load, loaded: &Loaded, target: &Target) -> Result<bool, String> {
     let key = |pk: &ProvingKey<G1Affine>| -> Result<bool, String> {
-        Ok(KeyDigest::of_pk(pk).map_err(|e| e.to_string())? == digest(&target.key)?)
+        Ok(match &target.key_values {
+            Some(values) => KeyValues::of(pk)? == *values,
+            None => KeyDigest::of_pk(pk).map_err(|e| e.to_string())? == digest(&target.key)?,
+        })
     };
     let params = |params: &KzgParams, expected: &str| -> Result<bool, String> {
         Ok(KeyDigest::of_params(params).map_err(|e| e.to_string())? == digest(expected)?)

@@ -1,15 +1,19 @@
 //! What a load case does, as data: a [`Load`] is run in the harness's own process (a warm
 //! one, whose allocator hands back memory freed by the previous load) or sent to a child
 //! process of its own (fresh, as a prover's start is), and what it loaded is checked against
-//! the original by digest.
+//! the original (parameters by digest, a key by [`KeyValues`]).
 
 mod floor_read;
 mod fresh;
 mod in_process;
 
+use halo2_proofs::plonk::ProvingKey;
 use halo2_proofs::SerdeFormat;
-use keycodec::Validation;
+use halo2curves::bn256::{Fr, G1Affine};
+use keycodec::{KeyDigest, Validation};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use twox_hash::XxHash3_64;
 
 pub use floor_read::{floor, Floor, SMALL_FILE};
 pub use fresh::{child, run_in_child, ChildRequest};
@@ -124,12 +128,60 @@ impl Load {
 pub struct Target {
     /// `k` of the key.
     pub k: u32,
-    /// The key's digest: pinned loads pin it, and every loaded key must have it.
+    /// The original key's digest: pinned loads pin it, and every loaded key must have it.
     pub key: String,
+    /// The original key's values, when the harness holds the original (not when only its
+    /// digest is given, `--original-digest`): a loaded key is checked by them, a cheaper
+    /// check than its digest.
+    pub key_values: Option<KeyValues>,
     /// The parameters' digest.
     pub params: String,
     /// The downsized parameters' digest, when a case downsizes.
     pub downsized: Option<String>,
+}
+
+/// A key's values as a load's check compares them: its verifying key's digest and the XXH3
+/// of each polynomial's values (raw, in halo2's order). Any value a load lost, moved or
+/// altered fails the check, as with the key's digest, at a fraction of its cost: the digest
+/// (BLAKE3) of a k = 18 halo2-lib key took 0.2-0.3 s after every load, about as long as a
+/// fresh load itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyValues {
+    vk: String,
+    polynomials: Vec<u64>,
+}
+
+impl KeyValues {
+    /// The values of `pk`, its polynomials hashed on every core.
+    ///
+    /// # Errors
+    ///
+    /// The verifying key's digest's, as text.
+    pub fn of(pk: &ProvingKey<G1Affine>) -> Result<Self, String> {
+        let polynomials: Vec<&[Fr]> = keycodec_core::backend_api::parts::polynomials(pk).collect();
+        Ok(KeyValues {
+            vk: KeyDigest::of_vk(pk.get_vk())
+                .map_err(|e| e.to_string())?
+                .to_string(),
+            polynomials: polynomials.par_iter().map(|values| hash(values)).collect(),
+        })
+    }
+}
+
+/// The XXH3 of `values`' raw encodings (their memory where it is that, as on every
+/// little-endian machine).
+fn hash(values: &[Fr]) -> u64 {
+    use halo2curves::serde::SerdeObject;
+    match keycodec_core::backend_api::raw_view::as_raw_elements(values) {
+        Some(elements) => XxHash3_64::oneshot(elements.as_flattened()),
+        None => {
+            let mut hasher = XxHash3_64::new();
+            for value in values {
+                std::hash::Hasher::write(&mut hasher, &value.to_raw_bytes());
+            }
+            std::hash::Hasher::finish(&hasher)
+        }
+    }
 }
 
 /// One measured load.
@@ -151,4 +203,35 @@ pub struct Sample {
     /// by the runner, which drops them first for a cold load).
     #[serde(default)]
     pub cached_before: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key's values tell it from a key one polynomial value apart, as its digest does.
+    #[test]
+    fn key_values_tell_a_key_from_one_a_value_apart() {
+        let fixture = keycodec_testkit::standard_plonk();
+        let original = KeyValues::of(&fixture.pk).unwrap();
+        let read = |bytes: &[u8]| {
+            ProvingKey::<G1Affine>::read::<_, keycodec_testkit::StandardPlonk>(
+                &mut &bytes[..],
+                SerdeFormat::RawBytesUnchecked,
+                (),
+            )
+            .unwrap()
+        };
+        let mut bytes = keycodec_testkit::pk_bytes(&fixture.pk);
+        assert_eq!(KeyValues::of(&read(&bytes)).unwrap(), original);
+        // The last byte of the last polynomial's last value (its highest, so still a value).
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x01;
+        let altered = read(&bytes);
+        assert_ne!(KeyValues::of(&altered).unwrap(), original);
+        assert_ne!(
+            KeyDigest::of_pk(&altered).unwrap(),
+            KeyDigest::of_pk(&fixture.pk).unwrap()
+        );
+    }
 }
