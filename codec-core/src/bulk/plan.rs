@@ -57,10 +57,12 @@ pub(super) fn offsets_of(
 type Grouped = Vec<Vec<Vec<Fr>>>;
 
 /// Every polynomial's `(count, spare)`, and its vector, empty with room for both, group by
-/// group (`groups`: how many polynomials each takes, in order).
+/// group (`groups`: how many polynomials each takes, in order); huge pages asked for where
+/// `huge_pages` ([`Workers::huge_pages`]).
 pub(super) fn vectors_for(
     spans: &[Span],
     groups: &[usize],
+    huge_pages: bool,
     context: &'static str,
 ) -> Result<(Vec<(usize, usize)>, Grouped)> {
     let sizes: Vec<(usize, usize)> = spans
@@ -87,7 +89,9 @@ pub(super) fn vectors_for(
                     what: context,
                     bytes: (count.saturating_add(spare) as u64).saturating_mul(FR_BYTES as u64),
                 })?;
-            if let Some(memory) = crate::memory::uninit_bytes_mut(values.spare_capacity_mut()) {
+            if let Some(memory) =
+                crate::memory::uninit_bytes_mut(values.spare_capacity_mut()).filter(|_| huge_pages)
+            {
                 crate::memory::advise_huge_pages(memory);
             }
             group.push(values);

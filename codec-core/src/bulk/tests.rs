@@ -112,6 +112,31 @@ impl ReadAt for Costly<'_> {
     }
 }
 
+/// Memory read as a file from the disk is ([`FileSource`](crate::source::FileSource) of a
+/// file out of the page cache): in order, by a pool of one thread.
+struct InOrder<'a> {
+    bytes: &'a [u8],
+    pool: rayon::ThreadPool,
+}
+
+impl ReadAt for InOrder<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        crate::source::Memory(self.bytes).read_exact_at(buf, offset)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        crate::source::Memory(self.bytes).read_at(buf, offset)
+    }
+
+    fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
+        Some((BULK_STEP, &self.pool))
+    }
+
+    fn reads_in_order(&self) -> bool {
+        true
+    }
+}
+
 /// A source (safe code, as any `ReadAt` may be) that hands back memory of its own instead
 /// of the destinations it was given.
 struct Elsewhere<'a>(&'a [u8]);
@@ -317,6 +342,65 @@ fn costly_sources_report_the_first_error_in_payload_order() {
                 matches!(refused, Err(Error::InvalidFieldElement { .. })),
                 "{refused:?}"
             ),
+        }
+    }
+}
+
+/// Whether the kernel was asked to back the memory at `at` with huge pages (`hg` among the
+/// flags of its mapping in `/proc/self/smaps`).
+#[cfg(target_os = "linux")]
+fn advised_huge(at: *const u8) -> bool {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let at = at as usize;
+    let mut inside = false;
+    for line in smaps.lines() {
+        let range = line.split_whitespace().next().and_then(|range| {
+            let (start, end) = range.split_once('-')?;
+            Some((
+                usize::from_str_radix(start, 16).ok()?,
+                usize::from_str_radix(end, 16).ok()?,
+            ))
+        });
+        match range {
+            Some((start, end)) if !line.starts_with("VmFlags") => inside = start <= at && at < end,
+            _ if inside && line.starts_with("VmFlags:") => {
+                return line.split_whitespace().any(|flag| flag == "hg")
+            }
+            _ => {}
+        }
+    }
+    panic!("no mapping holds {at:#x}")
+}
+
+/// Polynomials read from a file in the page cache or memory ask for huge pages; read from the
+/// disk (a source read in order), they do not: the disk is the cost there, and the 2 MiB
+/// blocks huge pages come from are what a VM's host takes back first.
+#[cfg(target_os = "linux")]
+#[test]
+fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
+    // 16 MiB polynomials: each a mapping of its own, whole huge pages inside.
+    let polys = random_polys(2, 16 << 20);
+    let (bytes, spans) = payload(&polys);
+    let len = bytes.len() as u64;
+    let in_order = InOrder {
+        bytes: &bytes,
+        pool: rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap(),
+    };
+    let memory = crate::source::Memory(&bytes);
+    for (source, huge) in [(&in_order as &dyn ReadAt, false), (&memory, true)] {
+        let mut reader = PayloadReader::at(source, 0, len, 1 << 10)
+            .narrow(len, true, true)
+            .unwrap();
+        let data = reader
+            .read_spans(&spans, &[2], Validation::Trusted, |_, _| Ok(()), "test")
+            .unwrap();
+        assert_eq!(data.groups[0], polys);
+        for values in &data.groups[0] {
+            let middle = values[values.len() / 2..].as_ptr().cast::<u8>();
+            assert_eq!(advised_huge(middle), huge, "in order: {}", !huge);
         }
     }
 }

@@ -123,6 +123,7 @@ impl<'a> PayloadReader<'a> {
             coalesce: source.costly_requests(),
             lanes: source.requests_at_once(),
             pool_only: source.reads_in_order() && pool.is_some(),
+            huge_pages: !source.reads_in_order(),
         };
         let read = bulk::read_spans(
             source,

@@ -144,7 +144,9 @@ pub trait ReadAt: Sync {
     }
 
     /// Whether bulk reads are best made in order by one thread ([`FileSource`] of a file
-    /// read from the disk); the checks of what was read still run on every core.
+    /// read from the disk); the checks of what was read still run on every core, and the
+    /// polynomials are read into memory in small pages (the disk, not faulting memory, is
+    /// the cost).
     fn reads_in_order(&self) -> bool {
         false
     }
