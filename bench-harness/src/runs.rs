@@ -446,8 +446,8 @@ fn needs_priming(before: Option<After>, state: State) -> bool {
 /// new process, preferring one with its files in the page cache (a load from the disk would
 /// only be slower), then one of a single file with its values trusted (the cheapest, as a
 /// cold start of two files checked took twice as long for the same memory), then the
-/// largest by `bytes` (each file's last save); not a floor (it takes its memory in small pages
-/// when cold).
+/// largest by `bytes` (each file's last save); not a floor (a cold floor takes its ways in
+/// turn by visit).
 fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Case<'a>> {
     let reads =
         |case: &Case<'_>| -> u64 { case.files.iter().filter_map(|&file| bytes.get(file)).sum() };

@@ -8,6 +8,7 @@ use halo2_proofs::poly::EvaluationDomain;
 use halo2curves::bn256::Fr;
 use keycodec::Validation;
 use keycodec_core::backend_api::{PayloadReader, Span};
+use keycodec_core::transport::{FileSource, ReadAt};
 
 /// What any loader of a file must at least do: read it into fresh memory, while a key's
 /// evaluation domain (`(degree, k)`) is built on another thread; nothing is decoded or
@@ -18,11 +19,12 @@ use keycodec_core::backend_api::{PayloadReader, Span};
 /// not zeroed first, pages mapped a piece at a time), and under [`SMALL_FILE`] (where
 /// starting threads costs more than it saves) also on one thread with `read_to_end` into
 /// each vector's spare capacity, the faster counting. A file not in the page cache (a cold
-/// read: under a tenth of its pages cached) is read with `read_to_end` on one thread, which
-/// lets the kernel's read-ahead stream it: from this machine's disk the fastest way found.
-/// (Two more ways were dropped: the bulk read over every core, pieces taken in turn by two
-/// threads, slower by 5-25%; and the bulk read in order on one thread, as keycodec reads such
-/// a file, 0.65 s at best against 0.58 s, and 2-3 s in half of a default run's visits.)
+/// read: under a tenth of its pages cached) is read one way per visit, in turn by `visit`,
+/// so that each reads from the disk: `read_to_end` on one thread, and the bulk read in
+/// order on one thread (as keycodec loads such a file: [`FileSource`]), both letting the
+/// kernel's read-ahead stream it, both into small pages (the bulk read asks for huge pages
+/// only from the page cache). (The bulk read over every core, pieces taken in turn by
+/// two threads, was a third way: from this machine's disk the slowest, by 5-25%.)
 /// Returns the seconds and whether every byte was read, and the memory read into.
 ///
 /// # Errors
@@ -32,14 +34,23 @@ pub fn floor(
     path: &Path,
     polynomial_bytes: Option<u64>,
     domain: Option<(u32, u32)>,
+    visit: usize,
 ) -> Result<Floor, String> {
     let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
     let cold = keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached * 10 < pages);
     if cold {
-        return timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes));
+        return if visit % 2 == 1 {
+            timed_with_domain(domain, || {
+                read_as_polynomials(path, len, polynomial_bytes, Ways::InOrder)
+            })
+        } else {
+            timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))
+        };
     }
-    let parallel = timed_with_domain(domain, || read_as_polynomials(path, len, polynomial_bytes))?;
+    let parallel = timed_with_domain(domain, || {
+        read_as_polynomials(path, len, polynomial_bytes, Ways::EveryCore)
+    })?;
     if len >= SMALL_FILE {
         return Ok(parallel);
     }
@@ -114,17 +125,34 @@ fn read_in_order(
     Ok((read == len, std::hint::black_box(vectors)))
 }
 
+/// How keycodec's bulk read reads a file: pieces on every core, or as a load of a file out
+/// of the page cache does, in order on one thread ([`FileSource`]).
+#[derive(Clone, Copy)]
+enum Ways {
+    EveryCore,
+    InOrder,
+}
+
 /// Reads the `len` bytes of `path` as polynomials of `polynomial_bytes` bytes (whole
-/// elements; the bytes after the last whole polynomial as bytes), with keycodec's bulk read
-/// over every core.
+/// elements; the bytes after the last whole polynomial as bytes).
 fn read_as_polynomials(
     path: &Path,
     len: u64,
     polynomial_bytes: u64,
+    ways: Ways,
 ) -> Result<(bool, keycodec_core::backend_api::SpanData), String> {
     let elements = usize::try_from(polynomial_bytes / 32).map_err(|e| e.to_string())?;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut reader = PayloadReader::from_file(&file, len, 1 << 12);
+    // Only the in-order way asks what the page cache holds (as a load does).
+    let in_order;
+    let source: &dyn ReadAt = match ways {
+        Ways::EveryCore => &file,
+        Ways::InOrder => {
+            in_order = FileSource::new(&file);
+            &in_order
+        }
+    };
+    let mut reader = PayloadReader::from_file(source, len, 1 << 12);
     let polynomial_bytes = elements as u64 * 32;
     let polynomials = len.checked_div(polynomial_bytes).unwrap_or(0);
     let rest = len - polynomials * polynomial_bytes;

@@ -71,7 +71,7 @@ pub fn run_here<C: Workload>(
     let started = Instant::now();
     let loaded = execute::<C>(load, paths, circuit_params, target, buffer)?;
     let seconds = match loaded {
-        // The floor times itself: the faster of its ways.
+        // The floor times itself: the faster of its two ways.
         Loaded::Read(Floor { seconds, .. }) => seconds,
         _ => started.elapsed().as_secs_f64(),
     };
@@ -238,7 +238,8 @@ fn execute<C: Workload>(
         Load::Floor {
             polynomial_bytes,
             domain,
-        } => Loaded::Read(floor(first()?, *polynomial_bytes, *domain)?),
+            visit,
+        } => Loaded::Read(floor(first()?, *polynomial_bytes, *domain, *visit)?),
     })
 }
 

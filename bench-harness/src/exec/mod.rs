@@ -106,7 +106,21 @@ pub enum Load {
         polynomial_bytes: Option<u64>,
         /// `(degree, k)` of the key's evaluation domain, built on another thread meanwhile.
         domain: Option<(u32, u32)>,
+        /// Which visit of its case this is (a cold floor takes one way per visit, in turn).
+        #[serde(default)]
+        visit: usize,
     },
+}
+
+impl Load {
+    /// This load as its case's `visit`th (only a floor's differs by visit).
+    pub fn at_visit(&self, visit: usize) -> Load {
+        let mut load = self.clone();
+        if let Load::Floor { visit: at, .. } = &mut load {
+            *at = visit;
+        }
+        load
+    }
 }
 
 /// What every load of one run is measured against.

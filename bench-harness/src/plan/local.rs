@@ -1,6 +1,8 @@
 //! The plan of the local tables for a workload: each selected backend's and halo2's files of
 //! the key and the parameters, their loads in every state, their floors, and the cold starts.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use halo2_proofs::SerdeFormat;
 use keycodec::{Backend, Validation};
 use keycodec_core::KeyCodec;
@@ -52,11 +54,14 @@ fn cases_of<'a, C: Workload>(
 ) -> Vec<usize> {
     let mut cases = Vec::new();
     for &state in inputs.states {
+        // Each visit of the case numbered: a cold floor takes its ways in turn.
+        let visits = AtomicUsize::new(0);
         let run: Run<'a> = match state {
             State::Warm => {
                 let (load, params, target) =
                     (load.clone(), inputs.circuit_params, inputs.target.clone());
                 Box::new(move |paths, buffer| {
+                    let load = load.at_visit(visits.fetch_add(1, Ordering::Relaxed));
                     exec::run_reloading::<C>(&load, paths, params, &target, buffer)
                 })
             }
@@ -66,7 +71,7 @@ fn cases_of<'a, C: Workload>(
                     let request = ChildRequest {
                         circuit: child.circuit,
                         circuit_params: child.circuit_params.clone(),
-                        load: load.clone(),
+                        load: load.at_visit(visits.fetch_add(1, Ordering::Relaxed)),
                         paths: paths.iter().map(|path| path.to_path_buf()).collect(),
                         target: target.clone(),
                         buffer: buffer.0,
@@ -238,6 +243,7 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a, C>) -> Plan<'a> {
     let key_floor = Load::Floor {
         polynomial_bytes: Some((1u64 << k) * 32),
         domain: Some((degree, k)),
+        visit: 0,
     };
     floors(&mut plan, inputs, Kind::Pk, &key_floor);
 
@@ -314,6 +320,7 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a, C>) -> Plan<'a> {
     let params_floor = Load::Floor {
         polynomial_bytes: None,
         domain: None,
+        visit: 0,
     };
     floors(&mut plan, inputs, Kind::Params, &params_floor);
     if inputs.downsize && k > 1 && inputs.target.downsized.is_some() {

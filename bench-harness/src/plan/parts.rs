@@ -100,8 +100,8 @@ impl Case<'_> {
     }
 }
 
-/// Samples a floor takes per run: the fastest of them is the run's floor, so that one slow
-/// moment of the machine does not make a floor.
+/// Samples a floor takes per run: its fastest over the runs is the floor, and a cold floor
+/// takes each of its two ways once a run.
 pub const FLOOR_VISITS: usize = 2;
 
 /// The files and cases of one run.
