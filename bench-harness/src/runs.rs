@@ -431,7 +431,7 @@ const PRIMED_BYTES: u64 = 256 << 20;
 
 /// Whether a load in `state`, after `before`, is first primed: a load in a new process that
 /// is the first of its state in the run, or follows a load that took its memory in small
-/// pages (halo2's reader; the floor's `read_to_end` way), so that it meets memory a load of
+/// pages (halo2's reader; every load from the disk), so that it meets memory a load of
 /// keycodec's has just freed, as the rest of its group do (see [`visiting_order`]). A load
 /// asking for huge pages right after one in small pages waited for memory the host had
 /// taken back (a floor of the k = 18 key: 0.43-0.71 s after halo2's trusted read,
