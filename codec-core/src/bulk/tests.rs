@@ -378,8 +378,10 @@ fn advised_huge(at: *const u8) -> bool {
 #[cfg(target_os = "linux")]
 #[test]
 fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
-    // 16 MiB polynomials: each a mapping of its own, whole huge pages inside.
-    let polys = random_polys(2, 16 << 20);
+    // 40 MiB polynomials: above glibc's largest mmap threshold (32 MiB), so each is a new
+    // mapping of its own, never memory another test advised before (tests share a process),
+    // with whole huge pages inside.
+    let polys = vec![vec![Fr::ONE; (40 << 20) / FR_BYTES]; 2];
     let (bytes, spans) = payload(&polys);
     let len = bytes.len() as u64;
     let in_order = InOrder {
