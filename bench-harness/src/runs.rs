@@ -706,6 +706,21 @@ mod tests {
     use crate::plan::{Kind, FLOOR_VISITS};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// Measures `plan` in exactly `runs` runs, no warm-up.
+    fn measure_runs(plan: &Plan<'_>, runs: usize) -> Measured {
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: Some(runs),
+            min_runs: runs,
+            max_runs: runs,
+            interval: 0.1,
+            time_cap: Duration::from_secs(60),
+        };
+        Runner::new(stopping, false, false)
+            .measure(plan, Size(1 << 20))
+            .unwrap()
+    }
+
     #[test]
     fn a_small_file_is_saved_three_times_a_run_and_its_median_counted() {
         let scratch = tempfile::tempdir().unwrap();
@@ -746,17 +761,7 @@ mod tests {
                 }),
             );
         }
-        let stopping = Stopping {
-            warmup: 0,
-            fixed: Some(2),
-            min_runs: 2,
-            max_runs: 2,
-            interval: 0.1,
-            time_cap: Duration::from_secs(60),
-        };
-        let measured = Runner::new(stopping, false, false)
-            .measure(&plan, Size(1 << 20))
-            .unwrap();
+        let measured = measure_runs(&plan, 2);
         assert_eq!(saves.load(Ordering::SeqCst), 2 * SAVES_OF_SMALL_FILES);
         let row = measured.saves.first().unwrap();
         // Run 1 saved in 1, 2, 3 ms; run 2 in 4, 5, 6: one median each.
@@ -808,17 +813,7 @@ mod tests {
                 }),
             );
         }
-        let stopping = Stopping {
-            warmup: 0,
-            fixed: Some(3),
-            min_runs: 3,
-            max_runs: 3,
-            interval: 0.1,
-            time_cap: Duration::from_secs(60),
-        };
-        let measured = Runner::new(stopping, false, false)
-            .measure(&plan, Size(1 << 20))
-            .unwrap();
+        let measured = measure_runs(&plan, 3);
         // The primer's loads are not counted: one load a run (the floor two).
         for row in &measured.rows {
             let visits = if row.backend == FLOOR {
