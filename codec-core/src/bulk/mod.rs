@@ -107,8 +107,7 @@ pub(crate) struct Workers<'p> {
     /// memory). Not for a file read from the disk ([`ReadAt::reads_in_order`]): the disk is
     /// the cost there, and where the host takes back memory freed a while (a VM whose balloon
     /// reports free pages, as this project's does), the 2 MiB blocks huge pages come from are
-    /// the memory it took back: a k = 18 halo2-lib key read from the disk took 0.73-2.45 s
-    /// (median 1.19) in huge pages against 0.64-0.81 s (median 0.69) in small ones.
+    /// the memory it took back (`docs/performance.md`, "How to measure").
     pub(crate) huge_pages: bool,
 }
 
