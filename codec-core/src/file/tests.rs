@@ -129,6 +129,35 @@ fn saves_that_start_writeback_write_every_byte() -> Result<()> {
     Ok(())
 }
 
+/// Writeback is asked for after the first [`Writeback::FIRST_STEP`] bytes, then after steps
+/// that double up to [`Writeback::STEP`]: a file of a few MB starts going to the disk while
+/// it is written, a large one in requests of the largest step.
+#[test]
+fn writeback_steps_start_small_and_double() -> Result<()> {
+    let dir = tempfile::tempdir().during("create")?;
+    let file = File::create(dir.path().join("file")).during("create")?;
+    let mut writeback = Writeback::new(&file);
+    let piece = vec![7u8; 64 << 10];
+    let mut requested_at = Vec::new();
+    while writeback.position < 2 * Writeback::STEP {
+        let before = writeback.pending;
+        writeback.write_all(&piece).during("write")?;
+        if writeback.pending != before {
+            requested_at.push(writeback.pending);
+        }
+    }
+    let mut expected = Vec::new();
+    let (mut at, mut step) = (0, Writeback::FIRST_STEP);
+    while at + step <= 2 * Writeback::STEP {
+        at += step;
+        expected.push(at);
+        step = (step * 2).min(Writeback::STEP);
+    }
+    assert_eq!(requested_at, expected);
+    assert_eq!(expected.first(), Some(&Writeback::FIRST_STEP));
+    Ok(())
+}
+
 #[test]
 fn save_replaces_atomically_and_leaves_no_temp_file() -> Result<()> {
     let dir = tempfile::tempdir().during("create")?;
