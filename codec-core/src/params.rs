@@ -10,11 +10,11 @@
 
 use std::io::Write;
 
-use halo2_proofs::halo2curves::ff::{Field, PrimeField};
-use halo2_proofs::halo2curves::group::{Curve, Group, GroupEncoding};
+use halo2_proofs::halo2curves::ff::Field;
+use halo2_proofs::halo2curves::group::{Group, GroupEncoding};
 use halo2_proofs::poly::commitment::Params as _;
 use halo2_proofs::SerdeFormat;
-use halo2curves::bn256::{Fr, G1Affine, G2Affine, G2};
+use halo2curves::bn256::{G1Affine, G2Affine, G2};
 use halo2curves::serde::SerdeObject;
 
 use crate::circuit::rows;
@@ -275,12 +275,6 @@ impl Psi {
     }
 }
 
-/// `[scalar] point`, for a scalar that is public (a point's check, a known setup's secret):
-/// in variable time, a double-and-add over the digits of its non-adjacent form.
-pub(crate) fn g2_mul_public(point: &G2Affine, scalar: &Fr) -> G2Affine {
-    mul_by_digits(point, &non_adjacent_form(scalar.to_repr().as_ref())).to_affine()
-}
-
 /// `point` times the number whose non-adjacent form is `digits` (least significant first).
 fn mul_by_digits(point: &G2Affine, digits: &[i8]) -> G2 {
     let negated = -*point;
@@ -392,6 +386,9 @@ pub fn read_params(
 mod tests {
     use super::*;
     use crate::options::Validation;
+    use halo2_proofs::halo2curves::ff::PrimeField;
+    use halo2_proofs::halo2curves::group::Curve;
+    use halo2curves::bn256::Fr;
 
     fn small() -> KzgParams {
         use rand::SeedableRng;
@@ -521,6 +518,12 @@ mod tests {
                 assert!(!halo2(&point) && !in_g2_subgroup(&point));
             }
         }
+    }
+
+    /// `[scalar] point` in variable time, as the subgroup check multiplies: a double-and-add
+    /// over the digits of the scalar's non-adjacent form.
+    fn g2_mul_public(point: &G2Affine, scalar: &Fr) -> G2Affine {
+        mul_by_digits(point, &non_adjacent_form(scalar.to_repr().as_ref())).to_affine()
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! KZG parameters made from a public seed: their toxic waste `s` is known, so anyone can
 //! forge proofs for every circuit set up with them, and a verifier (or contract) generated
 //! from them accepts the forgeries. They are recognised by `s_g2 = s * G2`, which does not
-//! depend on `k`: one G2 multiplication per known seed, computed once per process.
+//! depend on `k`: recorded here for each known seed (a G2 multiplication took half a
+//! millisecond of every new process's first load; the test
+//! `the_recorded_points_are_the_seeds_multiples` computes them again).
 //!
 //! The seeds known (from halo2-lib's, snark-verifier's and the zkEVM circuits' test
 //! utilities; `docs/testing.md` lists where each is used):
@@ -13,13 +15,13 @@
 
 use std::sync::OnceLock;
 
-use halo2_proofs::halo2curves::ff::Field;
-use halo2curves::bn256::{Fr, G2Affine};
-use rand_chacha::rand_core::SeedableRng;
+use halo2curves::bn256::G2Affine;
+use halo2curves::serde::SerdeObject;
 
 use crate::error::{Error, Result};
 use crate::item::KzgParams;
 use crate::options::TestSetup;
+use crate::params::G2_RAW_BYTES;
 
 /// A setup whose secret is public.
 #[derive(Clone, Debug)]
@@ -34,22 +36,33 @@ pub struct KnownSetup {
 pub fn known_setups() -> &'static [KnownSetup] {
     static KNOWN: OnceLock<Vec<KnownSetup>> = OnceLock::new();
     KNOWN.get_or_init(|| {
-        // The secrets are public: multiplied in variable time (a prover's start computes
-        // this once, before its parameters' check).
-        let from_s = |origin, s: Fr| KnownSetup {
-            origin,
-            s_g2: crate::params::g2_mul_public(&G2Affine::generator(), &s),
+        let recorded = |origin, s_g2: &str| {
+            let bytes = crate::hex::decode::<G2_RAW_BYTES>(s_g2)?;
+            let s_g2 = G2Affine::from_raw_bytes(&bytes)?;
+            Some(KnownSetup { origin, s_g2 })
         };
-        vec![
-            from_s(
-                "halo2-base's gen_srs: ParamsKZG::setup(k, ChaCha20Rng::from_seed([0; 32]))",
-                // The same draw as `ParamsKZG::setup`: `Fr::random` of the generator.
-                Fr::random(rand_chacha::ChaCha20Rng::from_seed([0; 32])),
-            ),
-            from_s("a degenerate setup with s = 1", Fr::ONE),
+        [
+            recorded(GEN_SRS, GEN_SRS_S_G2),
+            Some(KnownSetup {
+                origin: "a degenerate setup with s = 1",
+                s_g2: G2Affine::generator(),
+            }),
         ]
+        .into_iter()
+        .flatten()
+        .collect()
     })
 }
+
+/// halo2-base's `gen_srs`, as errors and reports name it.
+const GEN_SRS: &str = "halo2-base's gen_srs: ParamsKZG::setup(k, ChaCha20Rng::from_seed([0; 32]))";
+
+/// `s * G2` of [`GEN_SRS`], `s` the same draw as `ParamsKZG::setup`'s (`Fr::random` of the
+/// generator), in halo2's `RawBytes` layout of a point.
+const GEN_SRS_S_G2: &str = "c6028acf442000db193bcafb62458dfa8be0661c78d1be3827b86ead1025f604\
+                            f77752bd0d0f9473b4ffd38b4dad54330c0655ab98caf32abe9786dca00c9f26\
+                            2d6ff2a651a32a8d583df27a8b76fd73043de566a2113970ddd5739de5cb1516\
+                            7c858b5b5a0ef256d3c5e0fb49c6b0f0b083128a5f5c4a42e34f7397d6664515";
 
 /// The known setup `params` were made from, if any.
 pub fn known_setup_of(params: &KzgParams) -> Option<&'static KnownSetup> {
@@ -89,6 +102,24 @@ pub fn refuse_test_setup(params: &KzgParams, test_setup: TestSetup) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use halo2_proofs::halo2curves::ff::Field;
+    use halo2curves::bn256::Fr;
+    use rand_chacha::rand_core::SeedableRng;
+
+    /// Each recorded point is its seed's `s` times the generator, computed here again.
+    #[test]
+    fn the_recorded_points_are_the_seeds_multiples() {
+        let s = Fr::random(rand_chacha::ChaCha20Rng::from_seed([0; 32]));
+        let expected = [
+            (GEN_SRS, (G2Affine::generator() * s).into()),
+            ("a degenerate setup with s = 1", G2Affine::generator()),
+        ];
+        let known: Vec<(&str, G2Affine)> = known_setups()
+            .iter()
+            .map(|known| (known.origin, known.s_g2))
+            .collect();
+        assert_eq!(known, expected);
+    }
 
     #[test]
     fn gen_srs_parameters_are_recognised_at_every_k_and_others_are_not() {
