@@ -10,7 +10,6 @@
 
 use std::io::Write;
 
-use halo2_proofs::halo2curves::ff::Field;
 use halo2_proofs::halo2curves::group::{Group, GroupEncoding};
 use halo2_proofs::poly::commitment::Params as _;
 use halo2_proofs::SerdeFormat;
@@ -241,24 +240,40 @@ struct Psi {
 }
 
 impl Psi {
+    /// `c_x` and `c_y`, recorded (two exponentiations in `Fq2` took a tenth of a millisecond
+    /// of every new process's first check); the test `psi_constants_are_powers_of_xi`
+    /// computes them again.
     fn new() -> Psi {
         use halo2curves::bn256::{Fq, Fq2};
-        // p - 1 as little-endian limbs, divided by a small number (p = 1 mod 6).
-        let p_minus_one = crate::field::canonical_limbs(&-Fq::ONE);
-        let divided = |by: u128| {
-            let mut limbs = p_minus_one;
-            let mut remainder = 0u128;
-            for limb in limbs.iter_mut().rev() {
-                let value = (remainder << 64) | u128::from(*limb);
-                *limb = (value / by) as u64;
-                remainder = value % by;
-            }
-            limbs
-        };
-        let xi = Fq2::new(Fq::from(9), Fq::ONE);
         Psi {
-            c_x: xi.pow_vartime(divided(3)),
-            c_y: xi.pow_vartime(divided(2)),
+            c_x: Fq2::new(
+                Fq::from_raw([
+                    0x99e3_9557_176f_553d,
+                    0xb78c_c310_c2c3_330c,
+                    0x4c0b_ec3c_f559_b143,
+                    0x2fb3_4798_4f79_11f7,
+                ]),
+                Fq::from_raw([
+                    0x1665_d51c_640f_cba2,
+                    0x32ae_2a1d_0b7c_9dce,
+                    0x4ba4_cc8b_d75a_0794,
+                    0x16c9_e550_61eb_ae20,
+                ]),
+            ),
+            c_y: Fq2::new(
+                Fq::from_raw([
+                    0xdc54_0146_71a0_135a,
+                    0xdbaa_e0ed_a9c9_5998,
+                    0xdc5e_c698_b6e2_f9b9,
+                    0x063c_f305_489a_f5dc,
+                ]),
+                Fq::from_raw([
+                    0x82d3_7f63_2623_b0e3,
+                    0x2180_7dc9_8fa2_5bd2,
+                    0x0704_b5a7_ec79_6f2b,
+                    0x07c0_3cbc_ac41_049a,
+                ]),
+            ),
         }
     }
 
@@ -386,7 +401,7 @@ pub fn read_params(
 mod tests {
     use super::*;
     use crate::options::Validation;
-    use halo2_proofs::halo2curves::ff::PrimeField;
+    use halo2_proofs::halo2curves::ff::{Field, PrimeField};
     use halo2_proofs::halo2curves::group::Curve;
     use halo2curves::bn256::Fr;
 
@@ -524,6 +539,29 @@ mod tests {
     /// over the digits of the scalar's non-adjacent form.
     fn g2_mul_public(point: &G2Affine, scalar: &Fr) -> G2Affine {
         mul_by_digits(point, &non_adjacent_form(scalar.to_repr().as_ref())).to_affine()
+    }
+
+    /// `Psi`'s recorded constants are `xi^((p-1)/3)` and `xi^((p-1)/2)`, `xi = 9 + i`.
+    #[test]
+    fn psi_constants_are_powers_of_xi() {
+        use halo2curves::bn256::{Fq, Fq2};
+        // p - 1 as little-endian limbs, divided by a small number (p = 1 mod 6).
+        let p_minus_one = crate::field::canonical_limbs(&-Fq::ONE);
+        let divided = |by: u128| {
+            let mut limbs = p_minus_one;
+            let mut remainder = 0u128;
+            for limb in limbs.iter_mut().rev() {
+                let value = (remainder << 64) | u128::from(*limb);
+                *limb = (value / by) as u64;
+                remainder = value % by;
+            }
+            assert_eq!(remainder, 0);
+            limbs
+        };
+        let xi = Fq2::new(Fq::from(9), Fq::ONE);
+        let psi = Psi::new();
+        assert_eq!(psi.c_x, xi.pow_vartime(divided(3)));
+        assert_eq!(psi.c_y, xi.pow_vartime(divided(2)));
     }
 
     #[test]
