@@ -60,7 +60,8 @@
 //!       "file_bytes": u64, "read_gbps": f64,
 //!       "floor_s": f64 | null,         // the fastest of its floor's samples (kind, state)
 //!       "read_vs_floor": { "estimate", "low", "high", "runs" } | null,  // load / floor, run
-//!                                      // by run (its floor's fastest visit of the same run);
+//!                                      // by run (its floor's fastest visit of the same run
+//!                                      // or the runs either side);
 //!                                      // null when below_floor
 //!       "below_floor": bool,           // that interval wholly below 1: a measurement error
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this

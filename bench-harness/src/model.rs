@@ -50,7 +50,8 @@ pub struct Row {
     /// The fastest sample of its floor (same kind, same state).
     pub floor_s: Option<f64>,
     /// This row's load over its floor, run by run (each run's load over the fastest visit
-    /// of its floor in that run), with its 95% interval; `None` when [`Row::below_floor`].
+    /// of its floor in that run or the runs either side), with its 95% interval; `None`
+    /// when [`Row::below_floor`].
     pub read_vs_floor: Option<Ratio>,
     /// Its loads beat their floor beyond the noise (the interval of
     /// [`Row::read_vs_floor`] wholly below 1): a measurement error, not a ratio.
