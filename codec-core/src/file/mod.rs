@@ -120,8 +120,9 @@ fn folder_and_name<'p>(path: &'p Path, operation: &'static str) -> Result<(&'p P
 /// to the disk as soon as a step of them is written, and the rest when flushed (Linux,
 /// `sync_file_range`), so that the `sync_all` that ends a save waits for the last step
 /// instead of the whole file: the disk works while the rest is encoded. The first step is
-/// [`Writeback::FIRST_STEP`], each next one twice the last, up to [`Writeback::STEP`]: a file
-/// of a few MB goes to the disk while it is written too, a large one in few requests. The
+/// [`Writeback::FIRST_STEP`]; each next one is that much more than all the bytes handed over
+/// before it, so the steps double, up to [`Writeback::STEP`]: a file of a few MB goes to the
+/// disk while it is written too, a large one in few requests. The
 /// pages stay in the page cache (a load right after the save reads none from the disk). A
 /// hint: the bytes, and what `sync_all` guarantees, are the same without it.
 pub struct Writeback<'f> {
@@ -130,8 +131,6 @@ pub struct Writeback<'f> {
     position: u64,
     /// Where the bytes not yet handed to writeback start.
     pending: u64,
-    /// Bytes to gather before the next request.
-    step: u64,
 }
 
 impl<'f> Writeback<'f> {
@@ -146,7 +145,6 @@ impl<'f> Writeback<'f> {
             file,
             position: 0,
             pending: 0,
-            step: Self::FIRST_STEP,
         }
     }
 
@@ -158,10 +156,13 @@ impl<'f> Writeback<'f> {
     /// Starts writeback of the bytes written since the last start, once there are enough
     /// (`all`: whatever there are).
     fn start_writeback(&mut self, all: bool) {
-        if self.position <= self.pending || (!all && self.position < self.pending + self.step) {
+        let step = self
+            .pending
+            .saturating_add(Self::FIRST_STEP)
+            .min(Self::STEP);
+        if self.position <= self.pending || (!all && self.position < self.pending + step) {
             return;
         }
-        self.step = self.step.saturating_mul(2).min(Self::STEP);
         #[cfg(target_os = "linux")]
         if let (Ok(offset), Ok(len)) = (
             i64::try_from(self.pending),
