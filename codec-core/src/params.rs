@@ -240,9 +240,9 @@ struct Psi {
 }
 
 impl Psi {
-    /// `c_x` and `c_y`, recorded (two exponentiations in `Fq2` took a tenth of a millisecond
-    /// of every new process's first check); the test `psi_constants_are_powers_of_xi`
-    /// computes them again.
+    /// `c_x` and `c_y`, recorded rather than computed by every new process's first check (two
+    /// exponentiations in `Fq2`); the test `psi_constants_are_powers_of_xi` computes them
+    /// again.
     fn new() -> Psi {
         use halo2curves::bn256::{Fq, Fq2};
         Psi {

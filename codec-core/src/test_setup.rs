@@ -1,9 +1,9 @@
 //! KZG parameters made from a public seed: their toxic waste `s` is known, so anyone can
 //! forge proofs for every circuit set up with them, and a verifier (or contract) generated
 //! from them accepts the forgeries. They are recognised by `s_g2 = s * G2`, which does not
-//! depend on `k`: recorded here for each known seed (a G2 multiplication took half a
-//! millisecond of every new process's first load; the test
-//! `the_recorded_points_are_the_seeds_multiples` computes them again).
+//! depend on `k`: recorded here for each known seed rather than multiplied by every new
+//! process's first load (`docs/performance.md` says what that cost); the test
+//! `the_recorded_points_are_the_seeds_multiples` computes them again.
 //!
 //! The seeds known (from halo2-lib's, snark-verifier's and the zkEVM circuits' test
 //! utilities; `docs/testing.md` lists where each is used):

@@ -118,8 +118,9 @@ impl PlainLimbs for G1Affine {
         let generator = G1Affine::generator();
         vec![
             generator,
-            // 3G, whose coordinates look random: a point by a scalar multiplication (256
-            // constant-time doublings and additions) took 0.2 ms of every new process.
+            // 3G, whose coordinates look random, by two additions: a scalar multiplication
+            // (256 constant-time doublings and additions) cost every new process its time
+            // (docs/performance.md).
             (G1::from(generator) + generator + generator).to_affine(),
             G1Affine::identity(),
         ]
