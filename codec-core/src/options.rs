@@ -77,7 +77,8 @@ impl fmt::Display for Size {
 /// keycodec's own loads and saves move polynomial data past the buffer, straight between the
 /// file and the key's memory: the buffer only serves small reads and writes (lengths, the
 /// verifying key), so they use at most [`BufferConfig::MAX_USEFUL`] of it (more would only
-/// cost memory). Imports of headerless halo2 files, read by halo2's element-at-a-time layout,
+/// cost memory), and a load's buffer fetches 16 KiB first, growing to its capacity as more
+/// is read through it. Imports of headerless halo2 files, read by halo2's element-at-a-time layout,
 /// use all of it. The default is 1 MiB each (`docs/performance.md` has the measurements).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferConfig {

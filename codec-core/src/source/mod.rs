@@ -24,6 +24,9 @@ pub const BULK_STEP: usize = 4 << 20;
 /// scalars, 64-byte points), small enough that a 2 MiB vector is checked on every core.
 pub(crate) const CHECK_STEP: usize = 256 << 10;
 
+/// Bytes an [`AtSource`]'s buffer fetches first (a container's header is far smaller).
+const FIRST_FILL: usize = 16 << 10;
+
 /// How many requests carry `total` bytes from a source that serves `lanes` requests at once,
 /// each of at most `largest` bytes and, where `total` allows, of at least `smallest`: whole
 /// rounds of `lanes` requests, as few rounds as keep each request within `largest`.
@@ -412,6 +415,8 @@ impl ReadAt for File {
 /// buffer, bulk reads ([`AtSource::read_parallel`]) straight into the destination.
 pub(crate) struct AtSource<'a> {
     source: &'a dyn ReadAt,
+    /// The offset reading started at.
+    origin: u64,
     /// Offset of the first byte not yet fetched into `buffer`.
     next: u64,
     /// Fetched bytes; `buffer[start..]` are not yet handed out.
@@ -425,6 +430,7 @@ impl<'a> AtSource<'a> {
     pub(crate) fn new(source: &'a dyn ReadAt, offset: u64, capacity: usize) -> Self {
         AtSource {
             source,
+            origin: offset,
             next: offset,
             buffer: Vec::new(),
             start: 0,
@@ -555,19 +561,29 @@ impl<'a> AtSource<'a> {
     /// Reads at most `dst.len()` bytes in order; returns how many (0 at the end).
     pub(crate) fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
         if self.buffered().is_empty() {
-            if dst.len() >= self.capacity {
-                // A read at least as large as the buffer goes straight to `dst`.
+            let fill = self.fill();
+            if dst.len() >= fill {
+                // A read at least as large as the buffer's next fill goes straight to `dst`.
                 let n = self.source.read_at(dst, self.next)?;
                 self.next += n as u64;
                 return Ok(n);
             }
-            self.buffer.resize(self.capacity, 0);
+            self.buffer.resize(fill, 0);
             let n = self.source.read_at(&mut self.buffer, self.next)?;
             self.buffer.truncate(n);
             self.start = 0;
             self.next += n as u64;
         }
         Ok(self.take_buffered(dst))
+    }
+
+    /// Bytes the buffer's next fill asks for: [`FIRST_FILL`] more than were fetched so far,
+    /// up to the buffer's capacity. So the first fills are small and then about double: a
+    /// reader that reads a header, then the rest in bulk reads straight into their
+    /// destination, never fetches (zeroes and copies) a whole buffer it then drops.
+    fn fill(&self) -> usize {
+        let fetched = usize::try_from(self.next - self.origin).unwrap_or(usize::MAX);
+        fetched.saturating_add(FIRST_FILL).min(self.capacity)
     }
 
     /// Fills `dst` in order.

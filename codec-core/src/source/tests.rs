@@ -223,3 +223,43 @@ fn requests_for_fills_whole_rounds() {
         assert!(requests_for(total, lanes, smallest, largest) >= 1);
     }
 }
+
+/// The buffer's first fill fetches [`FIRST_FILL`] bytes, each next one that much more than
+/// all fetched before, up to the capacity: a header read first does not cost a whole
+/// buffer. Small reads still hand out the source in order.
+#[test]
+fn buffer_fills_start_small_and_grow_to_the_capacity() {
+    struct Logged<'a>(&'a File, std::sync::Mutex<Vec<usize>>);
+    impl ReadAt for Logged<'_> {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.1.lock().unwrap().push(buf.len());
+            self.0.read_exact_at(buf, offset)
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            self.1.lock().unwrap().push(buf.len());
+            ReadAt::read_at(self.0, buf, offset)
+        }
+    }
+    let capacity = 1 << 20;
+    let data = pattern(3 * capacity);
+    let file = file_with(&data);
+    let logged = Logged(&file, std::sync::Mutex::new(Vec::new()));
+    let mut reader = AtSource::new(&logged, 0, capacity);
+    let mut out = vec![0u8; data.len()];
+    for part in out.chunks_mut(1000) {
+        reader.read_exact(part).unwrap();
+    }
+    assert_eq!(out, data);
+    let requests = logged.1.into_inner().unwrap();
+    let mut fetched = 0;
+    for (at, &len) in requests.iter().enumerate() {
+        assert_eq!(
+            len,
+            (fetched + FIRST_FILL).min(capacity),
+            "fill {at}: {requests:?}"
+        );
+        fetched += len;
+    }
+    assert_eq!(requests.first(), Some(&FIRST_FILL));
+    assert!(requests.iter().filter(|&&len| len == capacity).count() >= 2);
+}
