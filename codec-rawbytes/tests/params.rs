@@ -47,6 +47,12 @@ fn parameters_round_trip_through_containers_in_every_format() {
         let digest = codec
             .save_params(&path, params(), &SaveOptions::default())
             .unwrap();
+        // Whether the save took part of it from the payload (raw points) or not.
+        assert_eq!(
+            digest,
+            KeyDigest::of_params(params()).unwrap(),
+            "{format:?}"
+        );
         for validation in [Validation::Checked, Validation::Trusted] {
             let options = LoadOptions {
                 validation,
