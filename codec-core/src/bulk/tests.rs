@@ -114,13 +114,29 @@ impl ReadAt for Costly<'_> {
 
 /// Memory read as a file from the disk is ([`FileSource`](crate::source::FileSource) of a
 /// file out of the page cache): in order, by a pool of one thread.
+/// Every read it served is logged (offset, length).
 struct InOrder<'a> {
     bytes: &'a [u8],
     pool: rayon::ThreadPool,
+    reads: std::sync::Mutex<Vec<(u64, usize)>>,
+}
+
+impl<'a> InOrder<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        InOrder {
+            bytes,
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap(),
+            reads: std::sync::Mutex::new(Vec::new()),
+        }
+    }
 }
 
 impl ReadAt for InOrder<'_> {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.reads.lock().unwrap().push((offset, buf.len()));
         crate::source::Memory(self.bytes).read_exact_at(buf, offset)
     }
 
@@ -195,9 +211,11 @@ fn every_source_reads_the_same_spans() {
     let mut stream = bytes.as_slice();
     let len = bytes.len() as u64;
     let costly = Costly::new(&bytes);
+    let in_order = InOrder::new(&bytes);
     let readers = [
         ("file", PayloadReader::at(&file, 0, len, 1 << 10)),
         ("costly", PayloadReader::at(&costly, 0, len, 1 << 10)),
+        ("in order", PayloadReader::at(&in_order, 0, len, 1 << 10)),
         ("memory", PayloadReader::from_slice(&bytes)),
         ("stream", PayloadReader::new(&mut stream, len, false)),
     ];
@@ -384,13 +402,7 @@ fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
     let polys = vec![vec![Fr::ONE; (40 << 20) / FR_BYTES]; 2];
     let (bytes, spans) = payload(&polys);
     let len = bytes.len() as u64;
-    let in_order = InOrder {
-        bytes: &bytes,
-        pool: rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap(),
-    };
+    let in_order = InOrder::new(&bytes);
     let memory = crate::source::Memory(&bytes);
     for (source, huge) in [(&in_order as &dyn ReadAt, false), (&memory, true)] {
         let mut reader = PayloadReader::at(source, 0, len, 1 << 10)
@@ -405,6 +417,51 @@ fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
             assert_eq!(advised_huge(middle), huge, "in order: {}", !huge);
         }
     }
+}
+
+/// A source read in order (a file from the disk) is read as one stream: every byte once,
+/// each read starting where the last ended, the small spans with the polynomials around
+/// them (read apart first, each would cost the disk a seek); and the first bad span in
+/// payload order is still the error.
+#[test]
+fn a_source_read_in_order_is_read_as_one_stream() {
+    let polys = random_polys(5, 3 << 20);
+    let (bytes, spans) = payload(&polys);
+    let len = bytes.len() as u64;
+    let in_order = InOrder::new(&bytes);
+    let mut reader = PayloadReader::at(&in_order, 0, len, 1 << 10)
+        .narrow(len, true, true)
+        .unwrap();
+    let data = reader
+        .read_spans(&spans, &[5], Validation::Checked, |_, _| Ok(()), "test")
+        .unwrap();
+    assert_eq!(data.groups[0], polys);
+    let reads = in_order.reads.lock().unwrap().clone();
+    let mut next = 0;
+    for &(offset, bytes) in &reads {
+        assert_eq!(offset, next, "a read out of order: {reads:?}");
+        next += bytes as u64;
+    }
+    assert_eq!(next, len);
+    assert!(reads.len() > spans.len() / 2, "{reads:?}");
+
+    let mut reader = PayloadReader::at(&in_order, 0, len, 1 << 10)
+        .narrow(len, true, true)
+        .unwrap();
+    let refused = reader.read_spans(
+        &spans,
+        &[5],
+        Validation::Checked,
+        |index, _| match index {
+            4 | 6 => Err(Error::Malformed(format!("prefix at span {index}"))),
+            _ => Ok(()),
+        },
+        "test",
+    );
+    assert!(
+        matches!(&refused, Err(Error::Malformed(what)) if what == "prefix at span 4"),
+        "{refused:?}"
+    );
 }
 
 /// The small spans are checked before any polynomial is read: a bad prefix is the error,

@@ -74,7 +74,9 @@ impl<'a> PayloadReader<'a> {
 
     /// Reads a run of spans, in payload order: the small fields a decoder checks itself
     /// ([`Span::Bytes`], each handed to `check_bytes` with its index among `spans` as soon
-    /// as read, before any polynomial is read) and the key's polynomials
+    /// as read: before any polynomial is read, except from an object store or a file read
+    /// from the disk, where every byte is read in payload order and each small field is
+    /// checked as it arrives) and the key's polynomials
     /// ([`Span::Polynomial`], raw elements, in halo2's order, checked below the modulus
     /// unless `validation` trusts them, and hashed for the key's digest when it is
     /// computed), as the decoder expects them laid out for its circuit.
@@ -120,7 +122,7 @@ impl<'a> PayloadReader<'a> {
         let workers = Workers {
             pool,
             piece,
-            coalesce: source.costly_requests(),
+            coalesce: source.costly_requests() || source.reads_in_order(),
             lanes: source.requests_at_once(),
             pool_only: source.reads_in_order() && pool.is_some(),
             huge_pages: !source.reads_in_order(),
