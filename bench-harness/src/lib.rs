@@ -58,7 +58,8 @@
 //!       "read_s": f64, "read_min_s": f64, "read_spread": f64,  // median, fastest, (max-min)/median
 //!       "read_runs": [f64],            // every load, in run order
 //!       "file_bytes": u64, "read_gbps": f64,
-//!       "floor_s": f64 | null,         // the fastest of its floor's samples (kind, state)
+//!       "floor_s": f64 | null,         // the fastest of its floor's samples (its file,
+//!                                      // state); a cold start's: of its two files', added
 //!       "read_vs_floor": { "estimate", "low", "high", "runs" } | null,  // load / floor, run
 //!                                      // by run (its floor's fastest visit of the same run
 //!                                      // or the runs either side);

@@ -536,6 +536,23 @@ fn fastest_near_each_run(samples: &[f64], visits: usize) -> Vec<f64> {
         .collect()
 }
 
+/// For each run, the sum over `floors` of each floor's fastest visit in that run or the runs
+/// either side ([`fastest_near_each_run`]): the floor of a row reading several files (a cold
+/// start reads the parameters and the key, one after the other). `None` without floors.
+fn floors_near_each_run(
+    plan: &Plan<'_>,
+    floors: &[usize],
+    seconds: impl Fn(usize) -> Vec<f64>,
+) -> Option<Vec<f64>> {
+    floors
+        .iter()
+        .map(|&floor| {
+            let visits = plan.cases.get(floor).map_or(1, |case| case.visits);
+            fastest_near_each_run(&seconds(floor), visits)
+        })
+        .reduce(|sum, next| sum.iter().zip(&next).map(|(a, b)| a + b).collect())
+}
+
 /// How the progress bar names a run: `warm-up` or its number.
 fn pass(run: usize, warming: usize) -> String {
     if warming > 0 {
@@ -578,14 +595,18 @@ fn rows(
             .iter()
             .filter_map(|&f| saved.bytes.get(f))
             .sum::<u64>();
-        let floor_min = case.floor.map(|floor| Summary::of(&seconds(floor)).min_s);
+        // The floors of the files it reads (a cold start's two), added.
+        let floor_min = (!case.floors.is_empty()).then(|| {
+            case.floors
+                .iter()
+                .map(|&floor| Summary::of(&seconds(floor)).min_s)
+                .sum::<f64>()
+        });
         // Each run's load over its floor's fastest visit in that run or the runs either side:
         // the disk and the machine drift over the runs, so a load is compared with the floor
         // of its moment, not with the luckiest floor of all the runs.
-        let vs_floor = case.floor.and_then(|floor| {
-            let visits = plan.cases.get(floor).map_or(1, |floor| floor.visits);
-            paired(&ours, &fastest_near_each_run(&seconds(floor), visits))
-        });
+        let vs_floor = floors_near_each_run(plan, &case.floors, seconds)
+            .and_then(|floor| paired(&ours, &floor));
         let below_floor = vs_floor.is_some_and(|ratio| ratio.high < 1.0);
         rows.push(Row {
             kind: case.kind,

@@ -373,10 +373,37 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
             _ => "checked",
         };
         assert_eq!(halo2.validation, expected_validation, "{what}");
-        if row.kind != Kind::ColdStart {
-            assert!(row.floor_s.is_some(), "{what}");
-            assert_eq!(row.below_floor, row.read_vs_floor.is_none(), "{what}");
-        }
+        assert!(row.floor_s.is_some(), "{what}");
+        assert_eq!(row.below_floor, row.read_vs_floor.is_none(), "{what}");
+    }
+    // A cold start's floor is its two files' floors added: the parameters' and the key's.
+    let floor_of = |kind: Kind, file: &str, row: &bench_harness::Row| {
+        size.rows
+            .iter()
+            .filter(|f| {
+                f.kind == kind
+                    && f.backend == FLOOR
+                    && (file.is_empty() || f.mode == file)
+                    && f.state == row.state
+                    && f.buffer_bytes == row.buffer_bytes
+            })
+            .map(|f| f.read_min_s)
+            .collect::<Vec<f64>>()
+    };
+    let cold_starts = size.rows.iter().filter(|row| row.kind == Kind::ColdStart);
+    for row in cold_starts {
+        let key = floor_of(Kind::Pk, &format!("{} {}", row.backend, row.mode), row);
+        let params = floor_of(Kind::Params, "", row);
+        let floor = row.floor_s.unwrap();
+        assert!(
+            key.iter().any(|key| params
+                .iter()
+                .any(|params| (key + params - floor).abs() < 1e-12)),
+            "{} {} {}: {floor} from {key:?} and {params:?}",
+            row.backend,
+            row.mode,
+            row.state
+        );
     }
     // Each key row is compared with the floor of the file it reads, in its state: the floor
     // row named after its file, whose fastest sample is the row's floor.

@@ -82,8 +82,10 @@ pub struct Case<'a> {
     /// The case it is compared with, if any: halo2's own way to load the same thing in the
     /// same state (for a remote load, downloading the object and then loading the file).
     pub reference: Option<usize>,
-    /// The floor of its file in its state, if any (none for a row reading two files).
-    pub floor: Option<usize>,
+    /// The floors of its files in its state, one per file it reads (a cold start's
+    /// parameters and key), or none when a file has none: the row is compared with their
+    /// sum.
+    pub floors: Vec<usize>,
     /// Times the case runs each run (floors run more often: a floor must be a floor).
     pub visits: usize,
     run: Run<'a>,
@@ -129,7 +131,7 @@ impl<'a> Plan<'a> {
     pub(crate) fn compare(&mut self, case: usize, reference: Option<usize>, floor: Option<usize>) {
         if let Some(case) = self.cases.get_mut(case) {
             case.reference = reference;
-            case.floor = floor;
+            case.floors = floor.into_iter().collect();
         }
     }
 
@@ -204,7 +206,7 @@ impl<'a> Plan<'a> {
             state,
             files,
             reference: None,
-            floor: None,
+            floors: Vec::new(),
             visits: if backend == FLOOR { FLOOR_VISITS } else { 1 },
             run,
         });
@@ -227,24 +229,34 @@ impl<'a> Plan<'a> {
                 )
             })
             .collect();
-        let floors: Vec<(Kind, State, Vec<usize>, usize)> = self
+        // Each floor reads one file.
+        let floors: Vec<(State, usize, usize)> = self
             .cases
             .iter()
             .enumerate()
             .filter(|(_, case)| case.backend == FLOOR)
-            .map(|(index, case)| (case.kind, case.state, case.files.clone(), index))
+            .filter_map(|(index, case)| match case.files.as_slice() {
+                [file] => Some((case.state, *file, index)),
+                _ => None,
+            })
             .collect();
-        for (index, case) in self.cases.iter_mut().enumerate() {
-            case.floor = floors
+        for case in &mut self.cases {
+            if case.backend == FLOOR {
+                continue;
+            }
+            let floor_of = |file: &usize| {
+                floors
+                    .iter()
+                    .find(|(state, floored, _)| *state == case.state && floored == file)
+                    .map(|&(.., floor)| floor)
+            };
+            case.floors = case
+                .files
                 .iter()
-                .find(|(kind, state, files, floor)| {
-                    *kind == case.kind
-                        && *state == case.state
-                        && *files == case.files
-                        && *floor != index
-                })
-                .map(|(.., floor)| *floor);
-            if case.backend == FLOOR || case.backend == HALO2_NATIVE {
+                .map(floor_of)
+                .collect::<Option<Vec<usize>>>()
+                .unwrap_or_default();
+            if case.backend == HALO2_NATIVE {
                 continue;
             }
             let find = |validation: &str| {
