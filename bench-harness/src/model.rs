@@ -47,7 +47,8 @@ pub struct Row {
     pub file_bytes: u64,
     /// Load throughput, GB/s.
     pub read_gbps: f64,
-    /// The fastest sample of its floor (same kind, same state).
+    /// The fastest sample of its file's floor in its state (a cold start's: of its two
+    /// files' floors, added).
     pub floor_s: Option<f64>,
     /// This row's load over its floor, run by run (each run's load over the fastest visit
     /// of its floor in that run or the runs either side), with its 95% interval; `None`

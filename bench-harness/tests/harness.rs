@@ -377,13 +377,15 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         assert_eq!(row.below_floor, row.read_vs_floor.is_none(), "{what}");
     }
     // A cold start's floor is its two files' floors added: the parameters' and the key's.
-    let floor_of = |kind: Kind, file: &str, row: &bench_harness::Row| {
+    // The fastest samples of the floors of `kind` in `row`'s state: of `file` only, or of
+    // any file.
+    let floor_of = |kind: Kind, file: Option<&str>, row: &bench_harness::Row| {
         size.rows
             .iter()
             .filter(|f| {
                 f.kind == kind
                     && f.backend == FLOOR
-                    && (file.is_empty() || f.mode == file)
+                    && file.is_none_or(|file| f.mode == file)
                     && f.state == row.state
                     && f.buffer_bytes == row.buffer_bytes
             })
@@ -392,8 +394,12 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
     };
     let cold_starts = size.rows.iter().filter(|row| row.kind == Kind::ColdStart);
     for row in cold_starts {
-        let key = floor_of(Kind::Pk, &format!("{} {}", row.backend, row.mode), row);
-        let params = floor_of(Kind::Params, "", row);
+        let key = floor_of(
+            Kind::Pk,
+            Some(&format!("{} {}", row.backend, row.mode)),
+            row,
+        );
+        let params = floor_of(Kind::Params, None, row);
         let floor = row.floor_s.unwrap();
         assert!(
             key.iter().any(|key| params

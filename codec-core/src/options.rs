@@ -78,8 +78,9 @@ impl fmt::Display for Size {
 /// file and the key's memory: the buffer only serves small reads and writes (lengths, the
 /// verifying key), so they use at most [`BufferConfig::MAX_USEFUL`] of it (more would only
 /// cost memory), and a load's buffer fetches 16 KiB first, growing to its capacity as more
-/// is read through it. Imports of headerless halo2 files, read by halo2's element-at-a-time layout,
-/// use all of it. The default is 1 MiB each (`docs/performance.md` has the measurements).
+/// is read through it. Imports of headerless halo2 files, read by halo2's
+/// element-at-a-time layout, use all of it. The default is 1 MiB each (`docs/performance.md`
+/// has the measurements).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferConfig {
     /// Capacity of the buffer used when loading.

@@ -47,7 +47,7 @@ fn parameters_round_trip_through_containers_in_every_format() {
         let digest = codec
             .save_params(&path, params(), &SaveOptions::default())
             .unwrap();
-        // Whether the save took part of it from the payload (raw points) or not.
+        // The digest a save returns is the parameters' own, in every format.
         assert_eq!(
             digest,
             KeyDigest::of_params(params()).unwrap(),

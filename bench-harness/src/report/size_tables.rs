@@ -11,9 +11,9 @@ use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
 load s: median; min: fastest; spread: (max - min) / median; x floor: this load over its own \
-file's floor in its state (a floor row's mode names the file; a cold start's, its two files' floors \
-added), run by run (each run's load \
-over the fastest visit of its floor in that run or the runs either side), median and 95% interval (BELOW: the \
+file's floor in its state (a floor row's mode names the file; a cold start's, its two files' \
+floors added), run by run (each run's load over the fastest visit of its floor in that run or \
+the runs either side), median and 95% interval (BELOW: the \
 interval wholly below 1, a load beat the floor beyond the noise: a measurement error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \

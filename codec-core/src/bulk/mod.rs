@@ -122,8 +122,8 @@ pub(crate) struct Workers<'p> {
 /// group takes, in order). `check_bytes` sees each [`Span::Bytes`] (its index among the
 /// spans, its bytes): before any polynomial is read, or, when `workers.coalesce` (a source
 /// whose requests are costly, or that is read in order), in payload order as they arrive
-/// (an error is then the one a read in payload order meets first). Returns the data, and each polynomial's digest hash when
-/// `hooks.record`.
+/// (an error is then the one a read in payload order meets first). Returns the data, and
+/// each polynomial's digest hash when `hooks.record`.
 ///
 /// # Errors
 ///

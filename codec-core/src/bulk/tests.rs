@@ -429,10 +429,12 @@ fn a_source_read_in_order_is_read_as_one_stream() {
     let (bytes, spans) = payload(&polys);
     let len = bytes.len() as u64;
     let in_order = InOrder::new(&bytes);
-    let mut reader = PayloadReader::at(&in_order, 0, len, 1 << 10)
-        .narrow(len, true, true)
-        .unwrap();
-    let data = reader
+    let reader = || {
+        PayloadReader::at(&in_order, 0, len, 1 << 10)
+            .narrow(len, true, true)
+            .unwrap()
+    };
+    let data = reader()
         .read_spans(&spans, &[5], Validation::Checked, |_, _| Ok(()), "test")
         .unwrap();
     assert_eq!(data.groups[0], polys);
@@ -445,10 +447,7 @@ fn a_source_read_in_order_is_read_as_one_stream() {
     assert_eq!(next, len);
     assert!(reads.len() > spans.len() / 2, "{reads:?}");
 
-    let mut reader = PayloadReader::at(&in_order, 0, len, 1 << 10)
-        .narrow(len, true, true)
-        .unwrap();
-    let refused = reader.read_spans(
+    let refused = reader().read_spans(
         &spans,
         &[5],
         Validation::Checked,
