@@ -194,7 +194,6 @@ fn read_as_polynomials(
     polynomial_bytes: u64,
     ways: Ways,
 ) -> Result<(bool, keycodec_core::backend_api::SpanData), String> {
-    let elements = usize::try_from(polynomial_bytes / 32).map_err(|e| e.to_string())?;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     // Only the in-order way asks what the page cache holds (as a load does).
     let in_order;
@@ -208,6 +207,8 @@ fn read_as_polynomials(
     let mut reader = PayloadReader::from_file(source, len, BUFFER);
     read_header(&mut reader)?;
     let len = reader.remaining();
+    // No polynomial longer than what follows the header (parameters' one vector).
+    let elements = usize::try_from(polynomial_bytes.min(len) / 32).map_err(|e| e.to_string())?;
     let polynomial_bytes = elements as u64 * 32;
     let polynomials = len.checked_div(polynomial_bytes).unwrap_or(0);
     let rest = len - polynomials * polynomial_bytes;
@@ -269,6 +270,17 @@ mod tests {
         }
         read.extend_from_slice(&data.bytes);
         assert_eq!(read, payload);
+
+        // Parameters' floor: one vector of the whole file, from the page cache over every
+        // core too: every whole element is read into it, none left to the slow tail.
+        for ways in [Ways::InOrder, Ways::EveryCore] {
+            let (complete, data) =
+                read_as_polynomials(&path, len as u64, len as u64, ways).unwrap();
+            assert!(complete);
+            let vectors: Vec<&Vec<Fr>> = data.groups.iter().flatten().collect();
+            assert_eq!(vectors.len(), 1);
+            assert_eq!(data.bytes.len(), payload.len() % 32);
+        }
 
         let (complete, vectors) = read_in_order(&path, len as u64, 64 << 10).unwrap();
         assert!(complete);
