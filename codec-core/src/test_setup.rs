@@ -2,7 +2,7 @@
 //! forge proofs for every circuit set up with them, and a verifier (or contract) generated
 //! from them accepts the forgeries. They are recognised by `s_g2 = s * G2`, which does not
 //! depend on `k`: recorded here for each known seed rather than multiplied by every new
-//! process's first load (`docs/performance.md` says what that cost); the test
+//! process's first load (`docs/performance-history.md` says what that cost); the test
 //! `the_recorded_points_are_the_seeds_multiples` computes them again.
 //!
 //! The seeds known (from halo2-lib's, snark-verifier's and the zkEVM circuits' test

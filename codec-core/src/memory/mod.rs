@@ -120,7 +120,7 @@ impl PlainLimbs for G1Affine {
             generator,
             // 3G, whose coordinates look random, by two additions: a scalar multiplication
             // (256 constant-time doublings and additions) cost every new process its time
-            // (docs/performance.md).
+            // (docs/performance-history.md).
             (G1::from(generator) + generator + generator).to_affine(),
             G1Affine::identity(),
         ]

@@ -160,8 +160,9 @@ pub trait ReadAt: Sync {
 /// cost, and it is spread over the cores); a file mostly not (a start after a deploy or a
 /// reboot: read from the disk) in order, by one thread, the small fields between a key's
 /// polynomials with them, which lets the kernel's read-ahead stream it: from this project's
-/// disk 10-25% faster than two threads taking pieces in turn (`docs/performance.md`). What
-/// the page cache holds is asked once, when made (`mincore`).
+/// disk 10-25% faster than two threads taking pieces in turn
+/// (`docs/performance-history.md`). What the page cache holds is asked once, when made
+/// (`mincore`).
 pub struct FileSource<'f> {
     file: &'f File,
     in_order: bool,
