@@ -17,17 +17,18 @@ use keycodec_core::transport::{FileSource, ReadAt};
 /// checked. A key file is read into memory allocated as a key's is, one vector per
 /// polynomial (`polynomial_bytes` each), so that the allocator behaves as it does for a key,
 /// handing back what the last key freed; parameters into one vector. A file in the page
-/// cache is read over every core with keycodec's own bulk read (positioned reads into memory
-/// not zeroed first, pages mapped a piece at a time), and under [`SMALL_FILE`] (where
-/// starting threads costs more than it saves) also on one thread with `read_to_end` into
-/// each vector's spare capacity, the faster counting. A file not in the page cache (a cold
+/// cache is read over every core with keycodec's own bulk read (its header's bytes first, as
+/// a load reads them; then positioned reads into memory not zeroed first, pages mapped a
+/// piece at a time), and under [`SMALL_FILE`] (where starting threads costs more than it
+/// saves) also on one thread with `read_to_end` into each vector's spare capacity, the
+/// faster counting. A file not in the page cache (a cold
 /// read: under a tenth of its pages cached) is read one way per visit, in turn by `visit`,
 /// so that each reads from the disk: `read_to_end` on one thread into small pages, and in
 /// order on one thread as keycodec loads such a file ([`FileSource`]), both letting the
 /// kernel's read-ahead stream it. A key's in-order way is the bulk read, into small pages
 /// (it asks for huge pages only from the page cache); parameters' reads into memory from
-/// the allocator zeroed, huge pages asked for, as a parameters load reads its vectors (in
-/// small pages only, a trusted load of parameters from the disk beat this floor). (The bulk
+/// the allocator zeroed, huge pages asked for, as a parameters load reads its vectors (when
+/// it read into small pages, a trusted load of parameters from the disk beat it). (The bulk
 /// read over every core, pieces taken in turn by two threads, was a third way for a key:
 /// from this machine's disk the slowest, by 5-25%.)
 /// Returns the seconds and whether every byte was read, and the memory read into.
@@ -166,6 +167,8 @@ const BUFFER: usize = 1 << 20;
 /// read-ahead ramp up ahead of the large reads after it. (Parameters of k = 18, 33.5 MB,
 /// from the disk: 16.9 ms against 23.3 ms starting with a 4 MiB read, medians of 30; a
 /// trusted load of them, which starts so, took 18.6 ms and beat the floor that did not.)
+/// From the page cache it is faster too, for a reason not known: the k = 18 key's floor
+/// took 312 ms with it, 370 ms without (medians of 12 new processes).
 fn read_header(reader: &mut PayloadReader<'_>) -> Result<(), String> {
     let len = HEADER_LEN.min(usize::try_from(reader.remaining()).unwrap_or(HEADER_LEN));
     let mut header = vec![0; len];
@@ -184,8 +187,9 @@ enum Ways {
     InOrder,
 }
 
-/// Reads the `len` bytes of `path` as polynomials of `polynomial_bytes` bytes (whole
-/// elements), then the bytes after the last whole polynomial: in file order, as a load
+/// Reads the `len` bytes of `path`, the header's first ([`read_header`]), then the rest as
+/// polynomials of `polynomial_bytes` bytes (whole elements, none longer than the rest),
+/// then the bytes after the last whole polynomial: in file order, as a load
 /// reads (a bulk read takes its small spans first, which would read the file's end before
 /// its start).
 fn read_as_polynomials(
