@@ -441,8 +441,8 @@ impl After {
 
 /// The widest a ratio's interval may be for a claim (half its width over its median, the
 /// `+-` the report prints): wider, a time-capped run says how many are and that more runs
-/// would narrow them. On this project's 2-core machine two default runs of 7 runs each (5
-/// minutes) left 4 and 6 of their 19 ratios wider, one of 17 runs (10 minutes) 1.
+/// would narrow them. On this project's 2-core machine, default runs of 7 runs (5 minutes)
+/// left 2 to 6 of their 19 ratios wider, two runs of 16 and 17 (10 minutes) none.
 const SOUND_HALF_WIDTH: f64 = 0.25;
 
 /// A load that took this much memory in small pages is followed by a primer.
