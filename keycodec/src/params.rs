@@ -88,8 +88,8 @@ impl ParamsOptions {
 /// file's length), every point checked unless `options.validation` trusts them or
 /// `options.pin` proves them (see [`ParamsOptions::pin`]); an object
 /// (feature `remote`) goes through its cache (downloaded and checked once, then a local load:
-/// see [`crate::remote::fetch_params`]). `options.pin` refuses other parameters; `options.k`
-/// fits them to a circuit: larger ones are downsized to `2^k` points (halo2's `downsize`:
+/// see `remote::fetch_params`). `options.pin` refuses other parameters; `options.k` fits
+/// them to a circuit: larger ones are downsized to `2^k` points (halo2's `downsize`:
 /// `2^(k-1) * k` scalar multiplications on every core, slow at large `k`; an object's
 /// downsized parameters are cached, and a prover that starts often from a file should
 /// downsize once with `keycodec params downsize`), smaller ones refused.
