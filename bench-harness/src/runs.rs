@@ -331,13 +331,15 @@ impl Runner {
                 .iter()
                 .filter(|&&half_width| half_width > SOUND_HALF_WIDTH)
                 .count();
-            let advice = match unsound {
-                0 => String::new(),
-                _ => format!(
+            // At the most runs allowed, more time would add none.
+            let advice = if unsound == 0 || runs >= stopping.max_runs {
+                String::new()
+            } else {
+                format!(
                     "; {unsound} of {} wider than +-{:.0}%: a longer --time-cap adds runs",
                     half_widths.len(),
                     SOUND_HALF_WIDTH * 100.0
-                ),
+                )
             };
             return Some(format!(
                 "time cap ({:.0} s for the whole run; another run would end past it) after \
