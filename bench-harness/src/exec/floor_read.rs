@@ -12,6 +12,7 @@ use keycodec_core::backend_api::raw_view::{as_raw_bytes_mut, zeroed};
 use keycodec_core::backend_api::{PayloadReader, Span};
 use keycodec_core::header::HEADER_LEN;
 use keycodec_core::transport::{FileSource, ReadAt};
+use keycodec_core::BufferConfig;
 
 /// What any loader of a file must at least do: read it into fresh memory, while a key's
 /// evaluation domain (`(degree, k)`) is built on another thread; nothing is decoded or
@@ -141,7 +142,7 @@ fn read_in_order(
 fn read_as_parameters(path: &Path, len: u64) -> Result<(bool, Vec<Fr>), String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let source = FileSource::new(&file);
-    let mut reader = PayloadReader::from_file(&source, len, BUFFER);
+    let mut reader = PayloadReader::from_file(&source, len, buffer());
     read_header(&mut reader)?;
     let left = reader.remaining();
     let count = usize::try_from(left / FR_BYTES as u64).map_err(|e| e.to_string())?;
@@ -161,7 +162,9 @@ fn read_as_parameters(path: &Path, len: u64) -> Result<(bool, Vec<Fr>), String> 
 }
 
 /// The buffer of the floor's reader: a load's default.
-const BUFFER: usize = 1 << 20;
+fn buffer() -> usize {
+    BufferConfig::default().file_read_capacity()
+}
 
 /// Reads a container header's worth of bytes first, as a load does: the reader's first fill
 /// is small (16 KiB), and a read from the disk that starts small lets the kernel's
@@ -209,7 +212,7 @@ fn read_as_polynomials(
             &in_order
         }
     };
-    let mut reader = PayloadReader::from_file(source, len, BUFFER);
+    let mut reader = PayloadReader::from_file(source, len, buffer());
     read_header(&mut reader)?;
     let len = reader.remaining();
     // No polynomial longer than what follows the header (parameters' one vector).
