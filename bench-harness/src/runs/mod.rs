@@ -2,6 +2,12 @@
 //! twice, small files saved again a third and two thirds in), in an order rotated each run,
 //! until every paired ratio is known to the interval asked for (or the runs or the time
 //! allowed are spent); then one row per case and per file.
+//!
+//! This module runs them; `order` says in which order a run takes the cases and which load
+//! primes the memory before one, and `rows` makes the rows of the samples.
+
+mod order;
+mod rows;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,10 +16,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keycodec_core::Size;
 
 use crate::exec::Sample;
-use crate::measure::{rss, Written};
-use crate::plan::{durable_save_name, Case, File, Plan, State, FLOOR, HALO2_NATIVE};
-use crate::stats::{median, paired, rotation, Summary};
-use crate::{Row, RowId, SaveRow};
+use crate::measure::rss;
+use crate::plan::{Case, File, Plan, State, HALO2_NATIVE};
+use crate::stats::rotation;
+use crate::{Row, SaveRow};
+use order::{needs_priming, primer, visiting_order, After};
+use rows::{row_line, rows, saves_per_run, Saved, SAVES_OF_SMALL_FILES};
 
 /// When a plan's runs stop.
 #[derive(Clone, Copy, Debug)]
@@ -368,120 +376,11 @@ impl Runner {
     }
 }
 
-/// The order in which run `run` takes the plan's cases (indices, a case visited several
-/// times a run as often): grouped by state, the groups' order and the order within each
-/// rotated run by run ([`rotation`]).
-///
-/// Grouped because a new process's load depends on what the machine did just before. This
-/// machine's balloon reports memory that has been free for about two seconds to its host,
-/// which takes it back; touching such memory again costs 1.5-2.5x as much as touching
-/// memory just freed (a halo2-lib key of k = 18 loaded fresh: 0.34-0.37 s one after the
-/// other, 0.59-0.72 s after a 2-3 s pause; from the disk, 0.70-0.78 s against 1.7-2.3 s).
-/// Loads of one state taken one after the other meet the memory their predecessor freed;
-/// interleaved with warm loads in this process, saves and page-cache drops, each met
-/// whatever those had left.
-fn visiting_order(plan: &Plan<'_>, run: usize) -> Vec<usize> {
-    let groups: Vec<Vec<usize>> = [State::Warm, State::Fresh, State::Cold]
-        .into_iter()
-        .map(|state| group_visits(plan, state))
-        .filter(|group| !group.is_empty())
-        .collect();
-    rotation(groups.len(), run)
-        .filter_map(|group| groups.get(group))
-        .flat_map(|group| rotation(group.len(), run).filter_map(|at| group.get(at).copied()))
-        .collect()
-}
-
-/// The visits of `state`'s cases in plan order: each case visited once a run, and between
-/// them, spread evenly, the visits of those visited several times (the floors), a round of
-/// each before the next round.
-fn group_visits(plan: &Plan<'_>, state: State) -> Vec<usize> {
-    let of_state = || {
-        plan.cases
-            .iter()
-            .enumerate()
-            .filter(move |(_, case)| case.state == state)
-    };
-    let mut visits: Vec<usize> = of_state()
-        .filter(|(_, case)| case.visits == 1)
-        .map(|(index, _)| index)
-        .collect();
-    let rounds = of_state().map(|(_, case)| case.visits).max().unwrap_or(1);
-    let repeated: Vec<usize> = (0..rounds)
-        .flat_map(|round| {
-            of_state()
-                .filter(move |(_, case)| case.visits > 1 && round < case.visits)
-                .map(|(index, _)| index)
-        })
-        .collect();
-    // From the last, so that each position counts single visits only.
-    let singles = visits.len();
-    for (at, &index) in repeated.iter().enumerate().rev() {
-        let position = ((at + 1) * singles / (repeated.len() + 1)).min(visits.len());
-        visits.insert(position, index);
-    }
-    visits
-}
-
-/// What a load left the memory in, as far as priming the next asks.
-#[derive(Clone, Copy)]
-struct After {
-    state: State,
-    /// It took at least [`PRIMED_BYTES`], none of it in huge pages.
-    small_pages: bool,
-}
-
-impl After {
-    fn of(state: State, sample: &Sample) -> Self {
-        After {
-            state,
-            small_pages: sample.huge_pages == Some(0)
-                && sample.rss_rise.is_some_and(|rise| rise >= PRIMED_BYTES),
-        }
-    }
-}
-
 /// The widest a ratio's interval may be for a claim (half its width over its median, the
 /// `+-` the report prints): wider, a time-capped run says how many are and that more runs
 /// would narrow them. On this project's 2-core machine, default runs of 7 runs (5 minutes)
 /// left 2 to 6 of their 19 ratios wider, two runs of 16 and 17 (10 minutes) none.
 const SOUND_HALF_WIDTH: f64 = 0.25;
-
-/// A load that took this much memory in small pages is followed by a primer.
-const PRIMED_BYTES: u64 = 256 << 20;
-
-/// Whether a load in `state`, after `before`, is first primed: a load in a new process that
-/// is the first of its state in the run, or follows a load that took its memory in small
-/// pages (halo2's reader; every load from the disk), so that it meets memory a load of
-/// keycodec's has just freed, as the rest of its group do (see [`visiting_order`]). A load
-/// asking for huge pages right after one in small pages waited for memory the host had
-/// taken back (a floor of the k = 18 key: 0.43-0.71 s after halo2's trusted read,
-/// 0.29-0.39 s after a load of keycodec's).
-fn needs_priming(before: Option<After>, state: State) -> bool {
-    state != State::Warm && before.is_none_or(|before| before.state != state || before.small_pages)
-}
-
-/// The load run untimed to prime the memory a new process meets: of keycodec's loads in a
-/// new process, preferring one with its files in the page cache (a load from the disk would
-/// only be slower), then one of a single file with its values trusted (the cheapest, as a
-/// cold start of two files checked took twice as long for the same memory), then the
-/// largest by `bytes` (each file's last save); not a floor (a cold floor takes its ways in
-/// turn by visit).
-fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Case<'a>> {
-    let reads =
-        |case: &Case<'_>| -> u64 { case.files.iter().filter_map(|&file| bytes.get(file)).sum() };
-    plan.cases
-        .iter()
-        .filter(|case| case.state != State::Warm)
-        .filter(|case| case.backend != HALO2_NATIVE && case.backend != FLOOR)
-        .max_by_key(|case| {
-            (
-                case.state == State::Fresh,
-                case.files.len() == 1 && case.validation == "trusted",
-                reads(case),
-            )
-        })
-}
 
 /// The paths of the files `case` reads.
 fn paths_of<'p>(plan: &'p Plan<'_>, case: &Case<'_>) -> Vec<&'p Path> {
@@ -503,77 +402,6 @@ fn cached_share(paths: &[&Path]) -> Option<f64> {
     Some(cached as f64 / pages.max(1) as f64)
 }
 
-/// Every file's saves so far: each save's timings, in run order, and the bytes it held last.
-struct Saved {
-    times: Vec<Vec<Written>>,
-    bytes: Vec<u64>,
-}
-
-/// Saves of a small local file a run: its first, then one a third and one two thirds into
-/// the run, between loads of other files (so that no save meets the bytes of the one before
-/// in the processor's caches). A save of a few MB is mostly a sync's wait, which swings by
-/// 2-3x from one to the next on a shared disk: the median of three keeps one slow sync from
-/// deciding a run.
-const SAVES_OF_SMALL_FILES: usize = 3;
-
-/// A local file under this many bytes is saved [`SAVES_OF_SMALL_FILES`] times a run.
-const SMALL_SAVE: u64 = 64 << 20;
-
-/// How many times `file`, last `bytes` long, is saved a run: a local file shown in the saves
-/// table and under [`SMALL_SAVE`] several times, anything else (an object behind a link, a
-/// key) once.
-fn saves_per_run(file: &File<'_>, bytes: u64) -> usize {
-    let local = !file.path.as_os_str().is_empty();
-    if local && file.shown && bytes < SMALL_SAVE {
-        SAVES_OF_SMALL_FILES
-    } else {
-        1
-    }
-}
-
-/// The median of each run's `saves` timings (a file saved several times a run has its
-/// timings of one run next to each other).
-fn median_per_run(timings: &[f64], saves: usize) -> Vec<f64> {
-    timings.chunks(saves.max(1)).map(median).collect()
-}
-
-/// For each run, the fastest of the `visits` samples of that run and of the runs on either
-/// side of it (a case visited several times a run has its samples of one run next to each
-/// other): a floor that follows the disk as it drifts over several runs, but not one run's
-/// slow visits (docs/harness.md says why).
-fn fastest_near_each_run(samples: &[f64], visits: usize) -> Vec<f64> {
-    let runs: Vec<f64> = samples
-        .chunks(visits.max(1))
-        .map(|run| run.iter().copied().fold(f64::INFINITY, f64::min))
-        .collect();
-    (0..runs.len())
-        .map(|run| {
-            runs.get(run.saturating_sub(1)..(run + 2).min(runs.len()))
-                .unwrap_or_default()
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min)
-        })
-        .collect()
-}
-
-/// For each run, the sum over `floors` of each floor's fastest visit in that run or the runs
-/// either side ([`fastest_near_each_run`]): the floor of a row reading several files (a cold
-/// start reads the parameters and the key, one after the other). `None` without floors.
-fn floors_near_each_run(
-    plan: &Plan<'_>,
-    floors: &[usize],
-    seconds: impl Fn(usize) -> Vec<f64>,
-) -> Option<Vec<f64>> {
-    floors
-        .iter()
-        .map(|&floor| {
-            let visits = plan.cases.get(floor).map_or(1, |case| case.visits);
-            fastest_near_each_run(&seconds(floor), visits)
-        })
-        .reduce(|sum, next| sum.iter().zip(&next).map(|(a, b)| a + b).collect())
-}
-
 /// How the progress bar names a run: `warm-up` or its number.
 fn pass(run: usize, warming: usize) -> String {
     if warming > 0 {
@@ -583,179 +411,12 @@ fn pass(run: usize, warming: usize) -> String {
     }
 }
 
-/// The rows of `plan` after the runs so far.
-///
-/// Long on purpose: a load row's fields, then a save row's, each field computed where it is
-/// set.
-fn rows(
-    plan: &Plan<'_>,
-    buffer: Size,
-    saved: &Saved,
-    samples: &[Vec<Sample>],
-) -> (Vec<Row>, Vec<SaveRow>) {
-    let seconds = |index: usize| -> Vec<f64> {
-        samples
-            .get(index)
-            .map(|taken| taken.iter().map(|sample| sample.seconds).collect())
-            .unwrap_or_default()
-    };
-    let id = |index: usize| {
-        plan.cases.get(index).map(|case| RowId {
-            backend: case.backend,
-            mode: case.mode,
-            validation: case.validation,
-        })
-    };
-    let mut rows = Vec::new();
-    for (index, case) in plan.cases.iter().enumerate() {
-        let ours = seconds(index);
-        let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
-        let read = Summary::of(&ours);
-        let file_bytes = case
-            .files
-            .iter()
-            .filter_map(|&f| saved.bytes.get(f))
-            .sum::<u64>();
-        // The floors of the files it reads (a cold start's two), added.
-        let floor_min = (!case.floors.is_empty()).then(|| {
-            case.floors
-                .iter()
-                .map(|&floor| Summary::of(&seconds(floor)).min_s)
-                .sum::<f64>()
-        });
-        // Each run's load over its floor's fastest visit in that run or the runs either side:
-        // the disk and the machine drift over the runs, so a load is compared with the floor
-        // of its moment, not with the luckiest floor of all the runs.
-        let vs_floor = floors_near_each_run(plan, &case.floors, seconds)
-            .and_then(|floor| paired(&ours, &floor));
-        let below_floor = vs_floor.is_some_and(|ratio| ratio.high < 1.0);
-        rows.push(Row {
-            kind: case.kind,
-            backend: case.backend,
-            mode: case.mode,
-            validation: case.validation,
-            state: case.state.name(),
-            buffer_bytes: buffer.0,
-            read_s: read.median_s,
-            read_min_s: read.min_s,
-            read_spread: read.spread,
-            read_runs: ours.clone(),
-            file_bytes,
-            read_gbps: file_bytes as f64 / read.median_s / 1e9,
-            floor_s: floor_min,
-            read_vs_floor: vs_floor.filter(|_| !below_floor),
-            below_floor,
-            speedup: case
-                .reference
-                .and_then(|reference| paired(&seconds(reference), &ours)),
-            reference: case.reference.and_then(id),
-            peak_rss_bytes: taken.iter().filter_map(|sample| sample.rss_rise).max(),
-            huge_pages_runs: taken
-                .iter()
-                .map(|sample| sample.huge_pages)
-                .collect::<Option<Vec<u64>>>()
-                .unwrap_or_default(),
-            compact_stalls: taken
-                .iter()
-                .map(|sample| sample.compact_stalls)
-                .sum::<Option<u64>>(),
-            cached_before: taken
-                .iter()
-                .map(|sample| sample.cached_before)
-                .collect::<Option<Vec<f64>>>()
-                .map(|shares| shares.into_iter().fold(0.0, f64::max)),
-            verified: !taken.is_empty() && taken.iter().all(|sample| sample.verified),
-        });
-    }
-    // Each run's median save (see [`saves_per_run`]), durable or short of it.
-    let per_run = |index: usize, timing: &dyn Fn(&Written) -> Option<f64>| -> Vec<f64> {
-        let (Some(file), Some(written)) = (plan.files.get(index), saved.times.get(index)) else {
-            return Vec::new();
-        };
-        let saves = saves_per_run(file, saved.bytes.get(index).copied().unwrap_or(0));
-        let timings: Vec<f64> = written.iter().filter_map(timing).collect();
-        median_per_run(&timings, saves)
-    };
-    let durable = |index: usize| per_run(index, &|written| Some(written.seconds));
-    let mut saves = Vec::new();
-    for (index, file) in plan.files.iter().enumerate().filter(|(_, f)| f.shown) {
-        let ours = durable(index);
-        let summary = Summary::of(&ours);
-        let bytes = saved.bytes.get(index).copied().unwrap_or(0);
-        let reference = file
-            .reference
-            .and_then(|r| plan.files.get(r).map(|f| (r, f)));
-        saves.push(SaveRow {
-            kind: file.kind,
-            backend: file.backend,
-            mode: file.mode,
-            durable: true,
-            buffer_bytes: buffer.0,
-            save_s: summary.median_s,
-            save_min_s: summary.min_s,
-            save_spread: summary.spread,
-            save_runs: ours.clone(),
-            file_bytes: bytes,
-            vs_reference: reference.and_then(|(r, _)| paired(&ours, &durable(r))),
-            reference: reference.map(|(_, f)| RowId {
-                backend: f.backend,
-                mode: f.mode,
-                validation: durable_save_name(f.backend),
-            }),
-        });
-        // A row for what the saves also timed short of durable, where they did: halo2's
-        // write before its sync; an upload behind a link to its last part.
-        let plain = per_run(index, &|written| written.unsynced);
-        if !plain.is_empty() {
-            let summary = Summary::of(&plain);
-            saves.push(SaveRow {
-                kind: file.kind,
-                backend: file.backend,
-                mode: file.mode,
-                durable: false,
-                buffer_bytes: buffer.0,
-                save_s: summary.median_s,
-                save_min_s: summary.min_s,
-                save_spread: summary.spread,
-                vs_reference: paired(&plain, &ours),
-                reference: Some(RowId {
-                    backend: file.backend,
-                    mode: file.mode,
-                    validation: durable_save_name(file.backend),
-                }),
-                save_runs: plain,
-                file_bytes: bytes,
-            });
-        }
-    }
-    (rows, saves)
-}
-
-/// One finished row as a log line: what it read, how long it took, and its ratio to the
-/// reference it is paired with.
-fn row_line(row: &Row) -> String {
-    let ratio = match (&row.speedup, &row.reference) {
-        (Some(ratio), Some(reference)) => format!(
-            ", {ratio}x {} {} {}",
-            reference.backend, reference.mode, reference.validation
-        ),
-        _ => String::new(),
-    };
-    format!(
-        "row {:?} {} {} {} {}: {:.3} s over {} runs{ratio}",
-        row.kind,
-        row.backend,
-        row.mode,
-        row.validation,
-        row.state,
-        row.read_s,
-        row.read_runs.len()
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use super::order::PRIMED_BYTES;
     use super::*;
+    use crate::measure::Written;
+    use crate::plan::FLOOR;
     use crate::plan::{Kind, FLOOR_VISITS};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -902,20 +563,5 @@ mod tests {
             .collect();
         let changes = others.windows(2).filter(|pair| pair[0] != pair[1]).count();
         assert!(changes < 3 * 3, "{changes} changes of state: {loads:?}");
-    }
-
-    #[test]
-    fn a_load_is_compared_with_the_floor_of_its_moment() {
-        // Two visits a run. Run 2's floor visits are both slow (noise); from run 4 on the
-        // disk is slower for the floor and the load alike (drift).
-        let floor = [1.0, 1.2, 1.9, 2.1, 1.0, 1.1, 1.5, 1.6, 1.5, 1.5, 1.6, 1.5];
-        let nearest = fastest_near_each_run(&floor, 2);
-        assert_eq!(nearest, vec![1.0, 1.0, 1.0, 1.0, 1.5, 1.5]);
-        let loads = [1.05, 1.05, 1.05, 1.6, 1.6, 1.6];
-        let ratio = paired(&loads, &nearest).unwrap();
-        // The noisy run reads 1.05x, not 0.55x; the drift's runs 1.07x once it has lasted
-        // two runs (against the fastest floor of all runs: 1.6x).
-        assert!((ratio.estimate - 1.06).abs() < 0.02, "{ratio:?}");
-        assert!(ratio.low > 1.0, "{ratio:?}");
     }
 }
