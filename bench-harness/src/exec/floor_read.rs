@@ -18,21 +18,8 @@ use keycodec_core::BufferConfig;
 /// evaluation domain (`(degree, k)`) is built on another thread; nothing is decoded or
 /// checked. A key file is read into memory allocated as a key's is, one vector per
 /// polynomial (`polynomial_bytes` each), so that the allocator behaves as it does for a key,
-/// handing back what the last key freed; parameters into one vector. A file in the page
-/// cache is read over every core with keycodec's own bulk read (its header's bytes first, as
-/// a load reads them; then positioned reads into memory not zeroed first, pages mapped a
-/// piece at a time), and under [`SMALL_FILE`] (where starting threads costs more than it
-/// saves) also on one thread with `read_to_end` into each vector's spare capacity, the
-/// faster counting. A file not in the page cache (a cold
-/// read: under a tenth of its pages cached) is read one way per visit, in turn by `visit`,
-/// so that each reads from the disk: `read_to_end` on one thread into small pages, and in
-/// order on one thread as keycodec loads such a file ([`FileSource`]), both letting the
-/// kernel's read-ahead stream it. A key's in-order way is the bulk read, into small pages
-/// (it asks for huge pages only from the page cache); parameters' reads into memory from
-/// the allocator zeroed, huge pages asked for, as a parameters load reads its vectors (when
-/// it read into small pages, a trusted load of parameters from the disk beat it). (The bulk
-/// read over every core, pieces taken in turn by two threads, was a third way for a key:
-/// from this machine's disk the slowest, by 5-25%.)
+/// handing back what the last key freed; parameters into one vector. The file is read each
+/// of the [`ways`] its state and `visit` take, the fastest counting.
 /// Returns the seconds and whether every byte was read, and the memory read into.
 ///
 /// # Errors
@@ -48,27 +35,65 @@ pub fn floor(
     let parameters = polynomial_bytes.is_none();
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
     let cold = keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached * 10 < pages);
-    if cold {
-        return match (visit % 2 == 1, parameters) {
-            (true, true) => timed_with_domain(domain, || read_as_parameters(path, len)),
-            (true, false) => timed_with_domain(domain, || {
-                read_as_polynomials(path, len, polynomial_bytes, Ways::InOrder)
+    let mut fastest: Option<Floor> = None;
+    for way in ways(cold, visit, parameters, len) {
+        let floor = match way {
+            Way::ReadToEnd => {
+                timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))
+            }
+            Way::Polynomials(ways) => timed_with_domain(domain, || {
+                read_as_polynomials(path, len, polynomial_bytes, ways)
             }),
-            (false, _) => timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes)),
-        };
+            Way::Parameters => timed_with_domain(domain, || read_as_parameters(path, len)),
+        }?;
+        if fastest
+            .as_ref()
+            .is_none_or(|best| floor.seconds < best.seconds)
+        {
+            fastest = Some(floor);
+        }
     }
-    let parallel = timed_with_domain(domain, || {
-        read_as_polynomials(path, len, polynomial_bytes, Ways::EveryCore)
-    })?;
-    if len >= SMALL_FILE {
-        return Ok(parallel);
+    fastest.ok_or_else(|| "a floor with no way to read its file".to_owned())
+}
+
+/// A way the floor reads a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Way {
+    /// `read_to_end` on one thread into each vector's spare capacity ([`read_in_order`]):
+    /// small pages.
+    ReadToEnd,
+    /// keycodec's bulk read into a vector per polynomial ([`read_as_polynomials`]): the
+    /// header first, then positioned reads into memory not zeroed first, pages mapped a piece
+    /// at a time; huge pages asked for only from the page cache.
+    Polynomials(Ways),
+    /// In order into one vector from the allocator zeroed, huge pages asked for, as a
+    /// parameters load reads its points ([`read_as_parameters`]).
+    Parameters,
+}
+
+/// The ways a floor reads a file, by where the file is (`cold`: under a tenth of its pages
+/// cached), the floor's `visit` of its case, whether it is `parameters` and its `len`:
+///
+/// - from the page cache, over every core with keycodec's bulk read; under [`SMALL_FILE`]
+///   (where starting threads costs more than it saves) also on one thread with
+///   `read_to_end`, the faster counting;
+/// - from the disk, one way per visit, so that each reads from the disk, in turn:
+///   `read_to_end` on one thread, and in order on one thread as keycodec loads such a file
+///   ([`FileSource`]; a key into small pages, parameters into memory that asks for huge
+///   pages: read into small pages, a trusted load of parameters from the disk beat it).
+///   Both let the kernel's read-ahead stream the file. (The bulk read over every core,
+///   pieces taken in turn by two threads, was a third way for a key: from this machine's
+///   disk the slowest, by 5-25%.)
+fn ways(cold: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
+    match (cold, visit % 2 == 1, parameters) {
+        (true, false, _) => vec![Way::ReadToEnd],
+        (true, true, false) => vec![Way::Polynomials(Ways::InOrder)],
+        (true, true, true) => vec![Way::Parameters],
+        (false, _, _) if len < SMALL_FILE => {
+            vec![Way::Polynomials(Ways::EveryCore), Way::ReadToEnd]
+        }
+        (false, _, _) => vec![Way::Polynomials(Ways::EveryCore)],
     }
-    let single = timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))?;
-    Ok(if single.seconds < parallel.seconds {
-        single
-    } else {
-        parallel
-    })
 }
 
 /// A floor's read: its seconds, whether every byte was read, and the memory read into.
@@ -161,7 +186,10 @@ fn read_as_parameters(path: &Path, len: u64) -> Result<(bool, Vec<Fr>), String> 
     Ok((reader.remaining() == 0, std::hint::black_box(values)))
 }
 
-/// The buffer of the floor's reader: a load's default.
+/// The buffer of the floor's reader: a load's default, whatever buffer the loads compared
+/// with it were given (`--buffers`). The floor is the file's best read on this machine, one
+/// per file and state: a load given a smaller buffer is compared with the same floor, so its
+/// `x floor` shows what the smaller buffer costs it.
 fn buffer() -> usize {
     BufferConfig::default().file_read_capacity()
 }
@@ -185,7 +213,7 @@ fn read_header(reader: &mut PayloadReader<'_>) -> Result<(), String> {
 
 /// How keycodec's bulk read reads a file: pieces on every core, or as a load of a file out
 /// of the page cache does, in order on one thread ([`FileSource`]).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ways {
     EveryCore,
     InOrder,
@@ -248,6 +276,61 @@ fn read_as_polynomials(
 mod tests {
     use super::*;
     use keycodec_core::backend_api::raw_view::as_raw_elements;
+
+    /// From the disk a floor takes one way per visit, in turn, parameters' in-order way their
+    /// own; from the page cache every core, and a small file one thread too.
+    #[test]
+    fn a_floor_takes_its_ways_by_where_the_file_is_and_the_visit() {
+        let large = SMALL_FILE;
+        let small = SMALL_FILE - 1;
+        for len in [small, large] {
+            for parameters in [false, true] {
+                assert_eq!(ways(true, 0, parameters, len), [Way::ReadToEnd]);
+                assert_eq!(ways(true, 2, parameters, len), [Way::ReadToEnd]);
+            }
+            assert_eq!(ways(true, 1, false, len), [Way::Polynomials(Ways::InOrder)]);
+            assert_eq!(ways(true, 3, true, len), [Way::Parameters]);
+        }
+        for visit in [0, 1] {
+            for parameters in [false, true] {
+                assert_eq!(
+                    ways(false, visit, parameters, large),
+                    [Way::Polynomials(Ways::EveryCore)]
+                );
+                assert_eq!(
+                    ways(false, visit, parameters, small),
+                    [Way::Polynomials(Ways::EveryCore), Way::ReadToEnd]
+                );
+            }
+        }
+    }
+
+    /// A floor reads the whole file whichever visit it is, from the page cache and, where
+    /// the file system lets its pages be dropped, from the disk.
+    #[test]
+    fn a_floor_reads_the_whole_file_at_every_visit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        let len = HEADER_LEN + 5 * (32 << 10) + 40;
+        std::fs::write(&path, vec![0x5a; len]).unwrap();
+        for polynomial_bytes in [Some(32 << 10), None] {
+            for visit in 0..2 {
+                for cold in [false, true] {
+                    if cold {
+                        let _ = keycodec_core::drop_cached_pages(&path);
+                    } else {
+                        let _ = std::fs::read(&path).unwrap();
+                    }
+                    let floor = floor(&path, polynomial_bytes, Some((4, 4)), visit).unwrap();
+                    assert!(
+                        floor.complete,
+                        "{polynomial_bytes:?} visit {visit} cold {cold}"
+                    );
+                    assert!(floor.seconds > 0.0);
+                }
+            }
+        }
+    }
 
     /// Each way a cold floor reads a file reads every byte of it, from where it lies (the
     /// header first, then the rest in elements, then what is left after the last whole
