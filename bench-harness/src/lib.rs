@@ -57,6 +57,8 @@
 //!       "buffer_bytes": u64,
 //!       "read_s": f64, "read_min_s": f64, "read_spread": f64,  // median, fastest, (max-min)/median
 //!       "read_runs": [f64],            // every load, in run order
+//!       "read_run_numbers": [usize],   // the run (from 1) of each: later runs measure
+//!                                      // only the rows still wide
 //!       "file_bytes": u64, "read_gbps": f64,
 //!       "floor_s": f64 | null,         // the fastest of its floor's samples (its file,
 //!                                      // state); a cold start's: of its two files', added
@@ -77,6 +79,7 @@
 //!       "kind", "backend", "mode", "buffer_bytes",
 //!       "durable": bool,               // false: halo2's write before its sync_all
 //!       "save_s", "save_min_s", "save_spread", "save_runs": [f64], "file_bytes",
+//!       "save_run_numbers": [usize],   // the run (from 1) of each of save_runs
 //!       "vs_reference": { "estimate", "low", "high", "runs" } | null,  // this / halo2's write + sync
 //!       "reference": { ... } | null
 //!     }]

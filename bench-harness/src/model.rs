@@ -43,6 +43,9 @@ pub struct Row {
     pub read_spread: f64,
     /// Every load time, in run order.
     pub read_runs: Vec<f64>,
+    /// The run (from 1) of each of `read_runs`: after the minimum of runs, a run measures
+    /// only the rows whose ratios are still wide (with their references and floors).
+    pub read_run_numbers: Vec<usize>,
     /// Bytes of every file the row reads.
     pub file_bytes: u64,
     /// Load throughput, GB/s.
@@ -102,6 +105,8 @@ pub struct SaveRow {
     /// Each run's save, in run order (a file saved several times a run: the median of
     /// that run's saves).
     pub save_runs: Vec<f64>,
+    /// The run (from 1) of each of `save_runs`.
+    pub save_run_numbers: Vec<usize>,
     /// The file's size.
     pub file_bytes: u64,
     /// This save over the reference's, run by run, with its 95% interval.

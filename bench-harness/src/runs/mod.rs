@@ -15,13 +15,12 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use keycodec_core::Size;
 
-use crate::exec::Sample;
 use crate::measure::rss;
-use crate::plan::{Case, File, Plan, State, HALO2_NATIVE};
+use crate::plan::{Case, File, Plan, State};
 use crate::stats::rotation;
 use crate::{Row, SaveRow};
-use order::{needs_priming, primer, visiting_order, After};
-use rows::{row_line, rows, saves_per_run, Saved, SAVES_OF_SMALL_FILES};
+use order::{needs_priming, primer, visiting_order, After, Costs, Selection};
+use rows::{claims, row_line, rows, saves_per_run, Claim, Saved, Taken, SAVES_OF_SMALL_FILES};
 
 /// When a plan's runs stop.
 #[derive(Clone, Copy, Debug)]
@@ -118,7 +117,11 @@ impl Runner {
             times: vec![Vec::new(); plan.files.len()],
             bytes: vec![0u64; plan.files.len()],
         };
-        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); plan.cases.len()];
+        let mut samples: Vec<Vec<Taken>> = plan.cases.iter().map(|_| Vec::new()).collect();
+        let mut costs = Costs::of(plan);
+        let mut next = Selection::all(plan);
+        // Runs that measured only the rows still wide.
+        let mut narrowed = 0;
         let mut run = 0;
         let mut warming = self.stopping.warmup;
         let stopped = loop {
@@ -128,17 +131,44 @@ impl Runner {
             // them, at a fraction of a run.
             let mut warmed = vec![false; plan.files.len()];
             let label = pass(run, warming);
-            self.write(plan, run, &label, buffer, &mut saved, |_, _| true)?;
-            let order = visiting_order(plan, run);
+            let selection = if warming > 0 {
+                Selection::all(plan)
+            } else {
+                next.clone()
+            };
+            let mut spent = Costs::of(plan);
+            self.write(
+                plan,
+                run,
+                &label,
+                buffer,
+                &mut saved,
+                &mut spent,
+                |index, _, _| selection.file(index),
+            )?;
+            let visits = visiting_order(plan, run);
+            let all_visits = visits.len();
+            let order: Vec<usize> = visits
+                .into_iter()
+                .filter(|&index| selection.case(index))
+                .collect();
             let mut before = None;
             for (at, &index) in order.iter().enumerate() {
                 // A small file's later saves, a third and two thirds into the run.
                 if (1..SAVES_OF_SMALL_FILES)
                     .any(|save| at == order.len() * save / SAVES_OF_SMALL_FILES)
                 {
-                    self.write(plan, run, &label, buffer, &mut saved, |file, bytes| {
-                        saves_per_run(file, bytes) > 1
-                    })?;
+                    self.write(
+                        plan,
+                        run,
+                        &label,
+                        buffer,
+                        &mut saved,
+                        &mut spent,
+                        |index, file, bytes| {
+                            selection.file(index) && saves_per_run(file, bytes) > 1
+                        },
+                    )?;
                 }
                 let (Some(case), Some(taken)) = (plan.cases.get(index), samples.get_mut(index))
                 else {
@@ -166,6 +196,7 @@ impl Runner {
                     case.validation,
                     case.state.name()
                 ));
+                let visit_started = Instant::now();
                 let paths = paths_of(plan, case);
                 // A new process's load after another state's, or after a load that left its
                 // memory in small pages: primed (see [`needs_priming`]).
@@ -180,7 +211,11 @@ impl Runner {
                 let mut sample = case.run(&paths, buffer)?;
                 sample.cached_before = cached_before;
                 before = Some(After::of(case.state, &sample));
-                taken.push(sample);
+                taken.push(Taken {
+                    run: run + 1,
+                    sample,
+                });
+                spent.add_case(index, visit_started.elapsed());
                 self.harness_peak = self.harness_peak.max(rss::peak());
             }
             if warming > 0 {
@@ -190,14 +225,29 @@ impl Runner {
                 continue;
             }
             run += 1;
-            let (rows, saves) = rows(plan, buffer, &saved, &samples);
-            let stop = self.stop(run, &rows, &saves, run_started.elapsed());
+            if !selection.is_all() {
+                narrowed += 1;
+            }
+            costs.update(&spent);
+            let claims = claims(plan, &saved, &samples);
+            next = match self.stopping.fixed {
+                Some(_) => Selection::all(plan),
+                None if run < self.stopping.min_runs => Selection::all(plan),
+                None => Selection::of_wide(plan, &claims, SOUND_HALF_WIDTH, self.stopping.interval),
+            };
+            // The next run's length: this one's, scaled by what the cases and files it takes
+            // cost when last measured.
+            let last = run_started.elapsed();
+            let next_length =
+                last.mul_f64(costs.of_selection(&next) / costs.of_selection(&selection).max(1e-9));
+            let stop = self.stop(run, narrowed, &claims, next_length);
             if run == 1 {
-                self.say(&self.estimate(run_started.elapsed()));
+                self.say(&self.estimate(last));
             }
             if self.log {
                 eprintln!(
-                    "run {run} done in {:.0} s ({:.0} s in all): {}",
+                    "run {run} ({} of {all_visits} loads) done in {:.0} s ({:.0} s in all): {}",
+                    order.len(),
                     started.elapsed().as_secs_f64(),
                     self.started.elapsed().as_secs_f64(),
                     stop.as_deref().unwrap_or("another run")
@@ -224,13 +274,14 @@ impl Runner {
         })
     }
 
-    /// Writes each file of `plan` that `which` picks (given the file and the bytes it held
-    /// last), in an order rotated each run (`label` names the run to the progress bar),
-    /// adding its timings to `saved`.
+    /// Writes each file of `plan` that `which` picks (given its index, the file and the
+    /// bytes it held last), in an order rotated each run (`label` names the run to the
+    /// progress bar), adding its timings to `saved` and what it took to `spent`.
     ///
     /// # Errors
     ///
     /// The write's error, as text.
+    #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
         plan: &Plan<'_>,
@@ -238,7 +289,8 @@ impl Runner {
         label: &str,
         buffer: Size,
         saved: &mut Saved,
-        which: impl Fn(&File<'_>, u64) -> bool,
+        spent: &mut Costs,
+        which: impl Fn(usize, &File<'_>, u64) -> bool,
     ) -> Result<(), String> {
         for index in rotation(plan.files.len(), run) {
             let (Some(file), Some(times), Some(size)) = (
@@ -248,18 +300,20 @@ impl Runner {
             ) else {
                 continue;
             };
-            if !which(file, *size) {
+            if !which(index, file, *size) {
                 continue;
             }
             self.bar
                 .set_message(format!("{label}: writing {}", file.name()));
+            let started = Instant::now();
             // Unless `--replace`, every save goes to a path with no file.
             if !self.replace {
                 file.remove()?;
             }
             let (written, bytes) = file.write(buffer)?;
-            times.push(written);
+            times.push((run + 1, written));
             *size = bytes;
+            spent.add_file(index, started.elapsed());
         }
         Ok(())
     }
@@ -313,28 +367,32 @@ impl Runner {
         )
     }
 
-    /// Why to stop after `runs` runs, the last of which took `last`, or `None` to run again.
-    fn stop(&self, runs: usize, rows: &[Row], saves: &[SaveRow], last: Duration) -> Option<String> {
+    /// Why to stop after `runs` runs (`narrowed` of which measured only the rows still
+    /// wide), judged by `claims`, when the next would take `next`; `None` to run again.
+    fn stop(
+        &self,
+        runs: usize,
+        narrowed: usize,
+        claims: &[Claim],
+        next: Duration,
+    ) -> Option<String> {
         let stopping = &self.stopping;
         if let Some(fixed) = stopping.fixed {
             return (runs >= fixed).then(|| format!("{fixed} runs, as asked"));
         }
-        // keycodec's ratios to halo2 (not halo2's own durability cost, which only informs).
-        let half_widths: Vec<f64> = rows
+        let half_widths: Vec<f64> = claims
             .iter()
-            .filter_map(|row| row.speedup)
-            .chain(
-                saves
-                    .iter()
-                    .filter(|save| save.backend != HALO2_NATIVE)
-                    .filter_map(|save| save.vs_reference),
-            )
-            .map(|ratio| ratio.half_width())
+            .map(|claim| claim.ratio.half_width())
             .collect();
+        let runs_made = if narrowed == 0 {
+            format!("{runs} runs")
+        } else {
+            format!("{runs} runs ({narrowed} of them of the widest rows only)")
+        };
         let widest = half_widths.iter().copied().fold(0.0, f64::max);
         // The cap bounds the whole run, the minimum of runs included: no run is started that
-        // the last one says would end past it.
-        if self.started.elapsed() + last >= stopping.time_cap {
+        // would end past it, as the runs so far say.
+        if self.started.elapsed() + next >= stopping.time_cap {
             let unsound = half_widths
                 .iter()
                 .filter(|&&half_width| half_width > SOUND_HALF_WIDTH)
@@ -351,7 +409,7 @@ impl Runner {
             };
             return Some(format!(
                 "time cap ({:.0} s for the whole run; another run would end past it) after \
-                 {runs} runs; widest interval +-{:.0}%{advice}",
+                 {runs_made}; widest interval +-{:.0}%{advice}",
                 stopping.time_cap.as_secs_f64(),
                 widest * 100.0
             ));
@@ -368,7 +426,7 @@ impl Runner {
         }
         if runs >= stopping.max_runs {
             return Some(format!(
-                "{runs} runs, the most allowed; widest interval +-{:.0}%",
+                "{runs_made}, the most allowed; widest interval +-{:.0}%",
                 widest * 100.0
             ));
         }
@@ -377,9 +435,12 @@ impl Runner {
 }
 
 /// The widest a ratio's interval may be for a claim (half its width over its median, the
-/// `+-` the report prints): wider, a time-capped run says how many are and that more runs
-/// would narrow them. On this project's 2-core machine, default runs of 7 runs (5 minutes)
-/// left 2 to 6 of their 19 ratios wider, two runs of 16 and 17 (10 minutes) none.
+/// `+-` the report prints): after the minimum of runs, a run measures only the rows with a
+/// ratio wider than this, while there are any (see [`Selection::of_wide`]); wider at the
+/// end, a time-capped run
+/// says how many are and that more runs would narrow them. On this project's 2-core machine,
+/// default runs of 7 runs of every row (5 minutes) left 2 to 6 of their 19 ratios to halo2
+/// wider, two runs of 16 and 17 (10 minutes) none.
 const SOUND_HALF_WIDTH: f64 = 0.25;
 
 /// The paths of the files `case` reads.
@@ -415,9 +476,10 @@ fn pass(run: usize, warming: usize) -> String {
 mod tests {
     use super::order::PRIMED_BYTES;
     use super::*;
+    use crate::exec::Sample;
     use crate::measure::Written;
-    use crate::plan::FLOOR;
     use crate::plan::{Kind, FLOOR_VISITS};
+    use crate::plan::{FLOOR, HALO2_NATIVE};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Measures `plan` in exactly `runs` runs, no warm-up.
@@ -563,5 +625,80 @@ mod tests {
             .collect();
         let changes = others.windows(2).filter(|pair| pair[0] != pair[1]).count();
         assert!(changes < 3 * 3, "{changes} changes of state: {loads:?}");
+    }
+
+    /// After the minimum of runs, a run measures the rows whose ratios are still wider than
+    /// +-25%, with their references, and nothing else: a steady row keeps its first runs,
+    /// a noisy one gets every run, and each ratio pairs the runs both its sides have.
+    #[test]
+    fn after_the_minimum_runs_only_the_rows_still_wide_are_measured() {
+        let scratch = tempfile::tempdir().unwrap();
+        let mut plan = Plan::empty();
+        let file = plan.file(
+            (Kind::Pk, "rawbytes", "RawBytes"),
+            Box::new(|path, _| {
+                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
+                Ok(Written {
+                    seconds: 1e-3,
+                    unsynced: None,
+                })
+            }),
+            scratch.path(),
+        );
+        let mut case = |backend: &'static str, validation: &'static str, seconds: Vec<f64>| {
+            let loads = AtomicUsize::new(0);
+            plan.case(
+                (Kind::Pk, backend, "RawBytes", validation, State::Warm),
+                vec![file],
+                Box::new(move |_, _| {
+                    let at = loads.fetch_add(1, Ordering::SeqCst);
+                    Ok(Sample {
+                        seconds: seconds.get(at % seconds.len()).copied().unwrap_or(1.0),
+                        verified: true,
+                        rss_rise: None,
+                        huge_pages: None,
+                        compact_stalls: None,
+                        cached_before: None,
+                    })
+                }),
+            )
+        };
+        // Steady: 1 s against halo2's 2 s, every run. Noisy: 0.5 to 3 s against 2 s.
+        let steady = case("rawbytes", "trusted", vec![1.0]);
+        let steady_reference = case(HALO2_NATIVE, "trusted", vec![2.0]);
+        let noisy = case("rkyv", "checked", vec![0.5, 3.0, 1.0, 2.5, 0.7, 2.0]);
+        let noisy_reference = case(HALO2_NATIVE, "checked", vec![2.0]);
+        plan.compare(steady, Some(steady_reference), None);
+        plan.compare(noisy, Some(noisy_reference), None);
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: None,
+            min_runs: 3,
+            max_runs: 8,
+            interval: 0.1,
+            time_cap: Duration::from_secs(600),
+        };
+        let measured = Runner::new(stopping, false, false)
+            .measure(&plan, Size(1 << 20))
+            .unwrap();
+        assert_eq!(measured.runs, 8, "{}", measured.stopped);
+        assert!(
+            measured
+                .stopped
+                .contains("5 of them of the widest rows only"),
+            "{}",
+            measured.stopped
+        );
+        let runs_of = |index: usize| measured.rows[index].read_run_numbers.clone();
+        assert_eq!(runs_of(steady), [1, 2, 3]);
+        assert_eq!(runs_of(steady_reference), [1, 2, 3]);
+        assert_eq!(runs_of(noisy), (1..=8).collect::<Vec<_>>());
+        assert_eq!(runs_of(noisy_reference), (1..=8).collect::<Vec<_>>());
+        let steady_ratio = measured.rows[steady].speedup.unwrap();
+        assert_eq!((steady_ratio.estimate, steady_ratio.runs), (2.0, 3));
+        assert_eq!(measured.rows[noisy].speedup.unwrap().runs, 8);
+        // The file is in no wide ratio (halo2 wrote none to compare its saves with): saved
+        // in the first runs only.
+        assert_eq!(measured.saves[0].save_run_numbers, [1, 2, 3]);
     }
 }

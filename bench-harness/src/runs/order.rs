@@ -1,8 +1,153 @@
-//! Which case a run takes when, and what primes the memory a new process meets before it.
+//! Which cases and files a run takes, in which order, and what primes the memory a new
+//! process meets before a load.
 
+use std::time::Duration;
+
+use super::rows::Claim;
 use crate::exec::Sample;
 use crate::plan::{Case, Plan, State, FLOOR, HALO2_NATIVE};
 use crate::stats::rotation;
+
+/// The cases and files a run measures: every one, or, after the minimum of runs, those of
+/// the ratios still wide ([`Selection::of_wide`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Selection {
+    cases: Vec<bool>,
+    files: Vec<bool>,
+}
+
+impl Selection {
+    /// Every case and file of `plan`.
+    pub(super) fn all(plan: &Plan<'_>) -> Self {
+        Selection {
+            cases: vec![true; plan.cases.len()],
+            files: vec![true; plan.files.len()],
+        }
+    }
+
+    /// The cases and files whose timings the widest `claims` pair (each load, its reference
+    /// and its floors; each save and halo2's): those wider than `sound` (+-25%), or, when
+    /// none is, those wider than four fifths of the widest, but not those within `interval`
+    /// (the interval a run stops at); every case and file when that leaves none. A row whose
+    /// ratios are all narrow enough is measured no more while others are still wide, and the
+    /// margin keeps a ratio just inside `sound` measured until the widest are no wider: the
+    /// time goes to the rows that need it.
+    pub(super) fn of_wide(plan: &Plan<'_>, claims: &[Claim], sound: f64, interval: f64) -> Self {
+        let widest = claims
+            .iter()
+            .map(|claim| claim.ratio.half_width())
+            .fold(0.0, f64::max);
+        let limit = sound.min(widest * WIDEST_SHARE).max(interval);
+        let mut selection = Selection {
+            cases: vec![false; plan.cases.len()],
+            files: vec![false; plan.files.len()],
+        };
+        for claim in claims
+            .iter()
+            .filter(|claim| claim.ratio.half_width() > limit)
+        {
+            for &case in &claim.cases {
+                if let Some(taken) = selection.cases.get_mut(case) {
+                    *taken = true;
+                }
+            }
+            for &file in &claim.files {
+                if let Some(taken) = selection.files.get_mut(file) {
+                    *taken = true;
+                }
+            }
+        }
+        if selection.is_empty() {
+            Selection::all(plan)
+        } else {
+            selection
+        }
+    }
+
+    /// Whether it measures case `index`.
+    pub(super) fn case(&self, index: usize) -> bool {
+        self.cases.get(index).copied().unwrap_or(false)
+    }
+
+    /// Whether it writes file `index`.
+    pub(super) fn file(&self, index: usize) -> bool {
+        self.files.get(index).copied().unwrap_or(false)
+    }
+
+    /// Whether it measures every case and writes every file.
+    pub(super) fn is_all(&self) -> bool {
+        self.cases.iter().chain(&self.files).all(|&taken| taken)
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.cases.iter().chain(&self.files).any(|&taken| taken)
+    }
+}
+
+/// Once every ratio is within +-25%, a run measures those wider than this share of the
+/// widest. (In a default run at k = 18 that measured every row wider than `--interval`
+/// instead, the one such run, the last, left 3 of 35 ratios wider than +-25% again; they had
+/// all been within.)
+const WIDEST_SHARE: f64 = 0.8;
+
+/// What each case's visits (primers included) and each file's saves took in a run: the
+/// length of a run that takes some of them is told from them.
+pub(super) struct Costs {
+    cases: Vec<Duration>,
+    files: Vec<Duration>,
+}
+
+impl Costs {
+    /// Nothing spent yet on `plan`'s cases and files.
+    pub(super) fn of(plan: &Plan<'_>) -> Self {
+        Costs {
+            cases: vec![Duration::ZERO; plan.cases.len()],
+            files: vec![Duration::ZERO; plan.files.len()],
+        }
+    }
+
+    /// Adds a visit of case `index` that took `spent`.
+    pub(super) fn add_case(&mut self, index: usize, spent: Duration) {
+        if let Some(cost) = self.cases.get_mut(index) {
+            *cost += spent;
+        }
+    }
+
+    /// Adds a save of file `index` that took `spent`.
+    pub(super) fn add_file(&mut self, index: usize, spent: Duration) {
+        if let Some(cost) = self.files.get_mut(index) {
+            *cost += spent;
+        }
+    }
+
+    /// Takes the costs of what a run just spent on (the rest as last measured).
+    pub(super) fn update(&mut self, spent: &Costs) {
+        for (cost, &new) in self.cases.iter_mut().zip(&spent.cases) {
+            if new > Duration::ZERO {
+                *cost = new;
+            }
+        }
+        for (cost, &new) in self.files.iter_mut().zip(&spent.files) {
+            if new > Duration::ZERO {
+                *cost = new;
+            }
+        }
+    }
+
+    /// Seconds a run taking `selection` would spend, as last measured.
+    pub(super) fn of_selection(&self, selection: &Selection) -> f64 {
+        let sum = |costs: &[Duration], taken: &dyn Fn(usize) -> bool| -> f64 {
+            costs
+                .iter()
+                .enumerate()
+                .filter(|&(index, _)| taken(index))
+                .map(|(_, cost)| cost.as_secs_f64())
+                .sum()
+        };
+        sum(&self.cases, &|index| selection.case(index))
+            + sum(&self.files, &|index| selection.file(index))
+    }
+}
 
 /// The order in which run `run` takes the plan's cases (indices, a case visited several
 /// times a run as often): grouped by state, the groups' order and the order within each
@@ -112,4 +257,63 @@ pub(super) fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Ca
                 reads(case),
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Kind;
+    use crate::stats::Ratio;
+
+    /// A claim on `cases` of half width `half_width` around 1.
+    fn claim(half_width: f64, cases: Vec<usize>) -> Claim {
+        Claim {
+            ratio: Ratio {
+                estimate: 1.0,
+                low: 1.0 - half_width,
+                high: 1.0 + half_width,
+                runs: 5,
+            },
+            cases,
+            files: Vec::new(),
+        }
+    }
+
+    /// Wider than +-25%: those alone. Then those wider than four fifths of the widest, never
+    /// those within the interval a run stops at; none left: every case.
+    #[test]
+    fn a_run_takes_the_widest_ratios_rows() {
+        let mut plan = Plan::empty();
+        for _ in 0..6 {
+            plan.case(
+                (Kind::Pk, "rawbytes", "RawBytes", "checked", State::Fresh),
+                Vec::new(),
+                Box::new(|_, _| Err("not run".to_owned())),
+            );
+        }
+        let taken = |claims: &[Claim]| -> Vec<usize> {
+            let selection = Selection::of_wide(&plan, claims, 0.25, 0.1);
+            (0..6).filter(|&case| selection.case(case)).collect()
+        };
+        let claims = [
+            claim(0.4, vec![0, 1]),
+            claim(0.3, vec![2, 1]),
+            claim(0.24, vec![3, 1]),
+        ];
+        assert_eq!(taken(&claims), [0, 1, 2]);
+        // Widest 0.2: those over 0.16.
+        let claims = [
+            claim(0.2, vec![0, 1]),
+            claim(0.17, vec![2, 1]),
+            claim(0.15, vec![3, 4]),
+        ];
+        assert_eq!(taken(&claims), [0, 1, 2]);
+        // Widest 0.11: those over the interval, not over 0.088.
+        let claims = [claim(0.11, vec![0, 1]), claim(0.095, vec![2, 1])];
+        assert_eq!(taken(&claims), [0, 1]);
+        // All within the interval: every case.
+        let claims = [claim(0.09, vec![0, 1])];
+        assert_eq!(taken(&claims), [0, 1, 2, 3, 4, 5]);
+        assert!(Selection::of_wide(&plan, &claims, 0.25, 0.1).is_all());
+    }
 }

@@ -3,15 +3,22 @@
 
 use crate::exec::Sample;
 use crate::measure::Written;
-use crate::plan::{durable_save_name, File, Plan};
-use crate::stats::{median, paired, Summary};
+use crate::plan::{durable_save_name, File, Plan, HALO2_NATIVE};
+use crate::stats::{median, paired, Ratio, Summary};
 use crate::{Row, RowId, SaveRow};
 use keycodec_core::Size;
 
-/// Every file's saves so far: each save's timings, in run order, and the bytes it held last.
+/// Every file's saves so far, in run order: each save's run and timings, and the bytes the
+/// file held last.
 pub(super) struct Saved {
-    pub(super) times: Vec<Vec<Written>>,
+    pub(super) times: Vec<Vec<(usize, Written)>>,
     pub(super) bytes: Vec<u64>,
+}
+
+/// A load timed in run `run` (runs count from 1).
+pub(super) struct Taken {
+    pub(super) run: usize,
+    pub(super) sample: Sample,
 }
 
 /// Saves of a small local file a run: its first, then one a third and one two thirds into
@@ -36,47 +43,192 @@ pub(super) fn saves_per_run(file: &File<'_>, bytes: u64) -> usize {
     }
 }
 
-/// The median of each run's `saves` timings (a file saved several times a run has its
-/// timings of one run next to each other).
-fn median_per_run(timings: &[f64], saves: usize) -> Vec<f64> {
-    timings.chunks(saves.max(1)).map(median).collect()
-}
+/// Timings of the runs that took them: `(run, seconds)`, in run order.
+type ByRun = Vec<(usize, f64)>;
 
-/// For each run, the fastest of the `visits` samples of that run and of the runs on either
-/// side of it (a case visited several times a run has its samples of one run next to each
-/// other): a floor that follows the disk as it drifts over several runs, but not one run's
-/// slow visits (docs/harness.md says why).
-fn fastest_near_each_run(samples: &[f64], visits: usize) -> Vec<f64> {
-    let runs: Vec<f64> = samples
-        .chunks(visits.max(1))
-        .map(|run| run.iter().copied().fold(f64::INFINITY, f64::min))
-        .collect();
-    (0..runs.len())
+/// The median of each run's timings (a file saved several times a run, a floor visited
+/// twice).
+fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
+    timings
+        .chunk_by(|a, b| a.0 == b.0)
         .map(|run| {
-            runs.get(run.saturating_sub(1)..(run + 2).min(runs.len()))
-                .unwrap_or_default()
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min)
+            let seconds: Vec<f64> = run.iter().map(|&(_, seconds)| seconds).collect();
+            (run.first().map_or(0, |&(run, _)| run), median(&seconds))
         })
         .collect()
 }
 
-/// For each run, the sum over `floors` of each floor's fastest visit in that run or the runs
-/// either side ([`fastest_near_each_run`]): the floor of a row reading several files (a cold
-/// start reads the parameters and the key, one after the other). `None` without floors.
-fn floors_near_each_run(
-    plan: &Plan<'_>,
-    floors: &[usize],
-    seconds: impl Fn(usize) -> Vec<f64>,
-) -> Option<Vec<f64>> {
+/// For each run with samples, the fastest of its samples and of those of the runs either
+/// side of it (a case visited several times a run has its samples of one run next to each
+/// other): a floor that follows the disk as it drifts over several runs, but not one run's
+/// slow visits (docs/harness.md says why). A run the floor was not measured in has no
+/// floor.
+fn fastest_near_each_run(samples: &[(usize, f64)]) -> ByRun {
+    let fastest: std::collections::BTreeMap<usize, f64> =
+        samples
+            .iter()
+            .fold(Default::default(), |mut fastest, &(run, seconds)| {
+                let entry = fastest.entry(run).or_insert(f64::INFINITY);
+                *entry = entry.min(seconds);
+                fastest
+            });
+    fastest
+        .keys()
+        .map(|&run| {
+            let near = fastest
+                .range(run.saturating_sub(1)..=run + 1)
+                .map(|(_, &seconds)| seconds)
+                .fold(f64::INFINITY, f64::min);
+            (run, near)
+        })
+        .collect()
+}
+
+/// For each run that every floor of `floors` has, the sum of each floor's fastest visit in
+/// that run or the runs either side ([`fastest_near_each_run`]): the floor of a row reading
+/// several files (a cold start reads the parameters and the key, one after the other).
+/// `None` without floors.
+fn floors_near_each_run(floors: &[usize], by_run: impl Fn(usize) -> ByRun) -> Option<ByRun> {
     floors
         .iter()
-        .map(|&floor| {
-            let visits = plan.cases.get(floor).map_or(1, |case| case.visits);
-            fastest_near_each_run(&seconds(floor), visits)
+        .map(|&floor| fastest_near_each_run(&by_run(floor)))
+        .reduce(|sum, next| {
+            sum.iter()
+                .filter_map(|&(run, seconds)| {
+                    next.iter()
+                        .find(|&&(other, _)| other == run)
+                        .map(|&(_, more)| (run, seconds + more))
+                })
+                .collect()
         })
-        .reduce(|sum, next| sum.iter().zip(&next).map(|(a, b)| a + b).collect())
+}
+
+/// [`paired`] over the runs both sides were measured in: `ours[i] / theirs[i]` of each such
+/// run. `None` when they share no run.
+fn paired_by_run(ours: &[(usize, f64)], theirs: &[(usize, f64)]) -> Option<Ratio> {
+    let (ours, theirs): (Vec<f64>, Vec<f64>) = ours
+        .iter()
+        .filter_map(|&(run, seconds)| {
+            theirs
+                .iter()
+                .find(|&&(other, _)| other == run)
+                .map(|&(_, reference)| (seconds, reference))
+        })
+        .unzip();
+    paired(&ours, &theirs)
+}
+
+/// Each load of case `index`, with its run.
+fn loads_by_run(samples: &[Vec<Taken>], index: usize) -> ByRun {
+    samples
+        .get(index)
+        .map(|taken| {
+            taken
+                .iter()
+                .map(|taken| (taken.run, taken.sample.seconds))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Case `index`'s ratios, run by run: its reference's load over its own (the speedup), and
+/// its load over its floors'.
+fn load_ratios(
+    plan: &Plan<'_>,
+    samples: &[Vec<Taken>],
+    index: usize,
+) -> (Option<Ratio>, Option<Ratio>) {
+    let Some(case) = plan.cases.get(index) else {
+        return (None, None);
+    };
+    let ours = loads_by_run(samples, index);
+    let speedup = case
+        .reference
+        .and_then(|reference| paired_by_run(&loads_by_run(samples, reference), &ours));
+    // Each run's load over its floor's fastest visit in that run or the runs either side:
+    // the disk and the machine drift over the runs, so a load is compared with the floor of
+    // its moment, not with the luckiest floor of all the runs.
+    let vs_floor = floors_near_each_run(&case.floors, |floor| loads_by_run(samples, floor))
+        .and_then(|floor| paired_by_run(&ours, &floor));
+    (speedup, vs_floor)
+}
+
+/// File `index`'s saves, each run's median, durable (`timing` gives a save's seconds) or
+/// short of it.
+fn saves_by_run(saved: &Saved, index: usize, timing: &dyn Fn(&Written) -> Option<f64>) -> ByRun {
+    let timings: ByRun = saved
+        .times
+        .get(index)
+        .map(|written| {
+            written
+                .iter()
+                .filter_map(|(run, written)| timing(written).map(|seconds| (*run, seconds)))
+                .collect()
+        })
+        .unwrap_or_default();
+    median_per_run(&timings)
+}
+
+/// File `index`'s durable saves, each run's median.
+fn durable_saves(saved: &Saved, index: usize) -> ByRun {
+    saves_by_run(saved, index, &|written| Some(written.seconds))
+}
+
+/// A ratio the runs are judged by, and what is measured for it: the cases and files whose
+/// timings it pairs.
+pub(super) struct Claim {
+    pub(super) ratio: Ratio,
+    pub(super) cases: Vec<usize>,
+    pub(super) files: Vec<usize>,
+}
+
+/// The ratios a run is judged by: each keycodec load's over its reference's (halo2's reader;
+/// a remote load's download then load) and over its floor, and each keycodec save's over
+/// halo2's write and sync. (halo2's own ratios, to its floor and of its durability, only
+/// inform.)
+pub(super) fn claims(plan: &Plan<'_>, saved: &Saved, samples: &[Vec<Taken>]) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    for (index, case) in plan.cases.iter().enumerate() {
+        let Some(reference) = case.reference else {
+            continue;
+        };
+        let (speedup, vs_floor) = load_ratios(plan, samples, index);
+        if let Some(ratio) = speedup {
+            claims.push(Claim {
+                ratio,
+                cases: vec![index, reference],
+                files: Vec::new(),
+            });
+        }
+        if let Some(ratio) = vs_floor.filter(|ratio| ratio.high >= 1.0) {
+            claims.push(Claim {
+                ratio,
+                cases: std::iter::once(index)
+                    .chain(case.floors.iter().copied())
+                    .collect(),
+                files: Vec::new(),
+            });
+        }
+    }
+    for (index, file) in plan.files.iter().enumerate() {
+        let Some(reference) = file.reference.filter(|_| file.shown) else {
+            continue;
+        };
+        if file.backend == HALO2_NATIVE {
+            continue;
+        }
+        if let Some(ratio) = paired_by_run(
+            &durable_saves(saved, index),
+            &durable_saves(saved, reference),
+        ) {
+            claims.push(Claim {
+                ratio,
+                cases: Vec::new(),
+                files: vec![index, reference],
+            });
+        }
+    }
+    claims
 }
 
 /// The rows of `plan` after the runs so far.
@@ -87,14 +239,8 @@ pub(super) fn rows(
     plan: &Plan<'_>,
     buffer: Size,
     saved: &Saved,
-    samples: &[Vec<Sample>],
+    samples: &[Vec<Taken>],
 ) -> (Vec<Row>, Vec<SaveRow>) {
-    let seconds = |index: usize| -> Vec<f64> {
-        samples
-            .get(index)
-            .map(|taken| taken.iter().map(|sample| sample.seconds).collect())
-            .unwrap_or_default()
-    };
     let id = |index: usize| {
         plan.cases.get(index).map(|case| RowId {
             backend: case.backend,
@@ -104,8 +250,8 @@ pub(super) fn rows(
     };
     let mut rows = Vec::new();
     for (index, case) in plan.cases.iter().enumerate() {
-        let ours = seconds(index);
         let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
+        let ours: Vec<f64> = taken.iter().map(|taken| taken.sample.seconds).collect();
         let read = Summary::of(&ours);
         let file_bytes = case
             .files
@@ -116,14 +262,16 @@ pub(super) fn rows(
         let floor_min = (!case.floors.is_empty()).then(|| {
             case.floors
                 .iter()
-                .map(|&floor| Summary::of(&seconds(floor)).min_s)
+                .map(|&floor| {
+                    let seconds: Vec<f64> = loads_by_run(samples, floor)
+                        .into_iter()
+                        .map(|(_, seconds)| seconds)
+                        .collect();
+                    Summary::of(&seconds).min_s
+                })
                 .sum::<f64>()
         });
-        // Each run's load over its floor's fastest visit in that run or the runs either side:
-        // the disk and the machine drift over the runs, so a load is compared with the floor
-        // of its moment, not with the luckiest floor of all the runs.
-        let vs_floor = floors_near_each_run(plan, &case.floors, seconds)
-            .and_then(|floor| paired(&ours, &floor));
+        let (speedup, vs_floor) = load_ratios(plan, samples, index);
         let below_floor = vs_floor.is_some_and(|ratio| ratio.high < 1.0);
         rows.push(Row {
             kind: case.kind,
@@ -135,48 +283,38 @@ pub(super) fn rows(
             read_s: read.median_s,
             read_min_s: read.min_s,
             read_spread: read.spread,
-            read_runs: ours.clone(),
+            read_runs: ours,
+            read_run_numbers: taken.iter().map(|taken| taken.run).collect(),
             file_bytes,
             read_gbps: file_bytes as f64 / read.median_s / 1e9,
             floor_s: floor_min,
             read_vs_floor: vs_floor.filter(|_| !below_floor),
             below_floor,
-            speedup: case
-                .reference
-                .and_then(|reference| paired(&seconds(reference), &ours)),
+            speedup,
             reference: case.reference.and_then(id),
-            peak_rss_bytes: taken.iter().filter_map(|sample| sample.rss_rise).max(),
+            peak_rss_bytes: taken.iter().filter_map(|taken| taken.sample.rss_rise).max(),
             huge_pages_runs: taken
                 .iter()
-                .map(|sample| sample.huge_pages)
+                .map(|taken| taken.sample.huge_pages)
                 .collect::<Option<Vec<u64>>>()
                 .unwrap_or_default(),
             compact_stalls: taken
                 .iter()
-                .map(|sample| sample.compact_stalls)
+                .map(|taken| taken.sample.compact_stalls)
                 .sum::<Option<u64>>(),
             cached_before: taken
                 .iter()
-                .map(|sample| sample.cached_before)
+                .map(|taken| taken.sample.cached_before)
                 .collect::<Option<Vec<f64>>>()
                 .map(|shares| shares.into_iter().fold(0.0, f64::max)),
-            verified: !taken.is_empty() && taken.iter().all(|sample| sample.verified),
+            verified: !taken.is_empty() && taken.iter().all(|taken| taken.sample.verified),
         });
     }
-    // Each run's median save (see [`saves_per_run`]), durable or short of it.
-    let per_run = |index: usize, timing: &dyn Fn(&Written) -> Option<f64>| -> Vec<f64> {
-        let (Some(file), Some(written)) = (plan.files.get(index), saved.times.get(index)) else {
-            return Vec::new();
-        };
-        let saves = saves_per_run(file, saved.bytes.get(index).copied().unwrap_or(0));
-        let timings: Vec<f64> = written.iter().filter_map(timing).collect();
-        median_per_run(&timings, saves)
-    };
-    let durable = |index: usize| per_run(index, &|written| Some(written.seconds));
     let mut saves = Vec::new();
     for (index, file) in plan.files.iter().enumerate().filter(|(_, f)| f.shown) {
-        let ours = durable(index);
-        let summary = Summary::of(&ours);
+        let ours = durable_saves(saved, index);
+        let seconds: Vec<f64> = ours.iter().map(|&(_, seconds)| seconds).collect();
+        let summary = Summary::of(&seconds);
         let bytes = saved.bytes.get(index).copied().unwrap_or(0);
         let reference = file
             .reference
@@ -190,9 +328,11 @@ pub(super) fn rows(
             save_s: summary.median_s,
             save_min_s: summary.min_s,
             save_spread: summary.spread,
-            save_runs: ours.clone(),
+            save_runs: seconds,
+            save_run_numbers: ours.iter().map(|&(run, _)| run).collect(),
             file_bytes: bytes,
-            vs_reference: reference.and_then(|(r, _)| paired(&ours, &durable(r))),
+            vs_reference: reference
+                .and_then(|(r, _)| paired_by_run(&ours, &durable_saves(saved, r))),
             reference: reference.map(|(_, f)| RowId {
                 backend: f.backend,
                 mode: f.mode,
@@ -201,9 +341,10 @@ pub(super) fn rows(
         });
         // A row for what the saves also timed short of durable, where they did: halo2's
         // write before its sync; an upload behind a link to its last part.
-        let plain = per_run(index, &|written| written.unsynced);
+        let plain = saves_by_run(saved, index, &|written| written.unsynced);
         if !plain.is_empty() {
-            let summary = Summary::of(&plain);
+            let seconds: Vec<f64> = plain.iter().map(|&(_, seconds)| seconds).collect();
+            let summary = Summary::of(&seconds);
             saves.push(SaveRow {
                 kind: file.kind,
                 backend: file.backend,
@@ -213,13 +354,14 @@ pub(super) fn rows(
                 save_s: summary.median_s,
                 save_min_s: summary.min_s,
                 save_spread: summary.spread,
-                vs_reference: paired(&plain, &ours),
+                vs_reference: paired_by_run(&plain, &ours),
                 reference: Some(RowId {
                     backend: file.backend,
                     mode: file.mode,
                     validation: durable_save_name(file.backend),
                 }),
-                save_runs: plain,
+                save_runs: seconds,
+                save_run_numbers: plain.iter().map(|&(run, _)| run).collect(),
                 file_bytes: bytes,
             });
         }
@@ -253,18 +395,59 @@ pub(super) fn row_line(row: &Row) -> String {
 mod tests {
     use super::*;
 
+    /// `(run, seconds)` of `seconds` taken `visits` times a run, from run 1.
+    fn by_run(seconds: &[f64], visits: usize) -> ByRun {
+        seconds
+            .iter()
+            .enumerate()
+            .map(|(at, &seconds)| (at / visits + 1, seconds))
+            .collect()
+    }
+
     #[test]
     fn a_load_is_compared_with_the_floor_of_its_moment() {
         // Two visits a run. Run 2's floor visits are both slow (noise); from run 4 on the
         // disk is slower for the floor and the load alike (drift).
         let floor = [1.0, 1.2, 1.9, 2.1, 1.0, 1.1, 1.5, 1.6, 1.5, 1.5, 1.6, 1.5];
-        let nearest = fastest_near_each_run(&floor, 2);
-        assert_eq!(nearest, vec![1.0, 1.0, 1.0, 1.0, 1.5, 1.5]);
-        let loads = [1.05, 1.05, 1.05, 1.6, 1.6, 1.6];
-        let ratio = paired(&loads, &nearest).unwrap();
+        let nearest = fastest_near_each_run(&by_run(&floor, 2));
+        assert_eq!(nearest, by_run(&[1.0, 1.0, 1.0, 1.0, 1.5, 1.5], 1));
+        let loads = by_run(&[1.05, 1.05, 1.05, 1.6, 1.6, 1.6], 1);
+        let ratio = paired_by_run(&loads, &nearest).unwrap();
         // The noisy run reads 1.05x, not 0.55x; the drift's runs 1.07x once it has lasted
         // two runs (against the fastest floor of all runs: 1.6x).
         assert!((ratio.estimate - 1.06).abs() < 0.02, "{ratio:?}");
         assert!(ratio.low > 1.0, "{ratio:?}");
+    }
+
+    /// Rows measured in different runs (a later run measures only the rows still wide) are
+    /// paired by run: each ratio over the runs both sides have, a floor near a run only from
+    /// the runs either side that it has.
+    #[test]
+    fn rows_measured_in_different_runs_are_paired_by_run() {
+        // Ours in runs 1-5, the reference in runs 1, 2 and 5 only.
+        let ours = by_run(&[1.0, 1.0, 9.0, 9.0, 1.0], 1);
+        let theirs = vec![(1, 2.0), (2, 2.0), (5, 2.0)];
+        let ratio = paired_by_run(&ours, &theirs).unwrap();
+        assert_eq!(ratio.runs, 3);
+        assert!((ratio.estimate - 0.5).abs() < 1e-9, "{ratio:?}");
+        assert!(paired_by_run(&ours, &[(7, 1.0)]).is_none());
+        // A floor measured in runs 1, 2 and 6: run 6's is not near runs 1 and 2.
+        let floor = vec![(1, 3.0), (1, 2.0), (2, 4.0), (6, 1.0)];
+        assert_eq!(
+            fastest_near_each_run(&floor),
+            vec![(1, 2.0), (2, 2.0), (6, 1.0)]
+        );
+        // Two floors added only in the runs both have.
+        let floors = [0, 1];
+        let sum = floors_near_each_run(&floors, |floor| match floor {
+            0 => vec![(1, 1.0), (3, 1.0)],
+            _ => vec![(3, 2.0), (4, 5.0)],
+        });
+        assert_eq!(sum, Some(vec![(3, 3.0)]));
+        // A save's runs, each run's median.
+        assert_eq!(
+            median_per_run(&[(1, 3.0), (1, 1.0), (1, 2.0), (4, 7.0)]),
+            vec![(1, 2.0), (4, 7.0)]
+        );
     }
 }
