@@ -19,7 +19,7 @@ use keycodec_core::BufferConfig;
 /// checked. A key file is read into memory allocated as a key's is, one vector per
 /// polynomial (`polynomial_bytes` each), so that the allocator behaves as it does for a key,
 /// handing back what the last key freed; parameters into one vector. The file is read each
-/// of the [`ways`] its state and `visit` take, the fastest counting.
+/// of the ways its state and `visit` take (`ways` below), the fastest counting.
 /// Returns the seconds and whether every byte was read, and the memory read into.
 ///
 /// # Errors
