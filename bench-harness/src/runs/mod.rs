@@ -154,10 +154,12 @@ impl Runner {
                 .collect();
             let mut before = None;
             for (at, &index) in order.iter().enumerate() {
-                // A small file's later saves, a third and two thirds into the run.
-                if (1..SAVES_OF_SMALL_FILES)
-                    .any(|save| at == order.len() * save / SAVES_OF_SMALL_FILES)
-                {
+                // A small file's later saves, a third and two thirds into the run (both
+                // here, one after the other, in a run of fewer than three loads).
+                let due = (1..SAVES_OF_SMALL_FILES)
+                    .filter(|save| at == order.len() * save / SAVES_OF_SMALL_FILES)
+                    .count();
+                for _ in 0..due {
                     self.write(
                         plan,
                         run,
@@ -217,6 +219,23 @@ impl Runner {
                 });
                 spent.add_case(index, visit_started.elapsed());
                 self.harness_peak = self.harness_peak.max(rss::peak());
+            }
+            // A run of saves alone (every load's ratio narrow enough) saves a small file as
+            // often as any run, one save after the other.
+            if order.is_empty() {
+                for _ in 1..SAVES_OF_SMALL_FILES {
+                    self.write(
+                        plan,
+                        run,
+                        &label,
+                        buffer,
+                        &mut saved,
+                        &mut spent,
+                        |index, file, bytes| {
+                            selection.file(index) && saves_per_run(file, bytes) > 1
+                        },
+                    )?;
+                }
             }
             if warming > 0 {
                 warming -= 1;
@@ -700,5 +719,76 @@ mod tests {
         // The file is in no wide ratio (halo2 wrote none to compare its saves with): saved
         // in the first runs only.
         assert_eq!(measured.saves[0].save_run_numbers, [1, 2, 3]);
+    }
+
+    /// A run measuring saves alone (no load's ratio wide) saves a small file three times, as
+    /// every run does, and the loads are not run.
+    #[test]
+    fn a_run_of_saves_alone_saves_a_small_file_three_times() {
+        let scratch = tempfile::tempdir().unwrap();
+        let saves = std::sync::Mutex::new(Vec::new());
+        let loads = AtomicUsize::new(0);
+        let mut plan = Plan::empty();
+        let mut file = |backend: &'static str, seconds: Vec<f64>| {
+            let saves = &saves;
+            let at = AtomicUsize::new(0);
+            plan.file(
+                (Kind::Params, backend, "RawBytes"),
+                Box::new(move |path, _| {
+                    std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
+                    saves.lock().unwrap().push(backend);
+                    let save = at.fetch_add(1, Ordering::SeqCst);
+                    Ok(Written {
+                        seconds: seconds[save % seconds.len()],
+                        unsynced: None,
+                    })
+                }),
+                scratch.path(),
+            )
+        };
+        // keycodec's saves swing (medians of three 1, 3, 0.3, 2, ...); halo2's do not.
+        let ours = file(
+            "rawbytes",
+            vec![1.0, 1.0, 1.0, 3.0, 3.0, 3.0, 0.3, 0.3, 0.3, 2.0],
+        );
+        let theirs = file(HALO2_NATIVE, vec![1.0]);
+        plan.files[ours].reference = Some(theirs);
+        plan.case(
+            (Kind::Params, "rawbytes", "RawBytes", "trusted", State::Warm),
+            vec![ours],
+            Box::new(|_, _| {
+                loads.fetch_add(1, Ordering::SeqCst);
+                Ok(Sample {
+                    seconds: 1e-3,
+                    verified: true,
+                    rss_rise: None,
+                    huge_pages: None,
+                    compact_stalls: None,
+                    cached_before: None,
+                })
+            }),
+        );
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: None,
+            min_runs: 2,
+            max_runs: 4,
+            interval: 0.1,
+            time_cap: Duration::from_secs(600),
+        };
+        let measured = Runner::new(stopping, false, false)
+            .measure(&plan, Size(1 << 20))
+            .unwrap();
+        drop(plan);
+        assert_eq!(measured.runs, 4, "{}", measured.stopped);
+        // The load (no reference: no ratio) in the first two runs only.
+        assert_eq!(loads.load(Ordering::SeqCst), 2);
+        let saves = saves.into_inner().unwrap();
+        for backend in ["rawbytes", HALO2_NATIVE] {
+            let count = saves.iter().filter(|&&saved| saved == backend).count();
+            assert_eq!(count, 4 * SAVES_OF_SMALL_FILES, "{backend}: {saves:?}");
+        }
+        let row = measured.saves.first().unwrap();
+        assert_eq!(row.save_run_numbers, [1, 2, 3, 4]);
     }
 }
