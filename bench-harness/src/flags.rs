@@ -111,7 +111,7 @@ pub struct Args {
     pub interval: f64,
 
     /// The whole run's length (s, m or h: 90s, 10m, 1h), the fixture and the minimum of runs
-    /// included: a run is not started when the last one's length says it would end past this;
+    /// included: a run is not started when the runs so far say it would end past this;
     /// each size still gets one run, and the report says when that leaves intervals wide
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub time_cap: Duration,

@@ -4,8 +4,8 @@
 //! `cargo run --release -p bench-harness` builds (or loads from its cache) a proving key and
 //! its KZG parameters (a halo2-lib circuit at k = 18 by default, keys shaped like users';
 //! `--circuit standard-plonk` for the seed's workload, `--ks 14-20` for a size sweep), then,
-//! after a warm-up run that is not counted, run after run, saves
-//! every file with every backend and with halo2's own writer (`pk.write`, timed before and
+//! after a warm-up run that is not counted, run after run (after the minimum of runs, only
+//! the rows whose ratios are still the widest), saves every file with every backend and with halo2's own writer (`pk.write`, timed before and
 //! after its `sync_all`), and times every load in an order rotated each run: the proving key
 //! with every backend (checked, trusted; pinned with `--full`), the parameters, a prover's
 //! cold start (parameters + key), halo2's own readers of each (`ProvingKey::read` with

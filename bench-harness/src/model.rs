@@ -70,7 +70,7 @@ pub struct Row {
     /// Rise of resident memory during the load (maximum over runs), if measurable.
     pub peak_rss_bytes: Option<u64>,
     /// The loading process's memory in transparent huge pages right after each load, run by
-    /// run (in the order of `read_runs`; empty unless every run measured it): a fresh load's
+    /// run (in the order of `read_runs`; empty unless every load measured it): a fresh load's
     /// key in huge pages or not is what makes its time bimodal.
     pub huge_pages_runs: Vec<u64>,
     /// The machine's compaction stalls during this row's loads, all runs together.

@@ -1,4 +1,4 @@
-//! A plan's parts: the files every run writes and the cases it times, how they are added,
+//! A plan's parts: the files runs write and the cases they time, how they are added,
 //! and how each case is linked to the rows it is compared with.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +21,8 @@ pub(super) type Remove<'a> = Box<dyn Fn() -> Result<(), String> + 'a>;
 /// Measures one load of the case's files.
 pub(super) type Run<'a> = Box<dyn Fn(&[&Path], Size) -> Result<Sample, String> + 'a>;
 
-/// Something every run writes: a file, or an object in object storage.
+/// Something runs write (every run until the minimum of runs, then those whose saves are
+/// still wide): a file, or an object in object storage.
 pub struct File<'a> {
     /// What it holds.
     pub kind: Kind,
@@ -106,9 +107,9 @@ impl Case<'_> {
 /// takes each of its two ways once a run.
 pub const FLOOR_VISITS: usize = 2;
 
-/// The files and cases of one run.
+/// The files and cases runs take.
 pub struct Plan<'a> {
-    /// Written first in every run.
+    /// Written first in a run.
     pub files: Vec<File<'a>>,
     /// Then timed, one after the other.
     pub cases: Vec<Case<'a>>,

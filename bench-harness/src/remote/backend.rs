@@ -1,4 +1,4 @@
-//! One backend's remote rows: its key uploaded every run, then each way of loading it
+//! One backend's remote rows: its key uploaded in each run, then each way of loading it
 //! (ranged GETs, the server's floor, one GET, download then load, a cache hit, the local file).
 
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use crate::measure::{self, load_options, Writer, Written};
 use crate::plan::{Inputs, Kind, Plan, State};
 use crate::workload::Workload;
 
-/// The remote rows' plan: the objects every run uploads and the loads timed against them.
+/// The remote rows' plan: the objects runs upload and the loads timed against them.
 ///
 /// Long on purpose: one block per row of the remote table, in its order.
 pub(super) fn plan<'a, C: Workload>(

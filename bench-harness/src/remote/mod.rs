@@ -1,7 +1,8 @@
 //! `--remote`: artifacts in object storage, on a loopback S3 server this module starts.
 //!
 //! For each backend, one plan (so that the server holds one key at a time): the key
-//! uploaded every run, then, interleaved, a remote load (ranged GETs decoded as they
+//! uploaded in each run (after the minimum of runs, while its upload's ratio is still wide),
+//! then, interleaved, a remote load (ranged GETs decoded as they
 //! arrive), the server's floor (the object's ranges fetched into memory, as many at once as
 //! a load may keep in flight), one plain GET into memory (what `curl` does; not behind an
 //! emulated link, where one stream's time is the object over its cap per connection),

@@ -112,7 +112,7 @@ pub(super) fn start_plan<'a, C: Workload>(
     });
 
     let mut plan = Plan::empty();
-    // Every run uploads the key as keycodec saves it and as halo2 writes it, and writes
+    // A run uploads the key as keycodec saves it and as halo2 writes it, and writes
     // halo2's file of a machine that has it already (the saves are the remote rows'); the
     // parameters' upload is the plan's, each run only notes its size.
     let mut upload = |at: &ObjectPath, writer: Writer, who: &'static str| {

@@ -1,7 +1,8 @@
-//! Runs a [`Plan`]: run after run, every file written, then every case timed (floors
-//! twice, small files saved again a third and two thirds in), in an order rotated each run,
-//! until every paired ratio is known to the interval asked for (or the runs or the time
-//! allowed are spent); then one row per case and per file.
+//! Runs a [`Plan`]: run after run, its files written, then its cases timed (floors twice,
+//! small files saved again a third and two thirds in), in an order rotated each run, until
+//! every paired ratio is known to the interval asked for (or the runs or the time allowed are
+//! spent); then one row per case and per file. The first runs (the minimum) take every file
+//! and case, each later one only those of the ratios still widest.
 //!
 //! This module runs them; `order` says in which order a run takes the cases and which load
 //! primes the memory before one, and `rows` makes the rows of the samples.
@@ -38,8 +39,9 @@ pub struct Stopping {
     /// Stop once every paired ratio's 95% interval is within +-this (0.1: +-10%).
     pub interval: f64,
     /// Or before a run that would end past this length of the whole harness run (every
-    /// size, every plan), as the run just made says: checked after each counted run, before
-    /// the minimum of runs. Each plan still gets one run.
+    /// size, every plan), as the costs of its cases and files when last measured say:
+    /// checked after each counted run, before the minimum of runs. Each plan still gets one
+    /// run.
     pub time_cap: Duration,
 }
 
@@ -254,11 +256,13 @@ impl Runner {
                 None if run < self.stopping.min_runs => Selection::all(plan),
                 None => Selection::of_wide(plan, &claims, SOUND_HALF_WIDTH, self.stopping.interval),
             };
-            // The next run's length: this one's, scaled by what the cases and files it takes
-            // cost when last measured.
+            // The next run's length: what the cases and files it takes cost when last measured,
+            // plus what this run spent beside its cases and files (the rows' intervals, the
+            // progress bar).
             let last = run_started.elapsed();
-            let next_length =
-                last.mul_f64(costs.of_selection(&next) / costs.of_selection(&selection).max(1e-9));
+            let beside =
+                last.saturating_sub(Duration::from_secs_f64(costs.of_selection(&selection)));
+            let next_length = Duration::from_secs_f64(costs.of_selection(&next)) + beside;
             let stop = self.stop(run, narrowed, &claims, next_length);
             if run == 1 {
                 self.say(&self.estimate(last));
@@ -357,7 +361,9 @@ impl Runner {
     }
 
     /// What the first counted run's length says of the rest: a run starts only when it
-    /// would end before the time cap, so the runs still to come are those that fit in it.
+    /// would end before the time cap, so the runs of every row still to come are those that
+    /// fit in it (after the minimum of runs, a run of the widest rows only is shorter, and
+    /// more of them fit).
     fn estimate(&self, first: Duration) -> String {
         let stopping = &self.stopping;
         let per_run = first.as_secs_f64().max(1e-3);
@@ -370,7 +376,10 @@ impl Runner {
                 let runs = (1 + (left / per_run).floor() as usize).min(stopping.max_runs.max(1));
                 let wanted = stopping.min_runs;
                 let verdict = if runs >= wanted {
-                    format!("{runs} runs at most in the time cap")
+                    format!(
+                        "{runs} runs of every row fit in the time cap (runs of the widest rows \
+                         only, after the first {wanted}, are shorter)"
+                    )
                 } else {
                     format!(
                         "{runs} of the {wanted} runs wanted fit in the time cap: the intervals \
@@ -381,7 +390,8 @@ impl Runner {
             }
         };
         format!(
-            "run 1 took {per_run:.0} s; {verdict}; its runs end about {:.0} s into the whole run",
+            "run 1 took {per_run:.0} s; {verdict}; runs of every row would end about {:.0} s \
+             into the whole run",
             elapsed + (runs - 1) as f64 * per_run
         )
     }

@@ -37,7 +37,11 @@ impl Selection {
             .iter()
             .map(|claim| claim.ratio.half_width())
             .fold(0.0, f64::max);
-        let limit = sound.min(widest * WIDEST_SHARE).max(interval);
+        let limit = if widest > sound {
+            sound
+        } else {
+            (widest * WIDEST_SHARE).max(interval)
+        };
         let mut selection = Selection {
             cases: vec![false; plan.cases.len()],
             files: vec![false; plan.files.len()],
@@ -301,6 +305,9 @@ mod tests {
             claim(0.24, vec![3, 1]),
         ];
         assert_eq!(taken(&claims), [0, 1, 2]);
+        // Widest 0.28, over +-25%: not one just within it (0.23, over four fifths of 0.28).
+        let claims = [claim(0.28, vec![0, 1]), claim(0.23, vec![2, 3])];
+        assert_eq!(taken(&claims), [0, 1]);
         // Widest 0.2: those over 0.16.
         let claims = [
             claim(0.2, vec![0, 1]),

@@ -3,7 +3,7 @@
 
 use crate::exec::Sample;
 use crate::measure::Written;
-use crate::plan::{durable_save_name, File, Plan, HALO2_NATIVE};
+use crate::plan::{durable_save_name, File, Plan, FLOOR, HALO2_NATIVE};
 use crate::stats::{median, paired, Ratio, Summary};
 use crate::{Row, RowId, SaveRow};
 use keycodec_core::Size;
@@ -184,16 +184,16 @@ pub(super) struct Claim {
 
 /// The ratios a run is judged by: each keycodec load's over its reference's (halo2's reader;
 /// a remote load's download then load) and over its floor, and each keycodec save's over
-/// halo2's write and sync. (halo2's own ratios, to its floor and of its durability, only
-/// inform.)
+/// halo2's write and sync (not a save's plain write or an upload's last part against the
+/// whole, which only inform, as halo2's own ratios to its floor and of its durability do).
 pub(super) fn claims(plan: &Plan<'_>, saved: &Saved, samples: &[Vec<Taken>]) -> Vec<Claim> {
     let mut claims = Vec::new();
     for (index, case) in plan.cases.iter().enumerate() {
-        let Some(reference) = case.reference else {
+        if case.backend == HALO2_NATIVE || case.backend == FLOOR {
             continue;
-        };
+        }
         let (speedup, vs_floor) = load_ratios(plan, samples, index);
-        if let Some(ratio) = speedup {
+        if let (Some(ratio), Some(reference)) = (speedup, case.reference) {
             claims.push(Claim {
                 ratio,
                 cases: vec![index, reference],
