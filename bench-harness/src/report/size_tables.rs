@@ -10,7 +10,8 @@ use crate::plan::{durable_save_name, Kind, State, FLOOR, HALO2_NATIVE};
 use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
-load s: median; min: fastest; spread: (max - min) / median; x floor: this load over its own \
+load s: median; min: fastest; spread: (max - min) / median; runs: the runs that measured \
+the row (after the minimum of runs, only the rows of the widest ratios are measured); x floor: this load over its own \
 file's floor in its state (a floor row's mode names the file; a cold start's, its two files' \
 floors added), run by run (each run's load over the fastest visit of its floor in that run or \
 the runs either side), median and 95% interval (BELOW: the \
@@ -84,7 +85,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         let _ = writeln!(out, "\n{title}");
         let _ = writeln!(
             out,
-            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>4} {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
             "backend",
             "mode",
             "values",
@@ -93,6 +94,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             "load s",
             "min s",
             "spread",
+            "runs",
             "x floor",
             "speedup [95%]",
             "file bytes",
@@ -109,7 +111,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             };
             let _ = writeln!(
                 out,
-                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>4} {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
                 row.backend,
                 row.mode,
                 row.validation,
@@ -118,6 +120,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 row.read_s,
                 row.read_min_s,
                 row.read_spread * 100.0,
+                runs_of(&row.read_run_numbers),
                 floor,
                 speedup_cell(row, report.stopping.interval),
                 row.file_bytes,
@@ -138,7 +141,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         );
         let _ = writeln!(
             out,
-            "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8} {:>8} {:>6} {:>22} {:>12}",
+            "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8} {:>8} {:>6} {:>4} {:>22} {:>12}",
             "of",
             "backend",
             "mode",
@@ -147,13 +150,14 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             "save s",
             "min s",
             "spread",
+            "runs",
             "x write+sync [95%]",
             "file bytes"
         );
         for save in saves {
             let _ = writeln!(
                 out,
-                "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>22} {:>12}",
+                "{:<7} {:<13} {:<16} {:<12} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>4} {:>22} {:>12}",
                 kind_name(save.kind),
                 save.backend,
                 save.mode,
@@ -165,6 +169,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 save.save_s,
                 save.save_min_s,
                 save.save_spread * 100.0,
+                runs_of(&save.save_run_numbers),
                 match (save.backend, save.durable) {
                     (HALO2_NATIVE, true) => "(reference)".to_owned(),
                     _ => save.vs_reference.map_or("-".to_owned(), |ratio| marked(
@@ -366,9 +371,24 @@ fn cold_residency(size: &SizeReport) -> Option<String> {
     })
 }
 
+/// How many runs measured a row, of its samples' run numbers (a floor has two a run).
+fn runs_of(run_numbers: &[usize]) -> usize {
+    let mut runs = run_numbers.to_vec();
+    runs.dedup();
+    runs.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A floor's two visits a run count as one run.
+    #[test]
+    fn a_rows_runs_are_its_distinct_run_numbers() {
+        assert_eq!(runs_of(&[1, 1, 2, 2, 5, 5]), 3);
+        assert_eq!(runs_of(&[1, 2, 3]), 3);
+        assert_eq!(runs_of(&[]), 0);
+    }
 
     /// compact's 47 MB with 3.5 s of recomputation against rawbytes' 1.13 GB with 0.4 s:
     /// level at 350 MB/s, where both take 3.63 s.
