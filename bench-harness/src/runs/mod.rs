@@ -162,16 +162,8 @@ impl Runner {
                     .filter(|save| at == order.len() * save / SAVES_OF_SMALL_FILES)
                     .count();
                 for _ in 0..due {
-                    self.write(
-                        plan,
-                        run,
-                        &label,
-                        buffer,
-                        &mut saved,
-                        &mut spent,
-                        |index, file, bytes| {
-                            selection.file(index) && saves_per_run(file, bytes) > 1
-                        },
+                    self.write_small(
+                        plan, run, &label, buffer, &mut saved, &mut spent, &selection,
                     )?;
                 }
                 let (Some(case), Some(taken)) = (plan.cases.get(index), samples.get_mut(index))
@@ -226,16 +218,8 @@ impl Runner {
             // often as any run, one save after the other.
             if order.is_empty() {
                 for _ in 1..SAVES_OF_SMALL_FILES {
-                    self.write(
-                        plan,
-                        run,
-                        &label,
-                        buffer,
-                        &mut saved,
-                        &mut spent,
-                        |index, file, bytes| {
-                            selection.file(index) && saves_per_run(file, bytes) > 1
-                        },
+                    self.write_small(
+                        plan, run, &label, buffer, &mut saved, &mut spent, &selection,
                     )?;
                 }
             }
@@ -295,6 +279,34 @@ impl Runner {
             runs: run,
             stopped,
         })
+    }
+
+    /// Saves again each small file of `selection` (one saved several times a run, see
+    /// [`saves_per_run`]), as [`Runner::write`] does.
+    ///
+    /// # Errors
+    ///
+    /// The write's error, as text.
+    #[allow(clippy::too_many_arguments)]
+    fn write_small(
+        &self,
+        plan: &Plan<'_>,
+        run: usize,
+        label: &str,
+        buffer: Size,
+        saved: &mut Saved,
+        spent: &mut Costs,
+        selection: &Selection,
+    ) -> Result<(), String> {
+        self.write(
+            plan,
+            run,
+            label,
+            buffer,
+            saved,
+            spent,
+            |index, file, bytes| selection.file(index) && saves_per_run(file, bytes) > 1,
+        )
     }
 
     /// Writes each file of `plan` that `which` picks (given its index, the file and the

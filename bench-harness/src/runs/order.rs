@@ -126,16 +126,15 @@ impl Costs {
 
     /// Takes the costs of what a run just spent on (the rest as last measured).
     pub(super) fn update(&mut self, spent: &Costs) {
-        for (cost, &new) in self.cases.iter_mut().zip(&spent.cases) {
-            if new > Duration::ZERO {
-                *cost = new;
+        let take = |costs: &mut [Duration], spent: &[Duration]| {
+            for (cost, &new) in costs.iter_mut().zip(spent) {
+                if new > Duration::ZERO {
+                    *cost = new;
+                }
             }
-        }
-        for (cost, &new) in self.files.iter_mut().zip(&spent.files) {
-            if new > Duration::ZERO {
-                *cost = new;
-            }
-        }
+        };
+        take(&mut self.cases, &spent.cases);
+        take(&mut self.files, &spent.files);
     }
 
     /// Seconds a run taking `selection` would spend, as last measured.

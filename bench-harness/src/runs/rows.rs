@@ -93,27 +93,30 @@ fn floors_near_each_run(floors: &[usize], by_run: impl Fn(usize) -> ByRun) -> Op
         .iter()
         .map(|&floor| fastest_near_each_run(&by_run(floor)))
         .reduce(|sum, next| {
-            sum.iter()
-                .filter_map(|&(run, seconds)| {
-                    next.iter()
-                        .find(|&&(other, _)| other == run)
-                        .map(|&(_, more)| (run, seconds + more))
-                })
+            same_runs(&sum, &next)
+                .map(|(run, seconds, more)| (run, seconds + more))
                 .collect()
         })
+}
+
+/// The runs `a` and `b` both have, in `a`'s order: each run with its timing in `a` and in
+/// `b` (one timing a run each).
+fn same_runs<'s>(
+    a: &'s [(usize, f64)],
+    b: &'s [(usize, f64)],
+) -> impl Iterator<Item = (usize, f64, f64)> + 's {
+    a.iter().filter_map(|&(run, first)| {
+        b.iter()
+            .find(|&&(other, _)| other == run)
+            .map(|&(_, second)| (run, first, second))
+    })
 }
 
 /// [`paired`] over the runs both sides were measured in: `ours[i] / theirs[i]` of each such
 /// run. `None` when they share no run.
 fn paired_by_run(ours: &[(usize, f64)], theirs: &[(usize, f64)]) -> Option<Ratio> {
-    let (ours, theirs): (Vec<f64>, Vec<f64>) = ours
-        .iter()
-        .filter_map(|&(run, seconds)| {
-            theirs
-                .iter()
-                .find(|&&(other, _)| other == run)
-                .map(|&(_, reference)| (seconds, reference))
-        })
+    let (ours, theirs): (Vec<f64>, Vec<f64>) = same_runs(ours, theirs)
+        .map(|(_, ours, theirs)| (ours, theirs))
         .unzip();
     paired(&ours, &theirs)
 }
