@@ -102,7 +102,8 @@ pub struct Args {
     #[arg(long, default_value_t = 5)]
     pub min_runs: usize,
 
-    /// Most runs per size
+    /// Most runs of each paired ratio: after the minimum, a ratio measured in this many runs
+    /// is measured no more
     #[arg(long, default_value_t = 20)]
     pub max_runs: usize,
 

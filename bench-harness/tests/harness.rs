@@ -254,9 +254,11 @@ fn runs_stop_when_the_intervals_or_the_bounds_say() {
     };
     let report = run(&impossible).unwrap();
     let size = only(&report);
-    assert_eq!(size.runs, 3, "{}", size.stopped);
-    assert!(size.stopped.contains("most allowed"), "{}", size.stopped);
-    // Every row in the minimum of runs; the last only the rows of the widest ratios.
+    assert!(size.runs >= 3, "{}", size.stopped);
+    assert!(size.stopped.contains("--max-runs"), "{}", size.stopped);
+    // Every row in the minimum of runs, the later ones only the rows of the widest ratios,
+    // no ratio of keycodec's over halo2's in more runs than allowed (halo2's reader, the
+    // reference of several, may be in more).
     let rows: Vec<_> = size
         .rows
         .iter()
@@ -264,7 +266,11 @@ fn runs_stop_when_the_intervals_or_the_bounds_say() {
         .collect();
     assert!(rows
         .iter()
-        .all(|row| row.read_run_numbers.starts_with(&[1, 2]) && row.read_runs.len() <= 3));
+        .all(|row| row.read_run_numbers.starts_with(&[1, 2])));
+    assert!(rows
+        .iter()
+        .filter_map(|row| row.speedup.as_ref())
+        .all(|speedup| speedup.runs <= 3));
     assert!(rows.iter().any(|row| row.read_run_numbers == [1, 2, 3]));
     let easy = Args {
         repeat: None,

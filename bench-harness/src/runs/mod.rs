@@ -2,7 +2,8 @@
 //! small files saved again a third and two thirds in), in an order rotated each run, until
 //! every paired ratio is known to the interval asked for (or the runs or the time allowed are
 //! spent); then one row per case and per file. The first runs (the minimum) take every file
-//! and case, each later one only those of the ratios still widest.
+//! and case, each later one only those of the ratios still widest, as many as fit in the
+//! time left.
 //!
 //! This module runs them; `order` says in which order a run takes the cases and which load
 //! primes the memory before one, and `rows` makes the rows of the samples.
@@ -20,7 +21,7 @@ use crate::measure::rss;
 use crate::plan::{Case, File, Plan, State};
 use crate::stats::rotation;
 use crate::{Row, SaveRow};
-use order::{needs_priming, primer, visiting_order, After, Costs, Selection};
+use order::{needs_priming, primer, visiting_order, wide_claims, After, Costs, Selection};
 use rows::{claims, row_line, rows, saves_per_run, Claim, Saved, Taken, SAVES_OF_SMALL_FILES};
 
 /// When a plan's runs stop.
@@ -34,7 +35,8 @@ pub struct Stopping {
     pub fixed: Option<usize>,
     /// At least this many runs.
     pub min_runs: usize,
-    /// At most this many.
+    /// At most this many runs of each ratio: after the minimum, a ratio measured in this
+    /// many runs is measured no more, and the runs stop when every ratio still wide is.
     pub max_runs: usize,
     /// Stop once every paired ratio's 95% interval is within +-this (0.1: +-10%).
     pub interval: f64,
@@ -235,19 +237,42 @@ impl Runner {
             }
             costs.update(&spent);
             let claims = claims(plan, &saved, &samples);
-            next = match self.stopping.fixed {
-                Some(_) => Selection::all(plan),
-                None if run < self.stopping.min_runs => Selection::all(plan),
-                None => Selection::of_wide(plan, &claims, SOUND_HALF_WIDTH, self.stopping.interval),
-            };
-            // The next run's length: what the cases and files it takes cost when last measured,
-            // plus what this run spent beside its cases and files (the rows' intervals, the
-            // progress bar).
+            // What this run spent beside its cases and files (the rows' intervals, the
+            // progress bar), taken to be what the next spends beside its own: a run fits when
+            // its cases and files, as they cost when last measured, and that end before the
+            // cap.
             let last = run_started.elapsed();
             let beside =
                 last.saturating_sub(Duration::from_secs_f64(costs.of_selection(&selection)));
-            let next_length = Duration::from_secs_f64(costs.of_selection(&next)) + beside;
-            let stop = self.stop(run, narrowed, &claims, next_length);
+            let fits = |selection: &Selection| {
+                self.started.elapsed()
+                    + beside
+                    + Duration::from_secs_f64(costs.of_selection(selection))
+                    < self.stopping.time_cap
+            };
+            let every = Selection::all(plan);
+            let (wide, fitting) = match self.stopping.fixed {
+                Some(_) => (0, every),
+                None if run < self.stopping.min_runs => {
+                    let fitting = if fits(&every) {
+                        every
+                    } else {
+                        Selection::none(plan)
+                    };
+                    (0, fitting)
+                }
+                None => {
+                    let wide = wide_claims(
+                        &claims,
+                        SOUND_HALF_WIDTH,
+                        self.stopping.interval,
+                        self.stopping.max_runs,
+                    );
+                    (wide.len(), Selection::of_claims(plan, &wide, fits))
+                }
+            };
+            next = fitting;
+            let stop = self.stop(run, narrowed, &claims, wide, next.is_empty());
             if run == 1 {
                 self.say(&self.estimate(last));
             }
@@ -409,13 +434,16 @@ impl Runner {
     }
 
     /// Why to stop after `runs` runs (`narrowed` of which measured only the rows still
-    /// wide), judged by `claims`, when the next would take `next`; `None` to run again.
+    /// wide), judged by `claims`, when `wide` of them may still be measured (after the
+    /// minimum of runs) and `nothing_fits` says no run would end before the cap; `None` to
+    /// run again.
     fn stop(
         &self,
         runs: usize,
         narrowed: usize,
         claims: &[Claim],
-        next: Duration,
+        wide: usize,
+        nothing_fits: bool,
     ) -> Option<String> {
         let stopping = &self.stopping;
         if let Some(fixed) = stopping.fixed {
@@ -431,15 +459,31 @@ impl Runner {
             format!("{runs} runs ({narrowed} of them of the widest rows only)")
         };
         let widest = half_widths.iter().copied().fold(0.0, f64::max);
+        let unsound = half_widths
+            .iter()
+            .filter(|&&half_width| half_width > SOUND_HALF_WIDTH)
+            .count();
+        let past_minimum = runs >= stopping.min_runs;
+        if past_minimum && widest <= stopping.interval {
+            return Some(format!(
+                "every paired ratio's 95% interval within +-{:.0}% (widest +-{:.0}%)",
+                stopping.interval * 100.0,
+                widest * 100.0
+            ));
+        }
+        if past_minimum && wide == 0 {
+            return Some(format!(
+                "{runs_made}: every ratio still wider than +-{:.0}% measured in the {} runs \
+                 allowed (--max-runs); widest interval +-{:.0}%",
+                stopping.interval * 100.0,
+                stopping.max_runs,
+                widest * 100.0
+            ));
+        }
         // The cap bounds the whole run, the minimum of runs included: no run is started that
         // would end past it, as the runs so far say.
-        if self.started.elapsed() + next >= stopping.time_cap {
-            let unsound = half_widths
-                .iter()
-                .filter(|&&half_width| half_width > SOUND_HALF_WIDTH)
-                .count();
-            // At the most runs allowed, more time would add none.
-            let advice = if unsound == 0 || runs >= stopping.max_runs {
+        if nothing_fits {
+            let advice = if unsound == 0 {
                 String::new()
             } else {
                 format!(
@@ -455,31 +499,14 @@ impl Runner {
                 widest * 100.0
             ));
         }
-        if runs < stopping.min_runs {
-            return None;
-        }
-        if widest <= stopping.interval {
-            return Some(format!(
-                "every paired ratio's 95% interval within +-{:.0}% (widest +-{:.0}%)",
-                stopping.interval * 100.0,
-                widest * 100.0
-            ));
-        }
-        if runs >= stopping.max_runs {
-            return Some(format!(
-                "{runs_made}, the most allowed; widest interval +-{:.0}%",
-                widest * 100.0
-            ));
-        }
         None
     }
 }
 
 /// The widest a ratio's interval may be for a claim (half its width over its median, the
 /// `+-` the report prints): after the minimum of runs, a run measures only the rows with a
-/// ratio wider than this, while there are any (see [`Selection::of_wide`]); wider at the
-/// end, a time-capped run
-/// says how many are and that more runs would narrow them. On this project's 2-core machine,
+/// ratio wider than this, while there are any (see [`wide_claims`]); wider at the end, a
+/// time-capped run says how many are and that more runs would narrow them. On this project's 2-core machine,
 /// default runs of 7 runs of every row (5 minutes) left 2 to 6 of their 19 ratios to halo2
 /// wider, two runs of 16 and 17 (10 minutes) none.
 const SOUND_HALF_WIDTH: f64 = 0.25;

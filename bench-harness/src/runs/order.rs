@@ -9,7 +9,7 @@ use crate::plan::{Case, Plan, State, FLOOR, HALO2_NATIVE};
 use crate::stats::rotation;
 
 /// The cases and files a run measures: every one, or, after the minimum of runs, those of
-/// the ratios still wide ([`Selection::of_wide`]).
+/// the ratios still wide ([`wide_claims`], [`Selection::of_claims`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Selection {
     cases: Vec<bool>,
@@ -25,46 +25,40 @@ impl Selection {
         }
     }
 
-    /// The cases and files whose timings the widest `claims` pair (each load, its reference
-    /// and its floors; each save and halo2's): those wider than `sound` (+-25%), or, when
-    /// none is, those wider than four fifths of the widest, but not those within `interval`
-    /// (the interval a run stops at); every case and file when that leaves none. A row whose
-    /// ratios are all narrow enough is measured no more while others are still wide, and the
-    /// margin keeps a ratio just inside `sound` measured until the widest are no wider: the
-    /// time goes to the rows that need it.
-    pub(super) fn of_wide(plan: &Plan<'_>, claims: &[Claim], sound: f64, interval: f64) -> Self {
-        let widest = claims
-            .iter()
-            .map(|claim| claim.ratio.half_width())
-            .fold(0.0, f64::max);
-        let limit = if widest > sound {
-            sound
-        } else {
-            (widest * WIDEST_SHARE).max(interval)
-        };
-        let mut selection = Selection {
-            cases: vec![false; plan.cases.len()],
-            files: vec![false; plan.files.len()],
-        };
-        for claim in claims
-            .iter()
-            .filter(|claim| claim.ratio.half_width() > limit)
-        {
+    /// The cases and files whose timings `wide`'s claims pair (each load, its reference and
+    /// its floors; each save and halo2's), the widest first, each claim taken when the run
+    /// still `fits` with it (a claim too long for the time left is passed over for the
+    /// narrower ones after it): none when none fits.
+    pub(super) fn of_claims(
+        plan: &Plan<'_>,
+        wide: &[&Claim],
+        fits: impl Fn(&Selection) -> bool,
+    ) -> Self {
+        let mut selection = Selection::none(plan);
+        for claim in wide {
+            let mut with = selection.clone();
             for &case in &claim.cases {
-                if let Some(taken) = selection.cases.get_mut(case) {
+                if let Some(taken) = with.cases.get_mut(case) {
                     *taken = true;
                 }
             }
             for &file in &claim.files {
-                if let Some(taken) = selection.files.get_mut(file) {
+                if let Some(taken) = with.files.get_mut(file) {
                     *taken = true;
                 }
             }
+            if fits(&with) {
+                selection = with;
+            }
         }
-        if selection.is_empty() {
-            Selection::all(plan)
-        } else {
-            selection
+        selection
+    }
+
+    /// No case and no file.
+    pub(super) fn none(plan: &Plan<'_>) -> Self {
+        Selection {
+            cases: vec![false; plan.cases.len()],
+            files: vec![false; plan.files.len()],
         }
     }
 
@@ -83,9 +77,38 @@ impl Selection {
         self.cases.iter().chain(&self.files).all(|&taken| taken)
     }
 
-    fn is_empty(&self) -> bool {
+    /// Whether it measures nothing.
+    pub(super) fn is_empty(&self) -> bool {
         !self.cases.iter().chain(&self.files).any(|&taken| taken)
     }
+}
+
+/// The claims a run after the minimum measures, widest first, of those measured in fewer
+/// than `max_runs` runs (a claim measured in as many is measured no more): those wider than
+/// `sound` (+-25%), or, when none is, those wider than four fifths of the widest, but not
+/// those within `interval` (the interval a run stops at). A row whose ratios are all narrow
+/// enough is measured no more while others are still wide, and the margin keeps a ratio just
+/// inside `sound` measured until the widest are no wider: the time goes to the rows that
+/// need it. None when every claim is within `interval` or measured `max_runs` times.
+pub(super) fn wide_claims(
+    claims: &[Claim],
+    sound: f64,
+    interval: f64,
+    max_runs: usize,
+) -> Vec<&Claim> {
+    let mut open: Vec<&Claim> = claims
+        .iter()
+        .filter(|claim| claim.ratio.runs < max_runs)
+        .collect();
+    open.sort_by(|a, b| b.ratio.half_width().total_cmp(&a.ratio.half_width()));
+    let widest = open.first().map_or(0.0, |claim| claim.ratio.half_width());
+    let limit = if widest > sound {
+        sound
+    } else {
+        (widest * WIDEST_SHARE).max(interval)
+    };
+    open.retain(|claim| claim.ratio.half_width() > limit);
+    open
 }
 
 /// Once every ratio is within +-25%, a run measures those wider than this share of the
@@ -268,24 +291,27 @@ mod tests {
     use crate::plan::Kind;
     use crate::stats::Ratio;
 
-    /// A claim on `cases` of half width `half_width` around 1.
-    fn claim(half_width: f64, cases: Vec<usize>) -> Claim {
+    /// A claim on `cases` of half width `half_width` around 1, measured in `runs` runs.
+    fn claim_of(half_width: f64, cases: Vec<usize>, runs: usize) -> Claim {
         Claim {
             ratio: Ratio {
                 estimate: 1.0,
                 low: 1.0 - half_width,
                 high: 1.0 + half_width,
-                runs: 5,
+                runs,
             },
             cases,
             files: Vec::new(),
         }
     }
 
-    /// Wider than +-25%: those alone. Then those wider than four fifths of the widest, never
-    /// those within the interval a run stops at; none left: every case.
-    #[test]
-    fn a_run_takes_the_widest_ratios_rows() {
+    /// A claim on `cases` of half width `half_width` around 1, measured in 5 runs.
+    fn claim(half_width: f64, cases: Vec<usize>) -> Claim {
+        claim_of(half_width, cases, 5)
+    }
+
+    /// A plan of six cases.
+    fn six_cases() -> Plan<'static> {
         let mut plan = Plan::empty();
         for _ in 0..6 {
             plan.case(
@@ -294,9 +320,22 @@ mod tests {
                 Box::new(|_, _| Err("not run".to_owned())),
             );
         }
+        plan
+    }
+
+    /// The cases a selection takes.
+    fn cases_of(selection: &Selection) -> Vec<usize> {
+        (0..6).filter(|&case| selection.case(case)).collect()
+    }
+
+    /// Wider than +-25%: those alone. Then those wider than four fifths of the widest, never
+    /// those within the interval a run stops at; none left: none.
+    #[test]
+    fn a_run_takes_the_widest_ratios_rows() {
+        let plan = six_cases();
         let taken = |claims: &[Claim]| -> Vec<usize> {
-            let selection = Selection::of_wide(&plan, claims, 0.25, 0.1);
-            (0..6).filter(|&case| selection.case(case)).collect()
+            let wide = wide_claims(claims, 0.25, 0.1, 20);
+            cases_of(&Selection::of_claims(&plan, &wide, |_| true))
         };
         let claims = [
             claim(0.4, vec![0, 1]),
@@ -317,9 +356,54 @@ mod tests {
         // Widest 0.11: those over the interval, not over 0.088.
         let claims = [claim(0.11, vec![0, 1]), claim(0.095, vec![2, 1])];
         assert_eq!(taken(&claims), [0, 1]);
-        // All within the interval: every case.
+        // All within the interval: none.
         let claims = [claim(0.09, vec![0, 1])];
-        assert_eq!(taken(&claims), [0, 1, 2, 3, 4, 5]);
-        assert!(Selection::of_wide(&plan, &claims, 0.25, 0.1).is_all());
+        assert!(wide_claims(&claims, 0.25, 0.1, 20).is_empty());
+    }
+
+    /// A claim measured in the most runs allowed is measured no more, and the rule applies
+    /// to the others as if it were not there; when every wide claim has them, none is left.
+    #[test]
+    fn a_claim_at_the_most_runs_is_measured_no_more() {
+        let plan = six_cases();
+        let claims = [
+            claim_of(0.5, vec![0, 1], 8),
+            claim_of(0.2, vec![2, 1], 7),
+            claim_of(0.17, vec![3, 4], 7),
+            claim_of(0.1, vec![5], 7),
+        ];
+        let wide = wide_claims(&claims, 0.25, 0.05, 8);
+        // Without the first, the widest is 0.2: those over 0.16.
+        assert_eq!(
+            cases_of(&Selection::of_claims(&plan, &wide, |_| true)),
+            [1, 2, 3, 4]
+        );
+        let spent = [claim_of(0.5, vec![0, 1], 8), claim_of(0.09, vec![2], 8)];
+        assert!(wide_claims(&spent, 0.25, 0.05, 8).is_empty());
+    }
+
+    /// Claims are taken widest first while the run fits; one that does not is passed over
+    /// for narrower ones that do; none fitting, none.
+    #[test]
+    fn a_run_takes_as_many_of_the_widest_claims_as_fit() {
+        let plan = six_cases();
+        let claims = [
+            claim(0.3, vec![0, 1]),
+            claim(0.6, vec![2, 3, 4]),
+            claim(0.4, vec![5, 1]),
+        ];
+        let wide = wide_claims(&claims, 0.25, 0.1, 20);
+        let fitting = |most: usize| {
+            cases_of(&Selection::of_claims(&plan, &wide, |selection| {
+                cases_of(selection).len() <= most
+            }))
+        };
+        assert_eq!(fitting(6), [0, 1, 2, 3, 4, 5]);
+        // The widest (three cases), then the next (two more), not the third (a sixth).
+        assert_eq!(fitting(5), [1, 2, 3, 4, 5]);
+        // The widest is too long: the next two share a case and fit.
+        assert_eq!(fitting(2), [1, 5]);
+        assert_eq!(fitting(3), [2, 3, 4]);
+        assert!(Selection::of_claims(&plan, &wide, |_| false).is_empty());
     }
 }
