@@ -28,9 +28,18 @@ impl<'a> PayloadReader<'a> {
             return Err(Error::Truncated { context });
         }
         if let Source::At { reader, .. } = &mut self.source {
-            self.hash
-                .after(reader.read_parallel(buf, &check, context))?;
-            self.hash.update(buf);
+            let mut hasher = self.hash.hasher();
+            let read = reader.read_parallel(
+                buf,
+                &check,
+                &mut |piece| {
+                    if let Some(hasher) = hasher.as_mut() {
+                        hasher.update(piece);
+                    }
+                },
+                context,
+            );
+            self.hash.after(read)?;
             self.remaining -= len;
             return Ok(());
         }

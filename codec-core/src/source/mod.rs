@@ -475,14 +475,17 @@ impl<'a> AtSource<'a> {
     /// Fills `dst`, checking each piece ([`BULK_STEP`], or less for a read shorter than a
     /// piece per thread) right after reading it, in parts of
     /// [`CHECK_STEP`] on every core (a check can cost more than the read: a point's curve
-    /// equation does); pieces are read and checked in parallel (rayon), or read in order
-    /// where the source says so ([`ReadAt::reads_in_order`]). Bytes already
+    /// equation does), and handing every byte to `in_order` once, in order; pieces are read
+    /// and checked in parallel (rayon), then all of `dst` handed to `in_order`, or, where
+    /// the source says so ([`ReadAt::reads_in_order`]), read in order on this thread, each
+    /// piece checked and handed to `in_order` while the next is read. Bytes already
     /// buffered are used first. After an error
     /// the position is unspecified: the caller stops reading.
     pub(crate) fn read_parallel(
         &mut self,
         dst: &mut [u8],
         check: &(impl Fn(&[u8]) -> Result<()> + Sync),
+        in_order: &mut (dyn FnMut(&[u8]) + Send),
         context: &'static str,
     ) -> Result<()> {
         // `dst[j]` is the source's byte at `origin + j`; the first `from_buffer` bytes are
@@ -515,13 +518,18 @@ impl<'a> AtSource<'a> {
             // read.
             _ if source.reads_in_order() => {
                 let mut last: &[u8] = &[];
+                let mut settle = |piece: &[u8]| {
+                    check_piece(piece)?;
+                    in_order(piece);
+                    Ok(())
+                };
                 for (index, piece) in dst.chunks_mut(BULK_STEP).enumerate() {
-                    let (filled, checked) =
-                        rayon::join(|| fill(BULK_STEP, index, piece), || check_piece(last));
-                    filled.and(checked)?;
+                    let (filled, settled) =
+                        rayon::join(|| fill(BULK_STEP, index, piece), || settle(last));
+                    filled.and(settled)?;
                     last = piece;
                 }
-                check_piece(last)
+                return settle(last).map(|()| self.moved_past(origin, dst.len(), from_buffer));
             }
             Some((largest, pool)) => {
                 // Pieces small enough that every thread has one (a polynomial smaller than
@@ -538,13 +546,20 @@ impl<'a> AtSource<'a> {
                 read(dst, share.clamp(CHECK_STEP, BULK_STEP))
             }
         }?;
-        if dst.len() > from_buffer {
-            // Everything buffered was used; the position moves past `dst`.
+        in_order(dst);
+        self.moved_past(origin, dst.len(), from_buffer);
+        Ok(())
+    }
+
+    /// After a bulk read of `len` bytes from `origin`, the first `from_buffer` of them
+    /// buffered: the position moves past them.
+    fn moved_past(&mut self, origin: u64, len: usize, from_buffer: usize) {
+        if len > from_buffer {
+            // Everything buffered was used.
             self.buffer.clear();
             self.start = 0;
-            self.next = origin + dst.len() as u64;
+            self.next = origin + len as u64;
         }
-        Ok(())
     }
 
     /// Fills `dst` in order: what is buffered, then the rest with one positioned read

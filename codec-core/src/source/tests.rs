@@ -72,11 +72,15 @@ fn small_and_bulk_reads_hand_out_the_source_in_order() {
     let (a, rest) = out.split_at_mut(5);
     source.read_exact(a).unwrap();
     let (b, rest) = rest.split_at_mut(BULK_STEP + 3);
-    source.read_parallel(b, &|_| Ok(()), "test").unwrap();
+    source
+        .read_parallel(b, &|_| Ok(()), &mut |_| {}, "test")
+        .unwrap();
     let (c, rest) = rest.split_at_mut(100);
     source.read_exact(c).unwrap();
     let (d, rest) = rest.split_at_mut(BULK_STEP);
-    source.read_parallel(d, &|_| Ok(()), "test").unwrap();
+    source
+        .read_parallel(d, &|_| Ok(()), &mut |_| {}, "test")
+        .unwrap();
     source.read_exact(rest).unwrap();
     assert_eq!(out, data[10..]);
     assert_eq!(source.position(), data.len() as u64);
@@ -98,6 +102,7 @@ fn head_then_parallel(source: &dyn ReadAt, len: usize) -> ([u8; 32], Vec<u8>, Ve
     reader.read_exact(&mut head).unwrap();
     let mut out = vec![0u8; len];
     let lens = std::sync::Mutex::new(Vec::new());
+    let mut handed = Vec::new();
     reader
         .read_parallel(
             &mut out,
@@ -105,9 +110,15 @@ fn head_then_parallel(source: &dyn ReadAt, len: usize) -> ([u8; 32], Vec<u8>, Ve
                 lens.lock().unwrap().push(piece.len());
                 Ok(())
             },
+            &mut |piece| handed.extend_from_slice(piece),
             "test",
         )
         .unwrap();
+    // Every byte read handed on once, in order, whichever way it was read.
+    assert!(
+        handed == out,
+        "the bytes handed on in order are the bytes read"
+    );
     (head, out, lens.into_inner().unwrap())
 }
 
@@ -130,11 +141,13 @@ fn a_failed_check_or_a_short_source_is_an_error() {
     let refused = AtSource::new(&file, 0, 16).read_parallel(
         &mut out,
         &|_| Err(Error::InvalidFieldElement { context: "test" }),
+        &mut |_| {},
         "test",
     );
     assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
     let mut too_long = vec![0u8; BULK_STEP + 11];
-    let short = AtSource::new(&file, 0, 16).read_parallel(&mut too_long, &|_| Ok(()), "tail");
+    let short =
+        AtSource::new(&file, 0, 16).read_parallel(&mut too_long, &|_| Ok(()), &mut |_| {}, "tail");
     assert!(matches!(short, Err(Error::Truncated { context: "tail" })));
 }
 
@@ -262,4 +275,50 @@ fn buffer_fills_start_small_and_grow_to_the_capacity() {
     }
     assert_eq!(requests.first(), Some(&FIRST_FILL));
     assert!(requests.iter().filter(|&&len| len == capacity).count() >= 2);
+}
+
+/// Memory that says it is read best in order (as a file out of the page cache is).
+struct InOrderMemory<'a>(&'a [u8]);
+
+impl ReadAt for InOrderMemory<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        Memory(self.0).read_exact_at(buf, offset)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        Memory(self.0).read_at(buf, offset)
+    }
+
+    fn reads_in_order(&self) -> bool {
+        true
+    }
+}
+
+/// Read in order, each piece is handed on once it is checked, in order, while the next is
+/// read: every byte once, the buffered head first; a piece that fails its check is not
+/// handed on, nor anything after it.
+#[test]
+fn a_read_in_order_hands_on_each_piece_once_checked() {
+    let data = pattern(3 * BULK_STEP + 100);
+    let source = InOrderMemory(&data);
+    let (head, out, lens) = head_then_parallel(&source, 3 * BULK_STEP);
+    assert_eq!(head, data[..32]);
+    assert_eq!(out, data[32..32 + 3 * BULK_STEP]);
+    assert_eq!(lens.iter().sum::<usize>(), 3 * BULK_STEP);
+
+    let mut out = vec![0u8; 3 * BULK_STEP];
+    let mut handed = Vec::new();
+    let refused = AtSource::new(&source, 0, 16).read_parallel(
+        &mut out,
+        &|piece: &[u8]| match piece.first() {
+            Some(&first) if first == data[BULK_STEP] => {
+                Err(Error::InvalidFieldElement { context: "test" })
+            }
+            _ => Ok(()),
+        },
+        &mut |piece| handed.extend_from_slice(piece),
+        "test",
+    );
+    assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
+    assert_eq!(handed, data[..BULK_STEP]);
 }
