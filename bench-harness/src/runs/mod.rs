@@ -506,9 +506,9 @@ impl Runner {
 /// The widest a ratio's interval may be for a claim (half its width over its median, the
 /// `+-` the report prints): after the minimum of runs, a run measures only the rows with a
 /// ratio wider than this, while there are any (see [`wide_claims`]); wider at the end, a
-/// time-capped run says how many are and that more runs would narrow them. On this project's 2-core machine,
-/// default runs of 7 runs of every row (5 minutes) left 2 to 6 of their 19 ratios to halo2
-/// wider, two runs of 16 and 17 (10 minutes) none.
+/// time-capped run says how many are and that more runs would narrow them. On this
+/// project's 2-core machine, default runs of 7 runs of every row (5 minutes) left 2 to 6 of
+/// their 19 ratios to halo2 wider, two runs of 16 and 17 (10 minutes) none.
 const SOUND_HALF_WIDTH: f64 = 0.25;
 
 /// The paths of the files `case` reads.

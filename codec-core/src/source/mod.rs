@@ -513,10 +513,11 @@ impl<'a> AtSource<'a> {
                     check_piece(piece)
                 })
         };
+        let pieces_handed_on = source.reads_in_order();
         match source.bulk_plan() {
-            // In order on this thread, each piece checked on every core while the next is
-            // read.
-            _ if source.reads_in_order() => {
+            // In order on this thread, each piece checked on every core and handed on while
+            // the next is read.
+            _ if pieces_handed_on => {
                 let mut last: &[u8] = &[];
                 let mut settle = |piece: &[u8]| {
                     check_piece(piece)?;
@@ -529,7 +530,7 @@ impl<'a> AtSource<'a> {
                     filled.and(settled)?;
                     last = piece;
                 }
-                return settle(last).map(|()| self.moved_past(origin, dst.len(), from_buffer));
+                settle(last)
             }
             Some((largest, pool)) => {
                 // Pieces small enough that every thread has one (a polynomial smaller than
@@ -546,20 +547,16 @@ impl<'a> AtSource<'a> {
                 read(dst, share.clamp(CHECK_STEP, BULK_STEP))
             }
         }?;
-        in_order(dst);
-        self.moved_past(origin, dst.len(), from_buffer);
-        Ok(())
-    }
-
-    /// After a bulk read of `len` bytes from `origin`, the first `from_buffer` of them
-    /// buffered: the position moves past them.
-    fn moved_past(&mut self, origin: u64, len: usize, from_buffer: usize) {
-        if len > from_buffer {
-            // Everything buffered was used.
+        if !pieces_handed_on {
+            in_order(dst);
+        }
+        if dst.len() > from_buffer {
+            // Everything buffered was used; the position moves past `dst`.
             self.buffer.clear();
             self.start = 0;
-            self.next = origin + len as u64;
+            self.next = origin + dst.len() as u64;
         }
+        Ok(())
     }
 
     /// Fills `dst` in order: what is buffered, then the rest with one positioned read
