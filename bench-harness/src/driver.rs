@@ -69,6 +69,7 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
             requested: args.cold,
             effective: runner.cold_effective,
         },
+        huge_pages_asked: keycodec_core::asks_for_huge_pages(),
         stopping: StoppingInfo {
             warmup: stopping.warmup,
             fixed: stopping.fixed,

@@ -38,6 +38,7 @@
 //!   "circuit": "standard-plonk" | "dense" | "halo2-lib",
 //!   "full": bool, "replace": bool, "states": ["warm" | "fresh" | "cold"],
 //!   "cold": { "requested": bool, "effective": bool },  // --cold; every drop of the page cache (--cold, state cold) accepted
+//!   "huge_pages_asked": bool,          // keycodec's loads asked for huge pages on this machine
 //!   "stopping": { "warmup": usize, "fixed": usize | null, "min_runs", "max_runs",
 //!                 "interval": f64, "time_cap_s": f64 },
 //!   "sizes": [{                        // one per k, in the order run

@@ -208,6 +208,9 @@ pub struct Report {
     pub states: Vec<State>,
     /// Cold reads.
     pub cold: Cold,
+    /// keycodec's loads asked for transparent huge pages ([`keycodec_core::asks_for_huge_pages`]:
+    /// not where the machine's host takes back free memory); halo2's readers never do.
+    pub huge_pages_asked: bool,
     /// When runs stopped.
     pub stopping: StoppingInfo,
     /// One per `k`, in the order run.

@@ -35,9 +35,12 @@ pub struct ChildRequest {
 /// The child's failure or its error, as text.
 pub fn run_in_child(exe: &Path, request: &ChildRequest) -> Result<Sample, String> {
     let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
-    let output = std::process::Command::new(exe)
-        .arg("--child")
-        .arg(json)
+    let mut command = std::process::Command::new(exe);
+    command.arg("--child").arg(json);
+    if PRIMING.get() {
+        command.env(keycodec_core::HUGE_PAGES_VARIABLE, "1");
+    }
+    let output = command
         .output()
         .map_err(|e| format!("starting {}: {e}", exe.display()))?;
     if !output.status.success() {
@@ -49,6 +52,22 @@ pub fn run_in_child(exe: &Path, request: &ChildRequest) -> Result<Sample, String
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
     serde_json::from_str(stdout.trim()).map_err(|e| format!("a child's report: {e}: {stdout}"))
+}
+
+thread_local! {
+    /// Loads in new processes started from this thread now are primers ([`as_primer`]).
+    static PRIMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `prime`, whose loads in new processes ([`run_in_child`]) ask for huge pages whatever
+/// the machine's loads do ([`keycodec_core::HUGE_PAGES_VARIABLE`]): a primer's exit then frees
+/// 2 MiB blocks just before the load it primes, which the page cache that load fills takes
+/// (see `runs::order::needs_priming`).
+pub fn as_primer<T>(prime: impl FnOnce() -> T) -> T {
+    PRIMING.set(true);
+    let primed = prime();
+    PRIMING.set(false);
+    primed
 }
 
 /// The child's side of [`run_in_child`]: runs the request and prints its [`Sample`] as JSON.

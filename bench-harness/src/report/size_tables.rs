@@ -44,6 +44,17 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         }
     );
     let _ = writeln!(out, "{LEGEND}");
+    let _ = writeln!(
+        out,
+        "{}",
+        if report.huge_pages_asked {
+            "memory: keycodec's loads of files in the page cache ask for transparent huge pages"
+        } else {
+            "memory: every load in small pages (this machine's balloon reports free memory to its \
+             host, which takes back the blocks huge pages come from: a load asking for them took \
+             three times as long after the machine idled)"
+        }
+    );
     if let Some(cold) = cold_residency(size) {
         let _ = writeln!(out, "{cold}");
     }

@@ -157,6 +157,7 @@ impl Runner {
                 .filter(|&index| selection.case(index))
                 .collect();
             let mut before = None;
+            let huge_pages = keycodec_core::asks_for_huge_pages();
             for (at, &index) in order.iter().enumerate() {
                 // A small file's later saves, a third and two thirds into the run (both
                 // here, one after the other, in a run of fewer than three loads).
@@ -197,10 +198,11 @@ impl Runner {
                 let visit_started = Instant::now();
                 let paths = paths_of(plan, case);
                 // A new process's load after another state's, or after a load that left its
-                // memory in small pages: primed (see [`needs_priming`]).
-                if warming == 0 && needs_priming(before, case.state) {
+                // memory in small pages: primed where that changes its memory's cost (see
+                // [`needs_priming`]).
+                if warming == 0 && needs_priming(before, case.state, huge_pages) {
                     if let Some(primer) = primer(plan, &saved.bytes) {
-                        primer.run(&paths_of(plan, primer), buffer)?;
+                        crate::exec::as_primer(|| primer.run(&paths_of(plan, primer), buffer))?;
                     }
                 }
                 self.drop_if_cold(case, &paths);
@@ -613,7 +615,7 @@ mod tests {
     }
 
     #[test]
-    fn loads_are_grouped_by_state_and_primed_after_small_pages() {
+    fn loads_are_grouped_by_state_and_primed_where_their_memory_needs_it() {
         let scratch = tempfile::tempdir().unwrap();
         let loads = std::sync::Mutex::new(Vec::new());
         let mut plan = Plan::empty();
@@ -670,21 +672,33 @@ mod tests {
         drop(plan);
         let loads = loads.into_inner().unwrap();
         // The primer is keycodec's fresh load of trusted values (of two reading the same
-        // file, the cheaper). It runs before each new-process load that is first of its
-        // state or follows halo2's reader.
+        // file, the cheaper). It runs before each load from the disk, and, where loads ask
+        // for huge pages, each fresh load, that is first of its state or follows halo2's
+        // reader.
         let primer = ("rawbytes", State::Fresh);
+        let huge_pages = keycodec_core::asks_for_huge_pages();
+        let primed_state = |state| state == State::Cold || (huge_pages && state == State::Fresh);
         for (at, &load) in loads.iter().enumerate() {
             let previous = at.checked_sub(1).and_then(|at| loads.get(at));
             let new_group = previous.is_none_or(|previous| previous.1 != load.1);
             let after_halo2 = previous.is_some_and(|previous| previous.0 == HALO2_NATIVE);
             let primed = previous == Some(&primer);
-            if load.1 != State::Warm && load != primer && (new_group || after_halo2) && !primed {
+            if primed_state(load.1) && load != primer && (new_group || after_halo2) && !primed {
                 panic!("load {at} unprimed: {loads:?}");
             }
         }
         // Each run: 8 timed loads (the floor twice) and at least one primer for each of
-        // the two new-process states.
-        assert!(loads.len() >= 3 * (8 + 2), "{loads:?}");
+        // the new-process states primed.
+        let primed_states = if huge_pages { 2 } else { 1 };
+        assert!(loads.len() >= 3 * (8 + primed_states), "{loads:?}");
+        if !huge_pages {
+            // Nothing but the timed loads and the cold loads' primers.
+            let cold = loads
+                .iter()
+                .filter(|&&(_, state)| state == State::Cold)
+                .count();
+            assert!(loads.len() <= 3 * 8 + cold, "{loads:?}");
+        }
         // Grouped by state: the primer's fresh load aside, at most three groups a run.
         let others: Vec<State> = loads
             .iter()

@@ -255,12 +255,28 @@ pub(super) const PRIMED_BYTES: u64 = 256 << 20;
 /// Whether a load in `state`, after `before`, is first primed: a load in a new process that
 /// is the first of its state in the run, or follows a load that took its memory in small
 /// pages (halo2's reader; every load from the disk), so that it meets memory a load of
-/// keycodec's has just freed, as the rest of its group do (see [`visiting_order`]). A load
-/// asking for huge pages right after one in small pages waited for memory the host had
-/// taken back (a floor of the k = 18 key: 0.43-0.71 s after halo2's trusted read,
-/// 0.29-0.39 s after a load of keycodec's).
-pub(super) fn needs_priming(before: Option<After>, state: State) -> bool {
-    state != State::Warm && before.is_none_or(|before| before.state != state || before.small_pages)
+/// keycodec's has just freed, as the rest of its group do (see [`visiting_order`]).
+///
+/// - A load asking for huge pages right after one in small pages waited for memory the host
+///   had taken back (a floor of the k = 18 key: 0.43-0.71 s after halo2's trusted read,
+///   0.29-0.39 s after a load of keycodec's). Where loads ask for none (`huge_pages` false,
+///   [`keycodec_core::asks_for_huge_pages`]), a load from the page cache costs the same
+///   whatever came before it, and is not primed: a primer would only take the time of runs.
+/// - A load from the disk fills the page cache, whose pages come from the blocks such a host
+///   takes back unless memory was freed just before (the k = 18 key read from the disk on
+///   one thread: 0.41-0.45 s right after its pages were dropped, 1.28-1.46 s 3 s after):
+///   primed whatever pages loads ask for (and, each taking small pages, every one is), by a
+///   load in huge pages ([`crate::exec::as_primer`]) whose exit frees 2 MiB blocks. Without
+///   primers a fifth to a third of the cold loads of two default runs, halo2's and
+///   keycodec's, took 1.5-2.5 s against 0.5 s (0.7-1.0 s halo2's); primed by a load in small
+///   pages, as many.
+pub(super) fn needs_priming(before: Option<After>, state: State, huge_pages: bool) -> bool {
+    let after_other = before.is_none_or(|before| before.state != state || before.small_pages);
+    match state {
+        State::Warm => false,
+        State::Fresh => huge_pages && after_other,
+        State::Cold => after_other,
+    }
 }
 
 /// The load run untimed to prime the memory a new process meets: of keycodec's loads in a
@@ -290,6 +306,24 @@ mod tests {
     use super::*;
     use crate::plan::Kind;
     use crate::stats::Ratio;
+
+    #[test]
+    fn fresh_loads_are_primed_only_where_loads_ask_for_huge_pages() {
+        let after = |state, small_pages| Some(After { state, small_pages });
+        for (before, state, primed) in [
+            (None, State::Fresh, true),
+            (after(State::Fresh, false), State::Fresh, false),
+            (after(State::Fresh, true), State::Fresh, true),
+            (after(State::Warm, false), State::Cold, true),
+            (None, State::Warm, false),
+        ] {
+            assert_eq!(needs_priming(before, state, true), primed);
+            assert_eq!(
+                needs_priming(before, state, false),
+                primed && state == State::Cold
+            );
+        }
+    }
 
     /// A claim on `cases` of half width `half_width` around 1, measured in `runs` runs.
     fn claim_of(half_width: f64, cases: Vec<usize>, runs: usize) -> Claim {

@@ -108,12 +108,11 @@ pub(crate) struct Workers<'p> {
     /// The pool's threads alone read ([`ReadAt::reads_in_order`]: one, in order); the
     /// calling thread never takes a request, even with nothing to visit.
     pub(crate) pool_only: bool,
-    /// The polynomials' memory asks for transparent huge pages: a fault per 2 MiB instead of
-    /// one per 4 KiB, where faulting fresh memory is the cost (a file in the page cache,
-    /// memory). Not for a file read from the disk ([`ReadAt::reads_in_order`]): the disk is
-    /// the cost there, and where the host takes back memory freed a while (a VM whose balloon
-    /// reports free pages, as this project's does), the 2 MiB blocks huge pages come from are
-    /// the memory it took back (`docs/performance.md`, "How to measure").
+    /// The polynomials' memory may ask for transparent huge pages: a fault per 2 MiB instead
+    /// of one per 4 KiB, where faulting fresh memory is the cost (a file in the page cache,
+    /// memory), and where the machine's loads ask for them at all
+    /// ([`crate::asks_for_huge_pages`]). Not for a file read from the disk
+    /// ([`ReadAt::reads_in_order`]): the disk is the cost there.
     pub(crate) huge_pages: bool,
 }
 

@@ -35,6 +35,9 @@ use halo2curves::serde::SerdeObject;
 
 use crate::error::{Error, Result};
 
+mod host;
+pub use host::{asks_for_huge_pages, HUGE_PAGES_VARIABLE};
+
 /// Bytes of one scalar in memory, and of its encodings.
 pub const FR_BYTES: usize = 32;
 
@@ -354,14 +357,22 @@ pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
 const PAGE: usize = 4 << 10;
 const HUGE_PAGE: usize = 2 << 20;
 
-/// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages
-/// (Linux, `MADV_HUGEPAGE`), for memory about to be filled: where the system leaves huge
-/// pages to the program's choice (`enabled = madvise`, the usual default), a vector filled
-/// in fresh memory then takes one fault per 2 MiB instead of one per 4 KiB, and a fresh
-/// load's page faults cost about a quarter as much. A hint, ignored where the kernel does
-/// not support it or huge pages are off; memory is never rounded up (only whole huge pages
-/// inside `buf` are advised).
+/// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages, for
+/// memory about to be filled, where loads ask for them on this machine
+/// ([`asks_for_huge_pages`]); otherwise nothing.
 pub(crate) fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
+    if asks_for_huge_pages() {
+        mark_huge_pages(buf);
+    }
+}
+
+/// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages
+/// (Linux, `MADV_HUGEPAGE`): where the system leaves huge pages to the program's choice
+/// (`enabled = madvise`, the usual default), a vector filled in fresh memory then takes one
+/// fault per 2 MiB instead of one per 4 KiB, and a fresh load's page faults cost about a
+/// quarter as much. A hint, ignored where the kernel does not support it or huge pages are
+/// off; memory is never rounded up (only whole huge pages inside `buf` are advised).
+fn mark_huge_pages(buf: &mut [MaybeUninit<u8>]) {
     #[cfg(target_os = "linux")]
     advise(buf, HUGE_PAGE, rustix::mm::Advice::LinuxHugepage);
     #[cfg(not(target_os = "linux"))]

@@ -87,9 +87,9 @@ fn memory_hints_keep_every_byte() {
     // SAFETY (test): the same initialised bytes, as `MaybeUninit<u8>`, for the calls.
     let written: &mut [MaybeUninit<u8>] =
         unsafe { std::slice::from_raw_parts_mut(view.as_mut_ptr().cast(), view.len()) };
-    advise_huge_pages(written);
+    mark_huge_pages(written);
     populate(written);
-    advise_huge_pages(bytes.spare_capacity_mut());
+    mark_huge_pages(bytes.spare_capacity_mut());
     populate(bytes.spare_capacity_mut());
     assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
     bytes.extend(std::iter::repeat_n(7u8, HUGE_PAGE));

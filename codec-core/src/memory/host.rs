@@ -1,0 +1,98 @@
+//! Whether loads ask for transparent huge pages on this machine: not where the machine's
+//! host takes back the memory its guest frees.
+//!
+//! A VM whose balloon device reports free memory to its host (virtio-balloon's free page
+//! reporting) hands the host every free block of 2 MiB or more that has been free for about
+//! two seconds; the host drops what backs it, and the guest's next touch of it faults in the
+//! host. Huge pages come from exactly those blocks, small pages mostly from smaller free
+//! pieces. There a load asking for huge pages costs what the machine did before it (three
+//! times as much after it idled, as a prover's start finds it), and one in small pages the
+//! same either way (`docs/performance.md`, "How to measure"). Elsewhere (bare metal, VMs
+//! without free page reporting) a huge page costs one fault where small pages cost 512, and
+//! loads ask for them.
+
+use std::ffi::OsStr;
+use std::sync::OnceLock;
+
+/// Whether keycodec's loads ask the kernel to back the memory they fill with transparent
+/// huge pages (`MADV_HUGEPAGE`): as the environment variable [`HUGE_PAGES_VARIABLE`] says
+/// (`1`: yes, `0`: no) where it is set to one of those; otherwise yes, unless this machine's
+/// memory balloon reports free memory to its host (Linux: a virtio-balloon device with its
+/// `REPORTING` feature, bit 5 of `/sys/bus/virtio/drivers/virtio_balloon/*/features`). Where
+/// the system decides huge pages itself (`transparent_hugepage/enabled` = `always` or
+/// `never`) the hint changes nothing. Decided once per process, at the first load.
+pub fn asks_for_huge_pages() -> bool {
+    static ASKS: OnceLock<bool> = OnceLock::new();
+    *ASKS.get_or_init(|| {
+        let set = std::env::var_os(HUGE_PAGES_VARIABLE);
+        chosen(set.as_deref().and_then(OsStr::to_str))
+            .unwrap_or_else(|| !host_takes_back_free_memory())
+    })
+}
+
+/// The environment variable that decides [`asks_for_huge_pages`] over the machine's probe:
+/// `1` asks for huge pages, `0` does not (for an operator who knows the machine's memory
+/// better, and to measure a machine both ways).
+pub const HUGE_PAGES_VARIABLE: &str = "KEYCODEC_HUGE_PAGES";
+
+/// What [`HUGE_PAGES_VARIABLE`]'s value chooses: `Some` for `1` or `0`, `None` (the probe
+/// decides) for anything else or no value.
+fn chosen(value: Option<&str>) -> Option<bool> {
+    match value.map(str::trim) {
+        Some("1") => Some(true),
+        Some("0") => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether a balloon device of this machine reports free memory to its host.
+#[cfg(target_os = "linux")]
+fn host_takes_back_free_memory() -> bool {
+    let Ok(devices) = std::fs::read_dir("/sys/bus/virtio/drivers/virtio_balloon") else {
+        return false;
+    };
+    devices.filter_map(|entry| entry.ok()).any(|device| {
+        std::fs::read_to_string(device.path().join("features"))
+            .is_ok_and(|features| reports_free_pages(&features))
+    })
+}
+
+/// Not probed on other systems: they are left to ask.
+#[cfg(not(target_os = "linux"))]
+fn host_takes_back_free_memory() -> bool {
+    false
+}
+
+/// virtio-balloon's free page reporting feature (`VIRTIO_BALLOON_F_REPORTING`).
+const REPORTING_BIT: usize = 5;
+
+/// Whether a virtio device's `features` (one `0` or `1` per feature bit, bit 0 first, as
+/// sysfs shows them) include free page reporting.
+fn reports_free_pages(features: &str) -> bool {
+    features.trim().as_bytes().get(REPORTING_BIT) == Some(&b'1')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_page_reporting_is_bit_five_of_the_features() {
+        // This machine's balloon: stats, deflate on OOM, reporting.
+        assert!(reports_free_pages(
+            "0110010100000000000000000000000010000000000000000000000000000000\n"
+        ));
+        assert!(!reports_free_pages("0110000100000000"));
+        assert!(!reports_free_pages("01100"));
+        assert!(!reports_free_pages(""));
+    }
+
+    #[test]
+    fn the_variable_chooses_with_one_or_zero_and_leaves_the_rest_to_the_probe() {
+        assert_eq!(chosen(Some("1")), Some(true));
+        assert_eq!(chosen(Some("0\n")), Some(false));
+        for other in [None, Some(""), Some("yes"), Some("2"), Some("true")] {
+            assert_eq!(chosen(other), None, "{other:?}");
+        }
+    }
+}
