@@ -64,10 +64,11 @@ enum Way {
     ReadToEnd,
     /// keycodec's bulk read into a vector per polynomial ([`read_as_polynomials`]): the
     /// header first, then positioned reads into memory not zeroed first, pages mapped a piece
-    /// at a time; huge pages asked for only from the page cache.
+    /// at a time; huge pages asked for only from the page cache, and only where loads ask
+    /// for them ([`keycodec_core::asks_for_huge_pages`]).
     Polynomials(Ways),
-    /// In order into one vector from the allocator zeroed, huge pages asked for, as a
-    /// parameters load reads its points ([`read_as_parameters`]).
+    /// In order into one vector from the allocator zeroed, huge pages asked for where loads
+    /// ask for them, as a parameters load reads its points ([`read_as_parameters`]).
     Parameters,
 }
 
@@ -79,8 +80,9 @@ enum Way {
 ///   `read_to_end`, the faster counting;
 /// - from the disk, one way per visit, so that each reads from the disk, in turn:
 ///   `read_to_end` on one thread, and in order on one thread as keycodec loads such a file
-///   ([`FileSource`]; a key into small pages, parameters into memory that asks for huge
-///   pages: read into small pages, a trusted load of parameters from the disk beat it).
+///   ([`FileSource`]; a key into small pages, parameters into memory allocated as their
+///   load's, which asks for huge pages where loads do: read into small pages while the load
+///   asked for huge ones, a trusted load of parameters from the disk beat it).
 ///   Both let the kernel's read-ahead stream the file. (The bulk read over every core,
 ///   pieces taken in turn by two threads, was a third way for a key: from this machine's
 ///   disk the slowest, by 5-25%.)
@@ -161,9 +163,9 @@ fn read_in_order(
 
 /// Reads the `len` bytes of `path` in order, as a parameters load reads a file that is not
 /// in the page cache: through keycodec's one reader over a [`FileSource`], its header first (see
-/// [`read_header`]), then into one vector of elements from the allocator zeroed with huge
-/// pages asked for ([`zeroed`], the memory a parameters load reads its points into), then
-/// the bytes after the last whole element.
+/// [`read_header`]), then into one vector of elements from the allocator zeroed, huge pages
+/// asked for where loads ask for them ([`zeroed`], the memory a parameters load reads its
+/// points into), then the bytes after the last whole element.
 fn read_as_parameters(path: &Path, len: u64) -> Result<(bool, Vec<Fr>), String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let source = FileSource::new(&file);

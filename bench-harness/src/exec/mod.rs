@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use twox_hash::XxHash3_64;
 
 pub use floor_read::{floor, Floor, SMALL_FILE};
+#[cfg(test)]
+pub(crate) use fresh::priming;
 pub use fresh::{as_primer, child, run_in_child, ChildRequest};
 pub use in_process::{codec, run_here, run_reloading};
 

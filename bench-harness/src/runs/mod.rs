@@ -74,6 +74,8 @@ pub struct Runner {
     pub harness_peak: Option<u64>,
     /// Every request to drop the page cache was accepted.
     pub cold_effective: bool,
+    /// keycodec's loads ask for huge pages on this machine (which loads are primed).
+    huge_pages: bool,
 }
 
 impl Runner {
@@ -94,6 +96,7 @@ impl Runner {
             bar,
             harness_peak: rss::peak(),
             cold_effective: true,
+            huge_pages: keycodec_core::asks_for_huge_pages(),
         }
     }
 
@@ -157,7 +160,6 @@ impl Runner {
                 .filter(|&index| selection.case(index))
                 .collect();
             let mut before = None;
-            let huge_pages = keycodec_core::asks_for_huge_pages();
             for (at, &index) in order.iter().enumerate() {
                 // A small file's later saves, a third and two thirds into the run (both
                 // here, one after the other, in a run of fewer than three loads).
@@ -200,7 +202,7 @@ impl Runner {
                 // A new process's load after another state's, or after a load that left its
                 // memory in small pages: primed where that changes its memory's cost (see
                 // [`needs_priming`]).
-                if warming == 0 && needs_priming(before, case.state, huge_pages) {
+                if warming == 0 && needs_priming(before, case.state, self.huge_pages) {
                     if let Some(primer) = primer(plan, &saved.bytes) {
                         crate::exec::as_primer(|| primer.run(&paths_of(plan, primer), buffer))?;
                     }
@@ -616,6 +618,13 @@ mod tests {
 
     #[test]
     fn loads_are_grouped_by_state_and_primed_where_their_memory_needs_it() {
+        for huge_pages in [true, false] {
+            grouped_and_primed(huge_pages);
+        }
+    }
+
+    /// A plan's loads, where keycodec's loads ask for huge pages (`huge_pages`) or not.
+    fn grouped_and_primed(huge_pages: bool) {
         let scratch = tempfile::tempdir().unwrap();
         let loads = std::sync::Mutex::new(Vec::new());
         let mut plan = Plan::empty();
@@ -645,9 +654,11 @@ mod tests {
                 (Kind::Pk, backend, "RawBytes", validation, state),
                 vec![file],
                 Box::new(move |_, _| {
-                    loads.lock().unwrap().push((backend, state));
-                    // halo2's reader maps its key in small pages, keycodec's loads in huge.
-                    let small = backend == HALO2_NATIVE;
+                    let primer = crate::exec::priming();
+                    loads.lock().unwrap().push((backend, state, primer));
+                    // halo2's reader maps its key in small pages; keycodec's loads in huge
+                    // pages where they ask for them.
+                    let small = backend == HALO2_NATIVE || !huge_pages;
                     Ok(Sample {
                         seconds: 1e-3,
                         verified: true,
@@ -659,7 +670,17 @@ mod tests {
                 }),
             );
         }
-        let measured = measure_runs(&plan, 3);
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: Some(3),
+            min_runs: 3,
+            max_runs: 3,
+            interval: 0.1,
+            time_cap: Duration::from_secs(60),
+        };
+        let mut runner = Runner::new(stopping, false, false);
+        runner.huge_pages = huge_pages;
+        let measured = runner.measure(&plan, Size(1 << 20)).unwrap();
         // The primer's loads are not counted: one load a run (the floor two).
         for row in &measured.rows {
             let visits = if row.backend == FLOOR {
@@ -672,37 +693,35 @@ mod tests {
         drop(plan);
         let loads = loads.into_inner().unwrap();
         // The primer is keycodec's fresh load of trusted values (of two reading the same
-        // file, the cheaper). It runs before each load from the disk, and, where loads ask
-        // for huge pages, each fresh load, that is first of its state or follows halo2's
-        // reader.
-        let primer = ("rawbytes", State::Fresh);
-        let huge_pages = keycodec_core::asks_for_huge_pages();
+        // file, the cheaper), run as a primer. It runs before each load from the disk, and,
+        // where loads ask for huge pages, each fresh load, that is first of its state or
+        // follows a load in small pages; before nothing else.
         let primed_state = |state| state == State::Cold || (huge_pages && state == State::Fresh);
-        for (at, &load) in loads.iter().enumerate() {
+        let mut primers = 0;
+        for (at, &(backend, state, primer)) in loads.iter().enumerate() {
             let previous = at.checked_sub(1).and_then(|at| loads.get(at));
-            let new_group = previous.is_none_or(|previous| previous.1 != load.1);
-            let after_halo2 = previous.is_some_and(|previous| previous.0 == HALO2_NATIVE);
-            let primed = previous == Some(&primer);
-            if primed_state(load.1) && load != primer && (new_group || after_halo2) && !primed {
-                panic!("load {at} unprimed: {loads:?}");
+            if primer {
+                primers += 1;
+                assert_eq!((backend, state), ("rawbytes", State::Fresh));
+                let next = loads.get(at + 1).expect("a primer before a load");
+                assert!(!next.2 && primed_state(next.1), "load {at} primes {next:?}");
+                continue;
+            }
+            let new_group = previous.is_none_or(|previous| previous.1 != state);
+            let after_small =
+                previous.is_some_and(|previous| previous.0 == HALO2_NATIVE || !huge_pages);
+            let primed = previous.is_some_and(|previous| previous.2);
+            if primed_state(state) && (new_group || after_small) {
+                assert!(primed, "load {at} unprimed: {loads:?}");
             }
         }
-        // Each run: 8 timed loads (the floor twice) and at least one primer for each of
-        // the new-process states primed.
-        let primed_states = if huge_pages { 2 } else { 1 };
-        assert!(loads.len() >= 3 * (8 + primed_states), "{loads:?}");
-        if !huge_pages {
-            // Nothing but the timed loads and the cold loads' primers.
-            let cold = loads
-                .iter()
-                .filter(|&&(_, state)| state == State::Cold)
-                .count();
-            assert!(loads.len() <= 3 * 8 + cold, "{loads:?}");
-        }
-        // Grouped by state: the primer's fresh load aside, at most three groups a run.
+        // At least one primer each run for each state primed.
+        let states = if huge_pages { 2 } else { 1 };
+        assert!(primers >= 3 * states, "{loads:?}");
+        // Grouped by state: the primers aside, at most three groups a run.
         let others: Vec<State> = loads
             .iter()
-            .filter(|&&load| load != primer)
+            .filter(|load| !load.2)
             .map(|load| load.1)
             .collect();
         let changes = others.windows(2).filter(|pair| pair[0] != pair[1]).count();

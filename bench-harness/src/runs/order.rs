@@ -265,11 +265,11 @@ pub(super) const PRIMED_BYTES: u64 = 256 << 20;
 /// - A load from the disk fills the page cache, whose pages come from the blocks such a host
 ///   takes back unless memory was freed just before (the k = 18 key read from the disk on
 ///   one thread: 0.41-0.45 s right after its pages were dropped, 1.28-1.46 s 3 s after):
-///   primed whatever pages loads ask for (and, each taking small pages, every one is), by a
-///   load in huge pages ([`crate::exec::as_primer`]) whose exit frees 2 MiB blocks. Without
-///   primers a fifth to a third of the cold loads of two default runs, halo2's and
-///   keycodec's, took 1.5-2.5 s against 0.5 s (0.7-1.0 s halo2's); primed by a load in small
-///   pages, as many.
+///   primed whatever pages loads ask for (a key's load from the disk takes small pages, so
+///   each load after one is; one after the parameters' load, under [`PRIMED_BYTES`], is not),
+///   by a load asking for huge pages ([`crate::exec::as_primer`]) whose exit frees 2 MiB
+///   blocks. Unprimed, or primed by a load in small pages, a fifth to a third of the cold
+///   key loads of a default run, halo2's and keycodec's, took 1.2-2.5 s against 0.5 s.
 pub(super) fn needs_priming(before: Option<After>, state: State, huge_pages: bool) -> bool {
     let after_other = before.is_none_or(|before| before.state != state || before.small_pages);
     match state {
@@ -315,6 +315,8 @@ mod tests {
             (after(State::Fresh, false), State::Fresh, false),
             (after(State::Fresh, true), State::Fresh, true),
             (after(State::Warm, false), State::Cold, true),
+            (after(State::Cold, true), State::Cold, true),
+            (after(State::Cold, false), State::Cold, false),
             (None, State::Warm, false),
         ] {
             assert_eq!(needs_priming(before, state, true), primed);

@@ -92,7 +92,7 @@ pub(super) fn vectors_for(
             if let Some(memory) =
                 crate::memory::uninit_bytes_mut(values.spare_capacity_mut()).filter(|_| huge_pages)
             {
-                crate::memory::advise_huge_pages(memory);
+                crate::memory::advise_huge_pages_if_asked(memory);
             }
             group.push(values);
         }

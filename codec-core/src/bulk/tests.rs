@@ -364,10 +364,10 @@ fn costly_sources_report_the_first_error_in_payload_order() {
     }
 }
 
-/// Whether the kernel was asked to back the memory at `at` with huge pages (`hg` among the
-/// flags of its mapping in `/proc/self/smaps`).
+/// Whether the mapping that holds `at` has `flag` among its flags in `/proc/self/smaps`
+/// (`hg`: huge pages asked for, `nh`: small pages asked for).
 #[cfg(target_os = "linux")]
-fn advised_huge(at: *const u8) -> bool {
+fn has_vm_flag(at: *const u8, flag: &str) -> bool {
     let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
     let at = at as usize;
     let mut inside = false;
@@ -382,7 +382,7 @@ fn advised_huge(at: *const u8) -> bool {
         match range {
             Some((start, end)) if !line.starts_with("VmFlags") => inside = start <= at && at < end,
             _ if inside && line.starts_with("VmFlags:") => {
-                return line.split_whitespace().any(|flag| flag == "hg")
+                return line.split_whitespace().any(|listed| listed == flag)
             }
             _ => {}
         }
@@ -391,10 +391,10 @@ fn advised_huge(at: *const u8) -> bool {
 }
 
 /// Polynomials read from a file in the page cache or memory ask for huge pages where loads
-/// ask for them on this machine ([`crate::asks_for_huge_pages`]: not where the host takes back
-/// free memory); read from the disk (a source read in order), they never do: the disk is the
-/// cost there, and the 2 MiB blocks huge pages come from are what a VM's host takes back
-/// first.
+/// ask for them on this machine, and for small pages where they do not
+/// ([`crate::asks_for_huge_pages`]: not where the host takes back free memory); read from the
+/// disk (a source read in order), they ask for neither: the disk is the cost there, and the
+/// 2 MiB blocks huge pages come from are what a VM's host takes back first.
 #[cfg(target_os = "linux")]
 #[test]
 fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
@@ -416,9 +416,16 @@ fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
         assert_eq!(data.groups[0], polys);
         for values in &data.groups[0] {
             let middle = values[values.len() / 2..].as_ptr().cast::<u8>();
+            let asks = crate::asks_for_huge_pages();
             assert_eq!(
-                advised_huge(middle),
-                huge && crate::asks_for_huge_pages(),
+                has_vm_flag(middle, "hg"),
+                huge && asks,
+                "in order: {}",
+                !huge
+            );
+            assert_eq!(
+                has_vm_flag(middle, "nh"),
+                huge && !asks,
                 "in order: {}",
                 !huge
             );

@@ -15,29 +15,31 @@ use std::ffi::OsStr;
 use std::sync::OnceLock;
 
 /// Whether keycodec's loads ask the kernel to back the memory they fill with transparent
-/// huge pages (`MADV_HUGEPAGE`): as the environment variable [`HUGE_PAGES_VARIABLE`] says
-/// (`1`: yes, `0`: no) where it is set to one of those; otherwise yes, unless this machine's
-/// memory balloon reports free memory to its host (Linux: a virtio-balloon device with its
-/// `REPORTING` feature, bit 5 of `/sys/bus/virtio/drivers/virtio_balloon/*/features`). Where
-/// the system decides huge pages itself (`transparent_hugepage/enabled` = `always` or
-/// `never`) the hint changes nothing. Decided once per process, at the first load.
+/// huge pages (`MADV_HUGEPAGE`) or, when not, keep it in small pages (`MADV_NOHUGEPAGE`,
+/// which holds where `transparent_hugepage/enabled` is `always` too): as the environment
+/// variable [`HUGE_PAGES_ENV`] says where it is `1` (ask) or `0` (do not); otherwise (unset,
+/// or any other value) ask, unless this machine's memory balloon reports free memory to its
+/// host (Linux: a virtio-balloon device with its `REPORTING` feature, bit 5 of
+/// `/sys/bus/virtio/drivers/virtio_balloon/*/features`). Decided once per process, at the
+/// first call (a load's, or a caller's), and the same for the rest of it.
 pub fn asks_for_huge_pages() -> bool {
     static ASKS: OnceLock<bool> = OnceLock::new();
     *ASKS.get_or_init(|| {
-        let set = std::env::var_os(HUGE_PAGES_VARIABLE);
-        chosen(set.as_deref().and_then(OsStr::to_str))
+        let set = std::env::var_os(HUGE_PAGES_ENV);
+        parse_override(set.as_deref().and_then(OsStr::to_str))
             .unwrap_or_else(|| !host_takes_back_free_memory())
     })
 }
 
 /// The environment variable that decides [`asks_for_huge_pages`] over the machine's probe:
-/// `1` asks for huge pages, `0` does not (for an operator who knows the machine's memory
-/// better, and to measure a machine both ways).
-pub const HUGE_PAGES_VARIABLE: &str = "KEYCODEC_HUGE_PAGES";
+/// `1` asks for huge pages, `0` does not; any other value leaves it to the probe. For an
+/// operator who knows the machine's memory better, and to measure a machine both ways; set
+/// it in the process's environment before it starts.
+pub const HUGE_PAGES_ENV: &str = "KEYCODEC_HUGE_PAGES";
 
-/// What [`HUGE_PAGES_VARIABLE`]'s value chooses: `Some` for `1` or `0`, `None` (the probe
+/// What [`HUGE_PAGES_ENV`]'s value chooses: `Some` for `1` or `0`, `None` (the probe
 /// decides) for anything else or no value.
-fn chosen(value: Option<&str>) -> Option<bool> {
+fn parse_override(value: Option<&str>) -> Option<bool> {
     match value.map(str::trim) {
         Some("1") => Some(true),
         Some("0") => Some(false),
@@ -78,7 +80,8 @@ mod tests {
 
     #[test]
     fn free_page_reporting_is_bit_five_of_the_features() {
-        // This machine's balloon: stats, deflate on OOM, reporting.
+        // This project's machine's balloon: stats (bit 1), deflate on OOM (2), reporting
+        // (5), and bit 7 and bit 32 (transport features).
         assert!(reports_free_pages(
             "0110010100000000000000000000000010000000000000000000000000000000\n"
         ));
@@ -89,10 +92,10 @@ mod tests {
 
     #[test]
     fn the_variable_chooses_with_one_or_zero_and_leaves_the_rest_to_the_probe() {
-        assert_eq!(chosen(Some("1")), Some(true));
-        assert_eq!(chosen(Some("0\n")), Some(false));
+        assert_eq!(parse_override(Some("1")), Some(true));
+        assert_eq!(parse_override(Some("0\n")), Some(false));
         for other in [None, Some(""), Some("yes"), Some("2"), Some("true")] {
-            assert_eq!(chosen(other), None, "{other:?}");
+            assert_eq!(parse_override(other), None, "{other:?}");
         }
     }
 }

@@ -36,7 +36,7 @@ use halo2curves::serde::SerdeObject;
 use crate::error::{Error, Result};
 
 mod host;
-pub use host::{asks_for_huge_pages, HUGE_PAGES_VARIABLE};
+pub use host::{asks_for_huge_pages, HUGE_PAGES_ENV};
 
 /// Bytes of one scalar in memory, and of its encodings.
 pub const FR_BYTES: usize = 32;
@@ -272,7 +272,7 @@ fn zeroed_plain<T: PlainLimbs>(count: usize) -> Result<Vec<T>> {
     let ptr = allocate_zeroed(layout).ok_or_else(out_of_memory)?;
     // SAFETY: `ptr` is a live allocation of `layout.size()` bytes that nothing else refers
     // to yet; viewed as `MaybeUninit<u8>` (alignment 1, any bytes valid) only for this call.
-    advise_huge_pages(unsafe {
+    advise_huge_pages_if_asked(unsafe {
         std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), layout.size())
     });
     // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<T>(count)`,
@@ -357,13 +357,25 @@ pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
 const PAGE: usize = 4 << 10;
 const HUGE_PAGE: usize = 2 << 20;
 
-/// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages, for
-/// memory about to be filled, where loads ask for them on this machine
-/// ([`asks_for_huge_pages`]); otherwise nothing.
-pub(crate) fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
+/// For memory about to be filled: asks the kernel to back the 2 MiB-aligned part of `buf`
+/// with transparent huge pages where loads ask for them on this machine
+/// ([`asks_for_huge_pages`]), and to keep it in small pages where they do not (whatever
+/// `transparent_hugepage/enabled` says).
+pub(crate) fn advise_huge_pages_if_asked(buf: &mut [MaybeUninit<u8>]) {
     if asks_for_huge_pages() {
-        mark_huge_pages(buf);
+        advise_huge_pages(buf);
+    } else {
+        advise_small_pages(buf);
     }
+}
+
+/// Asks the kernel to keep the 2 MiB-aligned part of `buf` in small pages (Linux,
+/// `MADV_NOHUGEPAGE`). A hint, as [`advise_huge_pages`].
+fn advise_small_pages(buf: &mut [MaybeUninit<u8>]) {
+    #[cfg(target_os = "linux")]
+    advise(buf, HUGE_PAGE, rustix::mm::Advice::LinuxNoHugepage);
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
 }
 
 /// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages
@@ -372,7 +384,7 @@ pub(crate) fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
 /// fault per 2 MiB instead of one per 4 KiB, and a fresh load's page faults cost about a
 /// quarter as much. A hint, ignored where the kernel does not support it or huge pages are
 /// off; memory is never rounded up (only whole huge pages inside `buf` are advised).
-fn mark_huge_pages(buf: &mut [MaybeUninit<u8>]) {
+fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
     #[cfg(target_os = "linux")]
     advise(buf, HUGE_PAGE, rustix::mm::Advice::LinuxHugepage);
     #[cfg(not(target_os = "linux"))]
@@ -447,10 +459,10 @@ fn advise(buf: &mut [MaybeUninit<u8>], unit: usize, advice: rustix::mm::Advice) 
     if end > start {
         // SAFETY: `[start, end)` lies within `buf`, memory this thread holds exclusively
         // (`&mut`) and that belongs to a live allocation, and is page-aligned (`unit` is a
-        // page multiple). The two callers' advice changes no byte of it: `MADV_POPULATE_WRITE`
-        // only faults its pages in (as writing them would), `MADV_HUGEPAGE` only marks how
-        // they are to be backed (the test `memory_hints_keep_every_byte` checks both on
-        // written memory).
+        // page multiple). The callers' advice changes no byte of it: `MADV_POPULATE_WRITE`
+        // only faults its pages in (as writing them would), `MADV_HUGEPAGE` and
+        // `MADV_NOHUGEPAGE` only mark how they are to be backed (the test
+        // `memory_hints_keep_every_byte` checks each on written memory).
         let _ = unsafe { rustix::mm::madvise(start as *mut std::ffi::c_void, end - start, advice) };
     }
 }
