@@ -556,6 +556,11 @@ mod tests {
 
     /// Measures `plan` in exactly `runs` runs, no warm-up.
     fn measure_runs(plan: &Plan<'_>, runs: usize) -> Measured {
+        fixed_runner(runs).measure(plan, Size(1 << 20)).unwrap()
+    }
+
+    /// A runner that makes exactly `runs` runs, no warm-up.
+    fn fixed_runner(runs: usize) -> Runner {
         let stopping = Stopping {
             warmup: 0,
             fixed: Some(runs),
@@ -565,8 +570,6 @@ mod tests {
             time_cap: Duration::from_secs(60),
         };
         Runner::new(stopping, false, false)
-            .measure(plan, Size(1 << 20))
-            .unwrap()
     }
 
     #[test]
@@ -670,15 +673,7 @@ mod tests {
                 }),
             );
         }
-        let stopping = Stopping {
-            warmup: 0,
-            fixed: Some(3),
-            min_runs: 3,
-            max_runs: 3,
-            interval: 0.1,
-            time_cap: Duration::from_secs(60),
-        };
-        let mut runner = Runner::new(stopping, false, false);
+        let mut runner = fixed_runner(3);
         runner.huge_pages = huge_pages;
         let measured = runner.measure(&plan, Size(1 << 20)).unwrap();
         // The primer's loads are not counted: one load a run (the floor two).

@@ -362,33 +362,29 @@ const HUGE_PAGE: usize = 2 << 20;
 /// ([`asks_for_huge_pages`]), and to keep it in small pages where they do not (whatever
 /// `transparent_hugepage/enabled` says).
 pub(crate) fn advise_huge_pages_if_asked(buf: &mut [MaybeUninit<u8>]) {
-    if asks_for_huge_pages() {
-        advise_huge_pages(buf);
-    } else {
-        advise_small_pages(buf);
-    }
-}
-
-/// Asks the kernel to keep the 2 MiB-aligned part of `buf` in small pages (Linux,
-/// `MADV_NOHUGEPAGE`). A hint, as [`advise_huge_pages`].
-fn advise_small_pages(buf: &mut [MaybeUninit<u8>]) {
-    #[cfg(target_os = "linux")]
-    advise(buf, HUGE_PAGE, rustix::mm::Advice::LinuxNoHugepage);
-    #[cfg(not(target_os = "linux"))]
-    let _ = buf;
+    advise_page_size(buf, asks_for_huge_pages());
 }
 
 /// Asks the kernel to back the 2 MiB-aligned part of `buf` with transparent huge pages
-/// (Linux, `MADV_HUGEPAGE`): where the system leaves huge pages to the program's choice
-/// (`enabled = madvise`, the usual default), a vector filled in fresh memory then takes one
-/// fault per 2 MiB instead of one per 4 KiB, and a fresh load's page faults cost about a
-/// quarter as much. A hint, ignored where the kernel does not support it or huge pages are
-/// off; memory is never rounded up (only whole huge pages inside `buf` are advised).
-fn advise_huge_pages(buf: &mut [MaybeUninit<u8>]) {
+/// (`huge`; Linux, `MADV_HUGEPAGE`) or to keep it in small pages (`MADV_NOHUGEPAGE`). In
+/// huge pages, where the system leaves them to the program's choice (`enabled = madvise`,
+/// the usual default), a vector filled in fresh memory takes one fault per 2 MiB instead of
+/// one per 4 KiB, and a fresh load's page faults cost about a quarter as much. A hint,
+/// ignored where the kernel does not support it or huge pages are off; memory is never
+/// rounded up (only whole huge pages inside `buf` are advised).
+fn advise_page_size(buf: &mut [MaybeUninit<u8>], huge: bool) {
     #[cfg(target_os = "linux")]
-    advise(buf, HUGE_PAGE, rustix::mm::Advice::LinuxHugepage);
+    advise(
+        buf,
+        HUGE_PAGE,
+        if huge {
+            rustix::mm::Advice::LinuxHugepage
+        } else {
+            rustix::mm::Advice::LinuxNoHugepage
+        },
+    );
     #[cfg(not(target_os = "linux"))]
-    let _ = buf;
+    let _ = (buf, huge);
 }
 
 /// How many of `path`'s pages the page cache holds now, and how many it has (Linux:

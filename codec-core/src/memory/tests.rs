@@ -87,15 +87,15 @@ fn memory_hints_keep_every_byte() {
     // SAFETY (test): the same initialised bytes, as `MaybeUninit<u8>`, for the calls.
     let written: &mut [MaybeUninit<u8>] =
         unsafe { std::slice::from_raw_parts_mut(view.as_mut_ptr().cast(), view.len()) };
-    advise_huge_pages(written);
+    advise_page_size(written, true);
     populate(written);
-    advise_huge_pages(bytes.spare_capacity_mut());
+    advise_page_size(bytes.spare_capacity_mut(), true);
     populate(bytes.spare_capacity_mut());
     assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
     // SAFETY (test): as above.
     let written: &mut [MaybeUninit<u8>] =
         unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), len) };
-    advise_small_pages(written);
+    advise_page_size(written, false);
     assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
     bytes.extend(std::iter::repeat_n(7u8, HUGE_PAGE));
     assert_eq!(bytes.len(), len + HUGE_PAGE);
