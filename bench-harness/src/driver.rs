@@ -70,6 +70,7 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
             effective: runner.cold_effective,
         },
         huge_pages_asked: keycodec_core::asks_for_huge_pages(),
+        reads_past_page_cache: keycodec_core::reads_past_page_cache(),
         stopping: StoppingInfo {
             warmup: stopping.warmup,
             fixed: stopping.fixed,

@@ -70,7 +70,9 @@ pub use ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest, ParseDigestError, W
 pub use item::HaloKey;
 pub use item::KzgParams;
 pub use lock::{lock_beside, DEFAULT_LOCK_TIMEOUT};
-pub use memory::{asks_for_huge_pages, cached_pages, HUGE_PAGES_ENV};
+pub use memory::{
+    asks_for_huge_pages, cached_pages, reads_past_page_cache, DIRECT_READS_ENV, HUGE_PAGES_ENV,
+};
 pub use ops::KeyCodecExt;
 pub use options::{
     BufferConfig, Checksum, CodecSet, Limits, LoadOptions, ParseSizeError, Recording, SaveOptions,

@@ -79,13 +79,15 @@ enum Way {
 ///   (where starting threads costs more than it saves) also on one thread with
 ///   `read_to_end`, the faster counting;
 /// - from the disk, one way per visit, so that each reads from the disk, in turn:
-///   `read_to_end` on one thread, and in order on one thread as keycodec loads such a file
-///   ([`FileSource`]; a key into small pages, parameters into memory allocated as their
+///   `read_to_end` on one thread through the page cache, and in order as keycodec loads
+///   such a file ([`FileSource`]: a key past the page cache where
+///   [`keycodec_core::reads_past_page_cache`], on one thread through it elsewhere; a key
+///   into small pages, parameters into memory allocated as their
 ///   load's, which asks for huge pages where loads do: read into small pages while the load
-///   asked for huge ones, a trusted load of parameters from the disk beat it).
-///   Both let the kernel's read-ahead stream the file. (The bulk read over every core,
-///   pieces taken in turn by two threads, was a third way for a key: from this machine's
-///   disk the slowest, by 5-25%.)
+///   asked for huge ones, a trusted load of parameters from the disk beat it). The reads
+///   through the page cache let the kernel's read-ahead stream the file. (The bulk read over
+///   every core through it, pieces taken in turn by two threads, was a third way for a key:
+///   from this machine's disk the slowest, by 5-25%.)
 fn ways(cold: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
     match (cold, visit % 2 == 1, parameters) {
         (true, false, _) => vec![Way::ReadToEnd],

@@ -57,6 +57,17 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
     );
     if let Some(cold) = cold_residency(size) {
         let _ = writeln!(out, "{cold}");
+        let _ = writeln!(
+            out,
+            "{}",
+            if report.reads_past_page_cache {
+                "cold key loads: keycodec's read the key past the page cache (O_DIRECT; halo2's \
+                 and the floor's other way through it): on this machine a read through it costs \
+                 what the machine did before (primed here: its best case)"
+            } else {
+                "cold key loads: every load reads through the page cache"
+            }
+        );
     }
     for (kind, title) in [
         (Kind::Pk, "proving key"),

@@ -212,8 +212,25 @@ fn every_source_reads_the_same_spans() {
     let len = bytes.len() as u64;
     let costly = Costly::new(&bytes);
     let in_order = InOrder::new(&bytes);
+    // A file on a disk (tmpfs cannot be read past the page cache on every kernel).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("payload"), &bytes).unwrap();
+    let on_disk = std::fs::File::open(dir.path().join("payload")).unwrap();
+    let past_page_cache = crate::source::FileSource::with(&on_disk, true, true);
+    let ext4_or_xfs = rustix::fs::fstatfs(&on_disk)
+        .is_ok_and(|stat| [0xEF53, 0x5846_5342].contains(&(stat.f_type as u64)));
+    if ext4_or_xfs {
+        assert!(
+            past_page_cache.reads_past_page_cache(),
+            "not opened with O_DIRECT"
+        );
+    }
     let readers = [
         ("file", PayloadReader::at(&file, 0, len, 1 << 10)),
+        (
+            "past the page cache",
+            PayloadReader::at(&past_page_cache, 0, len, 1 << 10),
+        ),
         ("costly", PayloadReader::at(&costly, 0, len, 1 << 10)),
         ("in order", PayloadReader::at(&in_order, 0, len, 1 << 10)),
         ("memory", PayloadReader::from_slice(&bytes)),

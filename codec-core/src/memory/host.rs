@@ -1,5 +1,6 @@
-//! Whether loads ask for transparent huge pages on this machine: not where the machine's
-//! host takes back the memory its guest frees.
+//! What a load takes from this machine's memory: transparent huge pages, and the page cache
+//! for a file read from the disk; neither where the machine's host takes back the memory its
+//! guest frees.
 //!
 //! A VM whose balloon device reports free memory to its host (virtio-balloon's free page
 //! reporting) hands the host every free block of 2 MiB or more that has been free for about
@@ -10,6 +11,12 @@
 //! same either way (`docs/performance.md`, "How to measure"). Elsewhere (bare metal, VMs
 //! without free page reporting) a huge page costs one fault where small pages cost 512, and
 //! loads ask for them.
+//!
+//! The page cache takes its pages from the same blocks: there a file read from the disk
+//! through the page cache costs whatever the machine did before (the k = 18 key, 1.13 GB,
+//! loaded in a new process: 0.55-2.4 s), while a read past the page cache (`O_DIRECT`)
+//! through buffers of the reader's own costs about the same in any state (0.6-1.06 s). So
+//! there a key read from the disk is read past it ([`reads_past_page_cache`]).
 
 use std::ffi::OsStr;
 use std::sync::OnceLock;
@@ -37,7 +44,31 @@ pub fn asks_for_huge_pages() -> bool {
 /// it in the process's environment before it starts.
 pub const HUGE_PAGES_ENV: &str = "KEYCODEC_HUGE_PAGES";
 
-/// What [`HUGE_PAGES_ENV`]'s value chooses: `Some` for `1` or `0`, `None` (the probe
+/// Whether keycodec reads a key's polynomials from a file that is mostly not in the page
+/// cache (a start after a reboot, or once the kernel dropped the file) past the page cache
+/// (`O_DIRECT`, through buffers of its own, in aligned blocks), rather than through it
+/// (parameters' points, read one piece at a time, always go through it): as the environment
+/// variable [`DIRECT_READS_ENV`] says where it is `1` (past it) or `0` (through it);
+/// otherwise only where this machine's memory balloon reports free memory to its host (see
+/// [`asks_for_huge_pages`]). A file read past the page cache is not left in it: the next
+/// process to load it reads it from the disk again. Where the file system refuses a read
+/// past the page cache, the file is read through it. Decided once per process, as
+/// [`asks_for_huge_pages`] is.
+pub fn reads_past_page_cache() -> bool {
+    static PAST: OnceLock<bool> = OnceLock::new();
+    *PAST.get_or_init(|| {
+        let set = std::env::var_os(DIRECT_READS_ENV);
+        parse_override(set.as_deref().and_then(OsStr::to_str))
+            .unwrap_or_else(host_takes_back_free_memory)
+    })
+}
+
+/// The environment variable that decides [`reads_past_page_cache`] over the machine's probe:
+/// `1` reads files from the disk past the page cache, `0` through it; any other value leaves
+/// it to the probe.
+pub const DIRECT_READS_ENV: &str = "KEYCODEC_DIRECT_READS";
+
+/// What [`HUGE_PAGES_ENV`]'s or [`DIRECT_READS_ENV`]'s value chooses: `Some` for `1` or `0`, `None` (the probe
 /// decides) for anything else or no value.
 fn parse_override(value: Option<&str>) -> Option<bool> {
     match value.map(str::trim) {

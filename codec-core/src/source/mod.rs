@@ -16,6 +16,26 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 
+#[cfg(target_os = "linux")]
+mod direct;
+#[cfg(target_os = "linux")]
+use direct::Direct;
+
+/// Never made where files are not read past the page cache.
+#[cfg(not(target_os = "linux"))]
+enum Direct {}
+
+#[cfg(not(target_os = "linux"))]
+impl Direct {
+    fn open(_file: &File) -> Option<Direct> {
+        None
+    }
+
+    fn read(&self, _: &File, _: &mut Filling<'_>, _: u64, _: u64) -> io::Result<()> {
+        match *self {}
+    }
+}
+
 /// Bytes a bulk read reads and checks as one piece: few system calls, and small enough that
 /// the check finds the bytes still in cache.
 pub const BULK_STEP: usize = 4 << 20;
@@ -101,22 +121,7 @@ pub trait ReadAt: Sync {
         dsts: Vec<Dst<'b>>,
         offset: u64,
     ) -> io::Result<Vec<&'b mut [u8]>> {
-        let mut at = offset;
-        let mut filled = Vec::with_capacity(dsts.len());
-        for dst in dsts {
-            let len = dst.len() as u64;
-            filled.push(match dst {
-                Dst::Init(buf) => {
-                    self.read_exact_at(buf, at)?;
-                    buf
-                }
-                Dst::Uninit(buf) => self.read_exact_uninit_at(buf, at)?,
-            });
-            at = at
-                .checked_add(len)
-                .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        }
-        Ok(filled)
+        read_one_after_another(self, dsts, offset)
     }
 
     /// Whether every request costs a round trip (an object store): bulk reads then ask for
@@ -146,10 +151,11 @@ pub trait ReadAt: Sync {
         None
     }
 
-    /// Whether bulk reads are best made in order by one thread ([`FileSource`] of a file
-    /// read from the disk); the checks of what was read still run on every core, and the
-    /// polynomials are read into memory in small pages (the disk, not faulting memory, is
-    /// the cost).
+    /// Whether bulk reads are best made in order, by the threads of [`ReadAt::bulk_plan`]'s
+    /// pool taking requests in payload order ([`FileSource`] of a file read from the disk:
+    /// one thread through the page cache, several past it); the checks of what
+    /// was read still run on every core, and the polynomials are read into memory in small
+    /// pages (the disk, not faulting memory, is the cost).
     fn reads_in_order(&self) -> bool {
         false
     }
@@ -158,22 +164,59 @@ pub trait ReadAt: Sync {
 /// A file as a source of bytes, read as its place in the page cache suggests: a file mostly
 /// in the page cache is read in pieces by every core (faulting fresh memory is then the
 /// cost, and it is spread over the cores); a file mostly not (a start after a deploy or a
-/// reboot: read from the disk) in order, by one thread, the small fields between a key's
-/// polynomials with them, which lets the kernel's read-ahead stream it: from this project's
-/// disk 10-25% faster than two threads taking pieces in turn
-/// (`docs/performance-history.md`). What the page cache holds is asked once, when made
-/// (`mincore`).
+/// reboot: read from the disk) in order, the small fields between a key's polynomials with
+/// them. Through the page cache by one thread, which lets the kernel's read-ahead stream it
+/// (from this project's disk 10-25% faster than two threads taking pieces in turn,
+/// `docs/performance-history.md`); or, where [`crate::reads_past_page_cache`], a key's bulk
+/// read past it (`O_DIRECT`) by four threads taking pieces in payload order, each through a
+/// buffer of its own. Reads of one piece at a time (the parameters' points, read and checked
+/// in order on the calling thread; [`ReadAt::read_exact_at`]) stay in the page cache: one
+/// request at a time past it would wait on the disk for each. What the page cache holds is asked once, when made (`mincore`).
 pub struct FileSource<'f> {
     file: &'f File,
     in_order: bool,
+    direct: Option<Direct>,
 }
 
+/// Threads reading a file past the page cache at once: requests in flight, each waiting on
+/// the disk while another copies what it read.
+pub(crate) const DIRECT_READERS: usize = 4;
+
+/// Reads smaller than this go through the page cache even where the file is read past it (a
+/// length prefix, a section's frame): one block each would be read twice otherwise.
+const DIRECT_SMALLEST: usize = 64 << 10;
+
 impl<'f> FileSource<'f> {
-    /// `file` as a source, read in order when under half of its pages are in the page cache.
+    /// `file` as a source, read in order when under half of its pages are in the page cache,
+    /// and then past the page cache where [`crate::reads_past_page_cache`] (and the file can
+    /// be opened so).
     pub fn new(file: &'f File) -> Self {
         let in_order = crate::memory::cached_pages_of(file)
             .is_some_and(|(cached, pages)| cached.saturating_mul(2) < pages);
-        FileSource { file, in_order }
+        let past = in_order && crate::reads_past_page_cache();
+        Self::with(file, in_order, past)
+    }
+
+    /// `file` as a source read in order or not, and past the page cache or not (where it
+    /// can be opened so), whatever the page cache holds.
+    pub(crate) fn with(file: &'f File, in_order: bool, past_page_cache: bool) -> Self {
+        let direct = past_page_cache.then(|| Direct::open(file)).flatten();
+        FileSource {
+            file,
+            in_order,
+            direct,
+        }
+    }
+
+    /// Whether bulk reads of this file go past the page cache (until the file system refuses
+    /// one).
+    pub fn reads_past_page_cache(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// The reader past the page cache, for a read of `len` bytes.
+    fn direct_for(&self, len: usize) -> Option<&Direct> {
+        self.direct.as_ref().filter(|_| len >= DIRECT_SMALLEST)
     }
 }
 
@@ -191,14 +234,35 @@ impl ReadAt for FileSource<'_> {
         buf: &'b mut [MaybeUninit<u8>],
         offset: u64,
     ) -> io::Result<&'b mut [u8]> {
-        ReadAt::read_exact_uninit_at(self.file, buf, offset)
+        match self.direct_for(buf.len()) {
+            Some(direct) => {
+                let mut filled =
+                    self.read_past_page_cache(direct, vec![Dst::Uninit(buf)], offset)?;
+                filled
+                    .pop()
+                    .ok_or_else(|| io::ErrorKind::UnexpectedEof.into())
+            }
+            None => ReadAt::read_exact_uninit_at(self.file, buf, offset),
+        }
+    }
+
+    fn read_exact_vectored_at<'b>(
+        &self,
+        dsts: Vec<Dst<'b>>,
+        offset: u64,
+    ) -> io::Result<Vec<&'b mut [u8]>> {
+        let len: usize = dsts.iter().map(Dst::len).sum();
+        match self.direct_for(len) {
+            Some(direct) => self.read_past_page_cache(direct, dsts, offset),
+            None => read_one_after_another(self, dsts, offset),
+        }
     }
 
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
-        if self.in_order {
-            one_reader().map(|pool| (BULK_STEP, pool))
-        } else {
-            None
+        match (self.in_order, &self.direct) {
+            (false, _) => None,
+            (true, None) => readers(1).map(|pool| (BULK_STEP, pool)),
+            (true, Some(_)) => readers(DIRECT_READERS).map(|pool| (BULK_STEP, pool)),
         }
     }
 
@@ -207,18 +271,64 @@ impl ReadAt for FileSource<'_> {
     }
 }
 
-/// A pool of one thread: the reader of a bulk read made in order (`None` if the system
-/// refused the thread: the read then takes every core).
-fn one_reader() -> Option<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
+impl FileSource<'_> {
+    /// Fills `dsts`, one after the other from `offset`, past the page cache.
+    fn read_past_page_cache<'b>(
+        &self,
+        direct: &Direct,
+        dsts: Vec<Dst<'b>>,
+        offset: u64,
+    ) -> io::Result<Vec<&'b mut [u8]>> {
+        let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
+        let mut filling = Filling::new(dsts);
+        direct.read(self.file, &mut filling, offset, len)?;
+        filling
+            .finish()
+            .ok_or_else(|| io::ErrorKind::UnexpectedEof.into())
+    }
+}
+
+/// [`ReadAt::read_exact_vectored_at`] by one read per destination.
+fn read_one_after_another<'b>(
+    source: &(impl ReadAt + ?Sized),
+    dsts: Vec<Dst<'b>>,
+    offset: u64,
+) -> io::Result<Vec<&'b mut [u8]>> {
+    let mut at = offset;
+    let mut filled = Vec::with_capacity(dsts.len());
+    for dst in dsts {
+        let len = dst.len() as u64;
+        filled.push(match dst {
+            Dst::Init(buf) => {
+                source.read_exact_at(buf, at)?;
+                buf
+            }
+            Dst::Uninit(buf) => source.read_exact_uninit_at(buf, at)?,
+        });
+        at = at
+            .checked_add(len)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+    }
+    Ok(filled)
+}
+
+/// A pool of `threads` threads that read a file from the disk in order, one pool for each
+/// size asked for (`None` if the system refused the threads: the read then takes every
+/// core).
+fn readers(threads: usize) -> Option<&'static rayon::ThreadPool> {
+    static POOLS: std::sync::OnceLock<[Option<rayon::ThreadPool>; 2]> = std::sync::OnceLock::new();
+    let pool = |threads| {
         rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
+            .num_threads(threads)
             .thread_name(|_| "keycodec-read".into())
             .build()
             .ok()
-    })
-    .as_ref()
+    };
+    let [one, direct] = POOLS.get_or_init(|| [pool(1), pool(DIRECT_READERS)]);
+    match threads {
+        1 => one.as_ref(),
+        _ => direct.as_ref(),
+    }
 }
 
 /// One destination of [`ReadAt::read_exact_vectored_at`]: memory already initialised, or

@@ -206,8 +206,17 @@ fn a_file_out_of_the_page_cache_is_read_in_order() {
     let source = FileSource::new(&file);
     assert_eq!(source.reads_in_order(), dropped);
     if dropped {
+        // Past the page cache where this machine reads so (a file on a disk opens so).
+        assert_eq!(
+            source.reads_past_page_cache(),
+            crate::reads_past_page_cache()
+        );
+        let readers = match source.reads_past_page_cache() {
+            true => DIRECT_READERS,
+            false => 1,
+        };
         let (piece, pool) = source.bulk_plan().unwrap();
-        assert_eq!((piece, pool.current_num_threads()), (BULK_STEP, 1));
+        assert_eq!((piece, pool.current_num_threads()), (BULK_STEP, readers));
     }
     for source in [&cached, &source] {
         let (head, out, lens) = head_then_parallel(source, 3 * BULK_STEP);
@@ -321,4 +330,110 @@ fn a_read_in_order_hands_on_each_piece_once_checked() {
     );
     assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
     assert_eq!(handed, data[..BULK_STEP]);
+}
+
+/// A file read past the page cache gives its bytes at any offset and length (blocks read
+/// around them, reads longer than one buffer in several), into memory not yet initialised
+/// and into several destinations at once, in pieces and in bulk; a read past its end is
+/// `UnexpectedEof`. (Where the file system refuses reads past the page cache
+/// they go through it, with the same bytes.)
+#[test]
+fn reads_past_the_page_cache_give_the_files_bytes() {
+    let len = 2 * BULK_STEP + 3 * direct::BLOCK + 4321;
+    let data = pattern(len);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file");
+    std::fs::write(&path, &data).unwrap();
+    let file = File::open(&path).unwrap();
+    let source = FileSource::with(&file, true, true);
+    eprintln!(
+        "read past the page cache: {}",
+        source.reads_past_page_cache()
+    );
+    for (offset, n) in [
+        (0, DIRECT_SMALLEST),
+        (1, DIRECT_SMALLEST + 1),
+        (4095, 2 * direct::BLOCK + 2),
+        (direct::BLOCK, BULK_STEP),
+        (17, len - 17),
+        (len - DIRECT_SMALLEST, DIRECT_SMALLEST),
+        (333, 2 * BULK_STEP + 5000),
+    ] {
+        let want = &data[offset..offset + n];
+        let mut uninit = vec![std::mem::MaybeUninit::new(0xA5u8); n];
+        let read = source
+            .read_exact_uninit_at(&mut uninit, offset as u64)
+            .unwrap();
+        assert!(read == want, "read_exact_uninit_at({offset}, {n})");
+        // Three destinations of uneven lengths, one of them not yet initialised.
+        let (a, b) = (n / 3, n / 3 + 7);
+        let mut first = vec![0u8; a];
+        let mut second = vec![std::mem::MaybeUninit::new(0u8); b - a];
+        let mut third = vec![0u8; n - b];
+        let filled = source
+            .read_exact_vectored_at(
+                vec![
+                    Dst::Init(&mut first),
+                    Dst::Uninit(&mut second),
+                    Dst::Init(&mut third),
+                ],
+                offset as u64,
+            )
+            .unwrap();
+        let joined: Vec<u8> = filled
+            .iter()
+            .flat_map(|part| part.iter().copied())
+            .collect();
+        assert!(joined == want, "read_exact_vectored_at({offset}, {n})");
+    }
+    for (offset, n) in [(len - 10, DIRECT_SMALLEST), (len + 1, DIRECT_SMALLEST)] {
+        let mut buf = vec![std::mem::MaybeUninit::new(0u8); n];
+        let err = source
+            .read_exact_uninit_at(&mut buf, offset as u64)
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{offset}");
+    }
+    let (head, out, _) = head_then_parallel(&source, 2 * BULK_STEP);
+    assert_eq!(head, data[..32]);
+    assert!(out == data[32..32 + 2 * BULK_STEP]);
+}
+
+/// A read the file system refuses past the page cache (a buffer off a block boundary, as a
+/// file system with larger blocks would refuse an aligned one) is read through it, with the
+/// same bytes, and so is every read after it.
+#[test]
+fn a_refused_read_past_the_page_cache_is_read_through_it() {
+    let data = pattern(4 * direct::BLOCK);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file");
+    std::fs::write(&path, &data).unwrap();
+    let file = File::open(&path).unwrap();
+    let Some(direct) = direct::Direct::open(&file) else {
+        eprintln!("this file system cannot be read past the page cache");
+        return;
+    };
+    let mut buffer = vec![0u8; 3 * direct::BLOCK];
+    let skip = buffer.as_ptr().align_offset(direct::BLOCK) + 1;
+    let off_block = &mut buffer[skip..skip + direct::BLOCK];
+    let n = direct.read_block_into(&file, off_block, 0).unwrap();
+    assert!(off_block[..n] == data[..n] && n == direct::BLOCK);
+    // A file system that reads past the page cache refuses memory off a block boundary
+    // (tmpfs reads it through the page cache whatever the flag says).
+    const EXT4: u64 = 0xEF53;
+    const XFS: u64 = 0x5846_5342;
+    let on_disk =
+        rustix::fs::fstatfs(&file).is_ok_and(|stat| [EXT4, XFS].contains(&(stat.f_type as u64)));
+    if on_disk {
+        assert!(
+            direct.refused(),
+            "a read off a block boundary was not refused"
+        );
+    }
+    let skip = skip - 1;
+    let aligned = &mut buffer[skip..skip + direct::BLOCK];
+    assert_eq!(
+        direct.read_block_into(&file, aligned, 0).unwrap(),
+        direct::BLOCK
+    );
+    assert!(aligned == &data[..direct::BLOCK]);
 }

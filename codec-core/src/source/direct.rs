@@ -1,0 +1,182 @@
+//! Reads of a file past the page cache (`O_DIRECT`), for a file read from the disk where the
+//! page cache's memory costs more than the disk ([`crate::reads_past_page_cache`]).
+//!
+//! A read past the page cache must start, end and land on block boundaries, so each read
+//! covers the blocks around the bytes asked for, into a buffer of this reader's own, aligned
+//! to a block, and the bytes asked for are copied on from there. A read from a file system
+//! that refuses to read past the page cache (`EINVAL`: tmpfs on older kernels, some network
+//! and FUSE file systems, a block larger than [`BLOCK`]) is made through the page cache, and
+//! so is every read after it.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use super::{Filling, BULK_STEP};
+
+/// The alignment of a read past the page cache (its offset, length and memory): 4 KiB, the
+/// logical block of today's disks and a multiple of the older 512 bytes.
+pub(super) const BLOCK: usize = 4096;
+
+/// The most one read past the page cache asks for: a bulk read's piece and the blocks around
+/// it.
+const LARGEST: usize = BULK_STEP + 2 * BLOCK;
+
+/// A file opened a second time, to be read past the page cache.
+pub(super) struct Direct {
+    /// The file, opened with `O_DIRECT`.
+    file: File,
+    /// The file system refused a read past the page cache: read through it from then on.
+    refused: AtomicBool,
+    /// Buffers not in use, one per read at once at most.
+    spare: Mutex<Vec<Vec<u8>>>,
+}
+
+impl Direct {
+    /// `file` opened again to be read past the page cache (through `/proc/self/fd`, so the
+    /// same file whatever its path is now), or `None` where it cannot be.
+    pub(super) fn open(file: &File) -> Option<Direct> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .ok()?;
+        Some(Direct {
+            file,
+            refused: AtomicBool::new(false),
+            spare: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Writes the `len` bytes of the file from `offset` into `filling`, read past the page
+    /// cache, or through `cached` (the same file) where the file system refuses that.
+    ///
+    /// # Errors
+    ///
+    /// `UnexpectedEof` when the file ends first; `InvalidInput` when the bytes go past what
+    /// `filling` takes; other I/O errors.
+    pub(super) fn read(
+        &self,
+        cached: &File,
+        filling: &mut Filling<'_>,
+        offset: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        let mut buffer = self
+            .spare
+            .lock()
+            .ok()
+            .and_then(|mut spare| spare.pop())
+            .unwrap_or_default();
+        let read = self.read_with(&mut buffer, cached, filling, offset, len);
+        if let Ok(mut spare) = self.spare.lock() {
+            spare.push(buffer);
+        }
+        read
+    }
+
+    fn read_with(
+        &self,
+        buffer: &mut Vec<u8>,
+        cached: &File,
+        filling: &mut Filling<'_>,
+        offset: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        let end = offset
+            .checked_add(len)
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        let aligned = aligned(buffer, LARGEST.min(len_with_blocks(offset, len)));
+        let mut at = offset;
+        while at < end {
+            let block = at - at % BLOCK as u64;
+            let skip = (at - block) as usize;
+            let want = usize::try_from(end - block)
+                .unwrap_or(usize::MAX)
+                .next_multiple_of(BLOCK)
+                .min(aligned.len());
+            let (read, _) = aligned.split_at_mut(want);
+            let got = self.read_block(cached, read, block)?;
+            let useful = got.min(usize::try_from(end - block).unwrap_or(usize::MAX));
+            let Some(bytes) = read.get(skip..useful).filter(|bytes| !bytes.is_empty()) else {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            };
+            if !filling.write(bytes) {
+                return Err(io::ErrorKind::InvalidInput.into());
+            }
+            at += bytes.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Reads what the file has from `at` into `buf` (`at`, `buf`'s address and length on
+    /// block boundaries), past the page cache unless refused; how many bytes (short at the
+    /// file's end).
+    fn read_block(&self, cached: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+        if !self.refused.load(Ordering::Relaxed) {
+            match read_retrying(&self.file, buf, at) {
+                Err(err) if err.kind() == io::ErrorKind::InvalidInput => {
+                    self.refused.store(true, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
+        read_retrying(cached, buf, at)
+    }
+
+    /// Whether a read was refused and the file is read through the page cache.
+    #[cfg(test)]
+    pub(super) fn refused(&self) -> bool {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// [`Direct::read_block`] of a buffer of the caller's (for a test of the refusal).
+    #[cfg(test)]
+    pub(super) fn read_block_into(
+        &self,
+        cached: &File,
+        buf: &mut [u8],
+        at: u64,
+    ) -> io::Result<usize> {
+        self.read_block(cached, buf, at)
+    }
+}
+
+/// Bytes of the blocks that hold the `len` bytes from `offset`.
+fn len_with_blocks(offset: u64, len: u64) -> usize {
+    let skip = offset % BLOCK as u64;
+    usize::try_from(skip.saturating_add(len))
+        .unwrap_or(usize::MAX)
+        .saturating_add(BLOCK - 1)
+        / BLOCK
+        * BLOCK
+}
+
+/// `want` bytes of `buffer` (grown as needed) that start on a block boundary, a multiple of
+/// a block long.
+fn aligned(buffer: &mut Vec<u8>, want: usize) -> &mut [u8] {
+    let want = want.next_multiple_of(BLOCK).max(BLOCK);
+    if buffer.len() < want + BLOCK {
+        *buffer = vec![0; want + BLOCK];
+    }
+    // `align_offset` of a byte pointer is below `BLOCK` (its contract allows `usize::MAX`
+    // only where alignment cannot be reached, which a `u8` pointer always can; `min` keeps
+    // the slice in bounds regardless).
+    let skip = buffer.as_ptr().align_offset(BLOCK).min(BLOCK);
+    let end = (skip + want).min(buffer.len());
+    buffer.get_mut(skip..end).unwrap_or_default()
+}
+
+/// `pread`, again where interrupted.
+fn read_retrying(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    loop {
+        match file.read_at(buf, at) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
