@@ -49,7 +49,8 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
             C::MIN_K
         ));
     }
-    let mut runner = Runner::new(args.stopping(), args.replace, args.cold);
+    let mut runner =
+        Runner::new(args.stopping(), args.replace, args.cold).idle_before_cold(args.cold_idle);
     let mut sizes = Vec::new();
     let mut remote_server = None;
     let link = link_info(args)?;
@@ -68,6 +69,7 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
         cold: Cold {
             requested: args.cold,
             effective: runner.cold_effective,
+            idle_s: args.cold_idle.as_secs_f64(),
         },
         huge_pages_asked: keycodec_core::asks_for_huge_pages(),
         reads_past_page_cache: keycodec_core::reads_past_page_cache(),

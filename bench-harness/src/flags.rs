@@ -138,6 +138,15 @@ pub struct Args {
     #[arg(long)]
     pub cold: bool,
 
+    /// Before each load from the disk, wait this long (s or m: 3s) after dropping its files'
+    /// pages instead of priming its memory with a load just before: the memory it takes was
+    /// then freed that long ago, as on a machine that idled before a prover's start. On a
+    /// machine whose host takes back memory free for about two seconds (the report's memory
+    /// line says so), 3s; every cold load waits, so runs take longer. At 0s each cold load
+    /// is primed: memory just freed, the best case for a read through the page cache
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub cold_idle: Duration,
+
     /// Save every run after the first over the previous run's file, as a prover updating
     /// its key does; by default each save goes to a path with no file (replacing a
     /// multi-GB file costs differently by writer: halo2's File::create truncates the old

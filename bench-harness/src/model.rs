@@ -142,6 +142,9 @@ pub struct Cold {
     /// The kernel accepted every request to drop the page cache (`--cold`, the cold state;
     /// true when none was made).
     pub effective: bool,
+    /// Seconds each load from the disk waited after its files' pages were dropped, instead
+    /// of being primed (`--cold-idle`; 0: primed).
+    pub idle_s: f64,
 }
 
 /// When runs stopped, as asked.

@@ -59,13 +59,23 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         let _ = writeln!(out, "{cold}");
         let _ = writeln!(
             out,
-            "{}",
-            if report.reads_past_page_cache {
-                "cold key loads: keycodec's read the key past the page cache (O_DIRECT; halo2's \
-                 and the floor's other way through it): on this machine a read through it costs \
-                 what the machine did before (primed here: its best case)"
+            "cold loads: {}; {}",
+            if report.cold.idle_s > 0.0 {
+                format!(
+                    "each {:.1} s after its files' pages were dropped, unprimed (memory freed \
+                     that long before, as after an idle moment)",
+                    report.cold.idle_s
+                )
             } else {
-                "cold key loads: every load reads through the page cache"
+                "each primed by a load just before (memory just freed: the best case for a read \
+                 through the page cache; --cold-idle 3s for a machine that idled)"
+                    .to_owned()
+            },
+            if report.reads_past_page_cache {
+                "keycodec's read past the page cache (O_DIRECT), halo2's and the floor's other \
+                 way through it"
+            } else {
+                "every load reads through the page cache"
             }
         );
     }

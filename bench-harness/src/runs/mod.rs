@@ -76,6 +76,9 @@ pub struct Runner {
     pub cold_effective: bool,
     /// keycodec's loads ask for huge pages on this machine (which loads are primed).
     huge_pages: bool,
+    /// How long a load from the disk waits after its files' pages are dropped, instead of
+    /// being primed (zero: primed as [`needs_priming`] says).
+    cold_idle: Duration,
 }
 
 impl Runner {
@@ -97,7 +100,17 @@ impl Runner {
             harness_peak: rss::peak(),
             cold_effective: true,
             huge_pages: keycodec_core::asks_for_huge_pages(),
+            cold_idle: Duration::ZERO,
         }
+    }
+
+    /// Each load from the disk waits `idle` after its files' pages are dropped, unprimed, so
+    /// that the memory it takes was freed that long before (as on a machine that idled);
+    /// zero primes it instead (the first cold load of a run, and each after a key's load
+    /// from the disk).
+    pub fn idle_before_cold(mut self, idle: Duration) -> Self {
+        self.cold_idle = idle;
+        self
     }
 
     /// Clears the progress bar.
@@ -202,12 +215,16 @@ impl Runner {
                 // A new process's load after another state's, or after a load that left its
                 // memory in small pages: primed where that changes its memory's cost (see
                 // [`needs_priming`]).
-                if warming == 0 && needs_priming(before, case.state, self.huge_pages) {
+                let idles = self.reads_cold(case) && !self.cold_idle.is_zero();
+                if warming == 0 && !idles && needs_priming(before, case.state, self.huge_pages) {
                     if let Some(primer) = primer(plan, &saved.bytes) {
                         crate::exec::as_primer(|| primer.run(&paths_of(plan, primer), buffer))?;
                     }
                 }
                 self.drop_if_cold(case, &paths);
+                if idles {
+                    std::thread::sleep(self.cold_idle);
+                }
                 let cached_before = cached_share(&paths);
                 self.harness_peak = self.harness_peak.max(rss::peak());
                 let mut sample = case.run(&paths, buffer)?;
@@ -382,9 +399,14 @@ impl Runner {
         Ok(())
     }
 
+    /// Whether `case` reads its files from the disk (the cold state, or `--cold`).
+    fn reads_cold(&self, case: &Case<'_>) -> bool {
+        self.cold || case.state == State::Cold
+    }
+
     /// Drops the cached pages of `paths` if `case` reads them cold.
     fn drop_if_cold(&mut self, case: &Case<'_>, paths: &[&Path]) {
-        if self.cold || case.state == State::Cold {
+        if self.reads_cold(case) {
             for path in paths {
                 // The harness's files are clean when read: every save was synced.
                 self.cold_effective &= keycodec_core::drop_cached_pages(path);
@@ -622,12 +644,15 @@ mod tests {
     #[test]
     fn loads_are_grouped_by_state_and_primed_where_their_memory_needs_it() {
         for huge_pages in [true, false] {
-            grouped_and_primed(huge_pages);
+            grouped_and_primed(huge_pages, Duration::ZERO);
         }
+        // `--cold-idle`: cold loads wait instead of being primed.
+        grouped_and_primed(true, Duration::from_millis(50));
     }
 
-    /// A plan's loads, where keycodec's loads ask for huge pages (`huge_pages`) or not.
-    fn grouped_and_primed(huge_pages: bool) {
+    /// A plan's loads, where keycodec's loads ask for huge pages (`huge_pages`) or not, each
+    /// cold load waiting `idle` unprimed where that is not zero.
+    fn grouped_and_primed(huge_pages: bool, idle: Duration) {
         let scratch = tempfile::tempdir().unwrap();
         let loads = std::sync::Mutex::new(Vec::new());
         let mut plan = Plan::empty();
@@ -658,7 +683,10 @@ mod tests {
                 vec![file],
                 Box::new(move |_, _| {
                     let primer = crate::exec::priming();
-                    loads.lock().unwrap().push((backend, state, primer));
+                    loads
+                        .lock()
+                        .unwrap()
+                        .push((backend, state, primer, Instant::now()));
                     // halo2's reader maps its key in small pages; keycodec's loads in huge
                     // pages where they ask for them.
                     let small = backend == HALO2_NATIVE || !huge_pages;
@@ -673,7 +701,7 @@ mod tests {
                 }),
             );
         }
-        let mut runner = fixed_runner(3);
+        let mut runner = fixed_runner(3).idle_before_cold(idle);
         runner.huge_pages = huge_pages;
         let measured = runner.measure(&plan, Size(1 << 20)).unwrap();
         // The primer's loads are not counted: one load a run (the floor two).
@@ -691,9 +719,11 @@ mod tests {
         // file, the cheaper), run as a primer. It runs before each load from the disk, and,
         // where loads ask for huge pages, each fresh load, that is first of its state or
         // follows a load in small pages; before nothing else.
-        let primed_state = |state| state == State::Cold || (huge_pages && state == State::Fresh);
+        let idles = !idle.is_zero();
+        let primed_state =
+            |state| (state == State::Cold && !idles) || (huge_pages && state == State::Fresh);
         let mut primers = 0;
-        for (at, &(backend, state, primer)) in loads.iter().enumerate() {
+        for (at, &(backend, state, primer, began)) in loads.iter().enumerate() {
             let previous = at.checked_sub(1).and_then(|at| loads.get(at));
             if primer {
                 primers += 1;
@@ -709,9 +739,16 @@ mod tests {
             if primed_state(state) && (new_group || after_small) {
                 assert!(primed, "load {at} unprimed: {loads:?}");
             }
+            // A cold load that idles began at least `idle` after the load before it.
+            if let (true, State::Cold, Some(previous)) = (idles, state, previous) {
+                assert!(
+                    began - previous.3 >= idle,
+                    "load {at} did not idle: {loads:?}"
+                );
+            }
         }
         // At least one primer each run for each state primed.
-        let states = if huge_pages { 2 } else { 1 };
+        let states = usize::from(huge_pages) + usize::from(!idles);
         assert!(primers >= 3 * states, "{loads:?}");
         // Grouped by state: the primers aside, at most three groups a run.
         let others: Vec<State> = loads

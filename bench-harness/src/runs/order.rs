@@ -270,6 +270,7 @@ pub(super) const PRIMED_BYTES: u64 = 256 << 20;
 ///   by a load asking for huge pages ([`crate::exec::as_primer`]) whose exit frees 2 MiB
 ///   blocks. Unprimed, or primed by a load in small pages, a fifth to a third of the cold
 ///   key loads of a default run, halo2's and keycodec's, took 1.2-2.5 s against 0.5 s.
+///   (`--cold-idle` waits before each cold load instead, unprimed: [`Runner::idle_before_cold`](super::Runner::idle_before_cold).)
 pub(super) fn needs_priming(before: Option<After>, state: State, huge_pages: bool) -> bool {
     let after_other = before.is_none_or(|before| before.state != state || before.small_pages);
     match state {

@@ -16,7 +16,7 @@
 //! through the page cache costs whatever the machine did before (the k = 18 key, 1.13 GB,
 //! loaded in a new process: 0.55-2.4 s), while a read past the page cache (`O_DIRECT`)
 //! through buffers of the reader's own costs about the same in any state (0.6-1.06 s). So
-//! there a key read from the disk is read past it ([`reads_past_page_cache`]).
+//! there a file read from the disk is read past it ([`reads_past_page_cache`]).
 
 use std::ffi::OsStr;
 use std::sync::OnceLock;
@@ -44,10 +44,9 @@ pub fn asks_for_huge_pages() -> bool {
 /// it in the process's environment before it starts.
 pub const HUGE_PAGES_ENV: &str = "KEYCODEC_HUGE_PAGES";
 
-/// Whether keycodec reads a key's polynomials from a file that is mostly not in the page
-/// cache (a start after a reboot, or once the kernel dropped the file) past the page cache
-/// (`O_DIRECT`, through buffers of its own, in aligned blocks), rather than through it
-/// (parameters' points, read one piece at a time, always go through it): as the environment
+/// Whether keycodec reads a file that is mostly not in the page cache (a start after a
+/// reboot, or once the kernel dropped the file) past the page cache (`O_DIRECT`, through
+/// buffers of its own, in aligned blocks), rather than through it: as the environment
 /// variable [`DIRECT_READS_ENV`] says where it is `1` (past it) or `0` (through it);
 /// otherwise only where this machine's memory balloon reports free memory to its host (see
 /// [`asks_for_huge_pages`]). A file read past the page cache is not left in it: the next

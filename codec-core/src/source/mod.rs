@@ -159,6 +159,16 @@ pub trait ReadAt: Sync {
     fn reads_in_order(&self) -> bool {
         false
     }
+
+    /// Whether reads of a piece or more bypass the page cache ([`FileSource`] of a file read
+    /// from the disk where [`crate::reads_past_page_cache`]): a read in order
+    /// ([`ReadAt::reads_in_order`]) of one run of bytes, such as the parameters' points, is
+    /// then read in pieces by [`ReadAt::bulk_plan`]'s pool, several requests in flight, rather
+    /// than one piece at a time on the calling thread (which only the kernel's read-ahead
+    /// keeps ahead of it).
+    fn reads_past_page_cache(&self) -> bool {
+        false
+    }
 }
 
 /// A file as a source of bytes, read as its place in the page cache suggests: a file mostly
@@ -167,11 +177,9 @@ pub trait ReadAt: Sync {
 /// reboot: read from the disk) in order, the small fields between a key's polynomials with
 /// them. Through the page cache by one thread, which lets the kernel's read-ahead stream it
 /// (from this project's disk 10-25% faster than two threads taking pieces in turn,
-/// `docs/performance-history.md`); or, where [`crate::reads_past_page_cache`], a key's bulk
-/// read past it (`O_DIRECT`) by four threads taking pieces in payload order, each through a
-/// buffer of its own. Reads of one piece at a time (the parameters' points, read and checked
-/// in order on the calling thread; [`ReadAt::read_exact_at`]) stay in the page cache: one
-/// request at a time past it would wait on the disk for each. What the page cache holds is asked once, when made (`mincore`).
+/// `docs/performance-history.md`); or, where [`crate::reads_past_page_cache`], past it
+/// (`O_DIRECT`) by four threads taking pieces (a key's in payload order), each through a
+/// buffer of its own. What the page cache holds is asked once, when made (`mincore`).
 pub struct FileSource<'f> {
     file: &'f File,
     in_order: bool,
@@ -208,12 +216,6 @@ impl<'f> FileSource<'f> {
         }
     }
 
-    /// Whether bulk reads of this file go past the page cache (until the file system refuses
-    /// one).
-    pub fn reads_past_page_cache(&self) -> bool {
-        self.direct.is_some()
-    }
-
     /// The reader past the page cache, for a read of `len` bytes.
     fn direct_for(&self, len: usize) -> Option<&Direct> {
         self.direct.as_ref().filter(|_| len >= DIRECT_SMALLEST)
@@ -222,7 +224,13 @@ impl<'f> FileSource<'f> {
 
 impl ReadAt for FileSource<'_> {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        ReadAt::read_exact_at(self.file, buf, offset)
+        match self.direct_for(buf.len()) {
+            Some(direct) => {
+                self.read_past_page_cache(direct, vec![Dst::Init(buf)], offset)?;
+                Ok(())
+            }
+            None => ReadAt::read_exact_at(self.file, buf, offset),
+        }
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -268,6 +276,12 @@ impl ReadAt for FileSource<'_> {
 
     fn reads_in_order(&self) -> bool {
         self.in_order
+    }
+
+    /// Until the file system refuses a read past the page cache (then each read goes
+    /// through it, as fast as one read at a time allows).
+    fn reads_past_page_cache(&self) -> bool {
+        self.direct.is_some()
     }
 }
 
@@ -587,8 +601,9 @@ impl<'a> AtSource<'a> {
     /// [`CHECK_STEP`] on every core (a check can cost more than the read: a point's curve
     /// equation does), and handing every byte to `in_order` once, in order; pieces are read
     /// and checked in parallel (rayon), then all of `dst` handed to `in_order`, or, where
-    /// the source says so ([`ReadAt::reads_in_order`]), read in order on this thread, each
-    /// piece checked and handed to `in_order` while the next is read. Bytes already
+    /// the source says so ([`ReadAt::reads_in_order`], unless it also
+    /// [`ReadAt::reads_past_page_cache`]), read in order on this thread, each piece checked
+    /// and handed to `in_order` while the next is read. Bytes already
     /// buffered are used first. After an error
     /// the position is unspecified: the caller stops reading.
     pub(crate) fn read_parallel(
@@ -623,7 +638,7 @@ impl<'a> AtSource<'a> {
                     check_piece(piece)
                 })
         };
-        let pieces_handed_on = source.reads_in_order();
+        let pieces_handed_on = source.reads_in_order() && !source.reads_past_page_cache();
         match source.bulk_plan() {
             // In order on this thread, each piece checked on every core and handed on while
             // the next is read.
