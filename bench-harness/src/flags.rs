@@ -142,8 +142,9 @@ pub struct Args {
     /// pages instead of priming its memory with a load just before: the memory it takes was
     /// then freed that long ago, as on a machine that idled before a prover's start. On a
     /// machine whose host takes back memory free for about two seconds (the report's memory
-    /// line says so), 3s; every cold load waits, so runs take longer. At 0s each cold load
-    /// is primed: memory just freed, the best case for a read through the page cache
+    /// line says so), 3s; every cold load waits, so runs take longer. At 0s cold loads are
+    /// primed (the first of a run, and each after a key's load from the disk): memory just
+    /// freed, the best case for a read through the page cache
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub cold_idle: Duration,
 

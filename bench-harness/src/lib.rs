@@ -40,7 +40,7 @@
 //!   "cold": { "requested": bool, "effective": bool,    // --cold; every drop of the page cache (--cold, state cold) accepted
 //!             "idle_s": f64 },                           // --cold-idle: each cold load's wait instead of a primer (0: primed)
 //!   "huge_pages_asked": bool,          // keycodec's loads asked for huge pages on this machine
-//!   "reads_past_page_cache": bool,     // keycodec's cold key loads read past the page cache (O_DIRECT)
+//!   "reads_past_page_cache": bool,     // keycodec's loads from the disk read past the page cache (O_DIRECT)
 //!   "stopping": { "warmup": usize, "fixed": usize | null, "min_runs", "max_runs",
 //!                 "interval": f64, "time_cap_s": f64 },
 //!   "sizes": [{                        // one per k, in the order run

@@ -214,7 +214,7 @@ pub struct Report {
     /// keycodec's loads asked for transparent huge pages ([`keycodec_core::asks_for_huge_pages`]:
     /// not where the machine's host takes back free memory); halo2's readers never do.
     pub huge_pages_asked: bool,
-    /// keycodec's loads of a key from the disk read it past the page cache
+    /// keycodec's loads of a key or parameters from the disk read past the page cache
     /// ([`keycodec_core::reads_past_page_cache`]); halo2's readers never do.
     pub reads_past_page_cache: bool,
     /// When runs stopped.

@@ -80,7 +80,7 @@ enum Way {
 ///   `read_to_end`, the faster counting;
 /// - from the disk, one way per visit, so that each reads from the disk, in turn:
 ///   `read_to_end` on one thread through the page cache, and in order as keycodec loads
-///   such a file ([`FileSource`]: a key past the page cache where
+///   such a file ([`FileSource`]: past the page cache where
 ///   [`keycodec_core::reads_past_page_cache`], on one thread through it elsewhere; a key
 ///   into small pages, parameters into memory allocated as their
 ///   load's, which asks for huge pages where loads do: read into small pages while the load
@@ -216,7 +216,7 @@ fn read_header(reader: &mut PayloadReader<'_>) -> Result<(), String> {
 }
 
 /// How keycodec's bulk read reads a file: pieces on every core, or as a load of a file out
-/// of the page cache does, in order on one thread ([`FileSource`]).
+/// of the page cache does, in order ([`FileSource`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ways {
     EveryCore,

@@ -215,7 +215,8 @@ impl Runner {
                 // A new process's load after another state's, or after a load that left its
                 // memory in small pages: primed where that changes its memory's cost (see
                 // [`needs_priming`]).
-                let idles = self.reads_cold(case) && !self.cold_idle.is_zero();
+                // Warm-up loads neither wait nor are primed: they are not counted.
+                let idles = self.reads_cold(case) && !self.cold_idle.is_zero() && warming == 0;
                 if warming == 0 && !idles && needs_priming(before, case.state, self.huge_pages) {
                     if let Some(primer) = primer(plan, &saved.bytes) {
                         crate::exec::as_primer(|| primer.run(&paths_of(plan, primer), buffer))?;

@@ -105,8 +105,8 @@ pub(crate) struct Workers<'p> {
     pub(crate) coalesce: bool,
     /// Requests the source serves at once ([`ReadAt::requests_at_once`]).
     pub(crate) lanes: usize,
-    /// The pool's threads alone read ([`ReadAt::reads_in_order`]: one, in order); the
-    /// calling thread never takes a request, even with nothing to visit.
+    /// The pool's threads alone read ([`ReadAt::reads_in_order`]: taking requests in
+    /// payload order); the calling thread never takes a request, even with nothing to visit.
     pub(crate) pool_only: bool,
     /// The polynomials' memory may ask for transparent huge pages: a fault per 2 MiB instead
     /// of one per 4 KiB, where faulting fresh memory is the cost (a file in the page cache,

@@ -51,14 +51,17 @@ pub const HUGE_PAGES_ENV: &str = "KEYCODEC_HUGE_PAGES";
 /// otherwise only where this machine's memory balloon reports free memory to its host (see
 /// [`asks_for_huge_pages`]). A file read past the page cache is not left in it: the next
 /// process to load it reads it from the disk again. Where the file system refuses a read
-/// past the page cache, the file is read through it. Decided once per process, as
+/// past the page cache, the file is read through it. Never off Linux. Decided once per
+/// process, as
 /// [`asks_for_huge_pages`] is.
 pub fn reads_past_page_cache() -> bool {
     static PAST: OnceLock<bool> = OnceLock::new();
     *PAST.get_or_init(|| {
         let set = std::env::var_os(DIRECT_READS_ENV);
-        parse_override(set.as_deref().and_then(OsStr::to_str))
-            .unwrap_or_else(host_takes_back_free_memory)
+        // Only Linux reads so (`O_DIRECT` through `/proc/self/fd`).
+        cfg!(target_os = "linux")
+            && parse_override(set.as_deref().and_then(OsStr::to_str))
+                .unwrap_or_else(host_takes_back_free_memory)
     })
 }
 

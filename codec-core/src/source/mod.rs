@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 
 #[cfg(target_os = "linux")]
 mod direct;
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) use direct::on_a_block_file_system;
 #[cfg(target_os = "linux")]
 use direct::Direct;
 
@@ -32,6 +34,10 @@ impl Direct {
     }
 
     fn read(&self, _: &File, _: &mut Filling<'_>, _: u64, _: u64) -> io::Result<()> {
+        match *self {}
+    }
+
+    fn refused(&self) -> bool {
         match *self {}
     }
 }
@@ -153,19 +159,19 @@ pub trait ReadAt: Sync {
 
     /// Whether bulk reads are best made in order, by the threads of [`ReadAt::bulk_plan`]'s
     /// pool taking requests in payload order ([`FileSource`] of a file read from the disk:
-    /// one thread through the page cache, several past it); the checks of what
-    /// was read still run on every core, and the polynomials are read into memory in small
-    /// pages (the disk, not faulting memory, is the cost).
+    /// one thread through the page cache, several past it); the checks of what was read
+    /// still run on every core, and the polynomials are read into memory in small pages (the
+    /// disk, not faulting memory, is the cost).
     fn reads_in_order(&self) -> bool {
         false
     }
 
-    /// Whether reads of a piece or more bypass the page cache ([`FileSource`] of a file read
-    /// from the disk where [`crate::reads_past_page_cache`]): a read in order
-    /// ([`ReadAt::reads_in_order`]) of one run of bytes, such as the parameters' points, is
-    /// then read in pieces by [`ReadAt::bulk_plan`]'s pool, several requests in flight, rather
-    /// than one piece at a time on the calling thread (which only the kernel's read-ahead
-    /// keeps ahead of it).
+    /// Whether large reads of this source bypass the page cache, so that nothing reads
+    /// ahead of them ([`FileSource`] of a file read from the disk where
+    /// [`crate::reads_past_page_cache`], until the file system refuses a read so): a read in
+    /// order ([`ReadAt::reads_in_order`]) of one run of bytes, such as the parameters'
+    /// points, is then read a group of pieces at a time, one piece per thread of
+    /// [`ReadAt::bulk_plan`]'s pool, rather than one piece at a time.
     fn reads_past_page_cache(&self) -> bool {
         false
     }
@@ -216,9 +222,13 @@ impl<'f> FileSource<'f> {
         }
     }
 
-    /// The reader past the page cache, for a read of `len` bytes.
+    /// The reader past the page cache, for a read of `len` bytes: none for a small read, nor
+    /// once the file system refused a read past it (reads then go straight to their
+    /// destination through the page cache).
     fn direct_for(&self, len: usize) -> Option<&Direct> {
-        self.direct.as_ref().filter(|_| len >= DIRECT_SMALLEST)
+        self.direct
+            .as_ref()
+            .filter(|direct| len >= DIRECT_SMALLEST && !direct.refused())
     }
 }
 
@@ -267,21 +277,18 @@ impl ReadAt for FileSource<'_> {
     }
 
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
-        match (self.in_order, &self.direct) {
-            (false, _) => None,
-            (true, None) => readers(1).map(|pool| (BULK_STEP, pool)),
-            (true, Some(_)) => readers(DIRECT_READERS).map(|pool| (BULK_STEP, pool)),
-        }
+        self.in_order
+            .then(|| readers(self.reads_past_page_cache()))
+            .flatten()
+            .map(|pool| (BULK_STEP, pool))
     }
 
     fn reads_in_order(&self) -> bool {
         self.in_order
     }
 
-    /// Until the file system refuses a read past the page cache (then each read goes
-    /// through it, as fast as one read at a time allows).
     fn reads_past_page_cache(&self) -> bool {
-        self.direct.is_some()
+        self.direct.as_ref().is_some_and(|direct| !direct.refused())
     }
 }
 
@@ -326,23 +333,25 @@ fn read_one_after_another<'b>(
     Ok(filled)
 }
 
-/// A pool of `threads` threads that read a file from the disk in order, one pool for each
-/// size asked for (`None` if the system refused the threads: the read then takes every
-/// core).
-fn readers(threads: usize) -> Option<&'static rayon::ThreadPool> {
-    static POOLS: std::sync::OnceLock<[Option<rayon::ThreadPool>; 2]> = std::sync::OnceLock::new();
-    let pool = |threads| {
+/// The pool that reads a file from the disk in order: one thread through the page cache,
+/// [`DIRECT_READERS`] past it (`None` if the system refused the threads: the read then takes
+/// every core). Each is made when first used.
+fn readers(past_page_cache: bool) -> Option<&'static rayon::ThreadPool> {
+    type Pool = std::sync::OnceLock<Option<rayon::ThreadPool>>;
+    static ONE: Pool = Pool::new();
+    static PAST: Pool = Pool::new();
+    let (pool, threads) = match past_page_cache {
+        false => (&ONE, 1),
+        true => (&PAST, DIRECT_READERS),
+    };
+    pool.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|_| "keycodec-read".into())
             .build()
             .ok()
-    };
-    let [one, direct] = POOLS.get_or_init(|| [pool(1), pool(DIRECT_READERS)]);
-    match threads {
-        1 => one.as_ref(),
-        _ => direct.as_ref(),
-    }
+    })
+    .as_ref()
 }
 
 /// One destination of [`ReadAt::read_exact_vectored_at`]: memory already initialised, or
@@ -601,9 +610,9 @@ impl<'a> AtSource<'a> {
     /// [`CHECK_STEP`] on every core (a check can cost more than the read: a point's curve
     /// equation does), and handing every byte to `in_order` once, in order; pieces are read
     /// and checked in parallel (rayon), then all of `dst` handed to `in_order`, or, where
-    /// the source says so ([`ReadAt::reads_in_order`], unless it also
-    /// [`ReadAt::reads_past_page_cache`]), read in order on this thread, each piece checked
-    /// and handed to `in_order` while the next is read. Bytes already
+    /// the source says so ([`ReadAt::reads_in_order`]), read in order, a piece at a time (or,
+    /// where it [`ReadAt::reads_past_page_cache`], a piece per thread of its pool at a time),
+    /// each group checked and handed to `in_order` while the next is read. Bytes already
     /// buffered are used first. After an error
     /// the position is unspecified: the caller stops reading.
     pub(crate) fn read_parallel(
@@ -638,22 +647,39 @@ impl<'a> AtSource<'a> {
                     check_piece(piece)
                 })
         };
-        let pieces_handed_on = source.reads_in_order() && !source.reads_past_page_cache();
+        let pieces_handed_on = source.reads_in_order();
         match source.bulk_plan() {
-            // In order on this thread, each piece checked on every core and handed on while
-            // the next is read.
-            _ if pieces_handed_on => {
+            // In order, a group of pieces at a time, each group checked on every core and
+            // handed on while the next is read: one piece on this thread through the page
+            // cache (its read-ahead keeps ahead of it), a piece per thread of the source's
+            // pool past it (nothing reads ahead there but requests in flight).
+            plan if pieces_handed_on => {
+                let pool = plan
+                    .filter(|_| source.reads_past_page_cache())
+                    .map(|(_, pool)| pool);
+                let per_group = pool
+                    .map_or(1, rayon::ThreadPool::current_num_threads)
+                    .max(1);
+                let fill_group =
+                    |group: usize, bytes: &mut [u8]| match pool {
+                        Some(pool) => pool.install(|| {
+                            bytes.par_chunks_mut(BULK_STEP).enumerate().try_for_each(
+                                |(i, piece)| fill(BULK_STEP, group * per_group + i, piece),
+                            )
+                        }),
+                        None => fill(BULK_STEP, group, bytes),
+                    };
                 let mut last: &[u8] = &[];
-                let mut settle = |piece: &[u8]| {
-                    check_piece(piece)?;
-                    in_order(piece);
+                let mut settle = |bytes: &[u8]| {
+                    check_piece(bytes)?;
+                    in_order(bytes);
                     Ok(())
                 };
-                for (index, piece) in dst.chunks_mut(BULK_STEP).enumerate() {
+                for (group, bytes) in dst.chunks_mut(BULK_STEP * per_group).enumerate() {
                     let (filled, settled) =
-                        rayon::join(|| fill(BULK_STEP, index, piece), || settle(last));
+                        rayon::join(|| fill_group(group, bytes), || settle(last));
                     filled.and(settled)?;
-                    last = piece;
+                    last = bytes;
                 }
                 settle(last)
             }
