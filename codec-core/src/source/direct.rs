@@ -95,7 +95,12 @@ impl Direct {
         let end = offset
             .checked_add(len)
             .ok_or(io::ErrorKind::UnexpectedEof)?;
-        let aligned = aligned(buffer, LARGEST.min(len_with_blocks(offset, len)));
+        // The bytes from the block `offset` is in to the read's end (`aligned` rounds up).
+        let from_block = (offset % BLOCK as u64).saturating_add(len);
+        let aligned = aligned(
+            buffer,
+            usize::try_from(from_block).unwrap_or(LARGEST).min(LARGEST),
+        );
         let mut at = offset;
         while at < end {
             let block = at - at % BLOCK as u64;
@@ -152,16 +157,6 @@ impl Direct {
     ) -> io::Result<usize> {
         self.read_block(cached, buf, at)
     }
-}
-
-/// Bytes of the blocks that hold the `len` bytes from `offset`.
-fn len_with_blocks(offset: u64, len: u64) -> usize {
-    let skip = offset % BLOCK as u64;
-    usize::try_from(skip.saturating_add(len))
-        .unwrap_or(usize::MAX)
-        .saturating_add(BLOCK - 1)
-        / BLOCK
-        * BLOCK
 }
 
 /// `want` bytes of `buffer` (grown as needed) that start on a block boundary, a multiple of

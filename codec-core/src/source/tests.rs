@@ -7,6 +7,16 @@ fn file_with(bytes: &[u8]) -> File {
     file
 }
 
+/// A file named in a directory of its own (on the disk where the temporary directory is,
+/// unlike an unnamed `tempfile`), held by the directory returned; with its path.
+fn file_in_a_directory(bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf, File) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file");
+    std::fs::write(&path, bytes).unwrap();
+    let file = File::open(&path).unwrap();
+    (dir, path, file)
+}
+
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
 }
@@ -193,10 +203,7 @@ fn vectored_reads_fill_every_destination() {
 #[test]
 fn a_file_out_of_the_page_cache_is_read_in_order() {
     let data = pattern(3 * BULK_STEP + 64);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("file");
-    std::fs::write(&path, &data).unwrap();
-    let file = File::open(&path).unwrap();
+    let (_dir, path, file) = file_in_a_directory(&data);
     file.sync_all().unwrap();
     let _ = std::fs::read(&path).unwrap();
     let cached = FileSource::new(&file);
@@ -346,10 +353,7 @@ fn a_read_in_order_hands_on_each_piece_once_checked() {
 fn reads_past_the_page_cache_give_the_files_bytes() {
     let len = 2 * BULK_STEP + 3 * direct::BLOCK + 4321;
     let data = pattern(len);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("file");
-    std::fs::write(&path, &data).unwrap();
-    let file = File::open(&path).unwrap();
+    let (_dir, _path, file) = file_in_a_directory(&data);
     let source = FileSource::with(&file, true, true);
     eprintln!(
         "read past the page cache: {}",
@@ -415,10 +419,7 @@ fn reads_past_the_page_cache_give_the_files_bytes() {
 #[test]
 fn a_refused_read_past_the_page_cache_is_read_through_it() {
     let data = pattern(2 * DIRECT_SMALLEST + 123);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("file");
-    std::fs::write(&path, &data).unwrap();
-    let file = File::open(&path).unwrap();
+    let (_dir, _path, file) = file_in_a_directory(&data);
     let Some(direct) = direct::Direct::open(&file) else {
         eprintln!("this file system cannot be read past the page cache");
         return;
