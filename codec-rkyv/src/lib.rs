@@ -47,14 +47,12 @@ use keycodec_core::backend_api::{
     CodecId, DecodeContext, Error, Key, KeyCodec, KeyRef, PayloadReader, Result, VkParts, WireMode,
 };
 use keycodec_core::halo2curves::bn256::G1Affine;
-use rkyv::rancor;
-use rkyv::util::AlignedVec;
 
 mod read;
 mod section;
 
 use read::{read_pk_polys, read_vk_parts};
-use section::{archive, rkyv_error, write_section, PolyRef, PolySection, VkSection, SECTION_ALIGN};
+use section::{archive, write_poly_section, write_section, PolyRef, PolySection, VkSection};
 
 /// This backend's id in the container header.
 pub const ID: CodecId = CodecId::RKYV;
@@ -107,25 +105,20 @@ impl KeyCodec for RkyvCodec {
         };
         write_section(out, &archive(&section)?)?;
         if let KeyRef::Proving(pk) = key {
-            // One polynomial's elements and archive at a time, in buffers reused across
-            // polynomials: the save never holds a second copy of the key.
-            // Where `Fr`'s memory is its raw encoding (raw_view), a polynomial is archived
-            // straight from the key's memory, without the staging copy.
+            // One polynomial at a time, its archive written as rkyv serializes it: the save
+            // never holds a second copy of the key, nor one of a polynomial where `Fr`'s
+            // memory is its raw encoding (raw_view); elsewhere the elements are encoded into
+            // a buffer reused across polynomials.
             let mut elements: PolySection = Vec::new();
-            let mut archived = AlignedVec::<SECTION_ALIGN>::new();
             for values in polynomials(pk) {
-                archived.clear();
-                archived = match keycodec_core::backend_api::raw_view::as_raw_elements(values) {
-                    Some(raw) => {
-                        rkyv::api::high::to_bytes_in::<_, rancor::Error>(&PolyRef(raw), archived)
-                    }
+                let poly = match keycodec_core::backend_api::raw_view::as_raw_elements(values) {
+                    Some(raw) => PolyRef(raw),
                     None => {
                         encode_fr_chunk(values, FieldEncoding::Raw, &mut elements);
-                        rkyv::api::high::to_bytes_in::<_, rancor::Error>(&elements, archived)
+                        PolyRef(&elements)
                     }
-                }
-                .map_err(rkyv_error)?;
-                write_section(out, &archived)?;
+                };
+                write_poly_section(out, &poly)?;
             }
         }
         Ok(())
