@@ -153,7 +153,9 @@ impl Remote {
     /// - `s3://bucket/path/to/key.pk`: an S3 object, configured from the environment as the
     ///   AWS tools are (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
     ///   `AWS_ENDPOINT` for S3-compatible servers, `AWS_ALLOW_HTTP=true` for a plain-HTTP
-    ///   endpoint, `AWS_SKIP_SIGNATURE=true` for a public bucket...);
+    ///   endpoint, `AWS_SKIP_SIGNATURE=true` for a public bucket, `AWS_TIMEOUT` for the
+    ///   limit on each request, 30 s unless set: completing a multi-GB upload can take a
+    ///   server longer, so for keys of many GB give it minutes, `AWS_TIMEOUT=5m`...);
     /// - `https://host/path` (or `http://`): a file any web server serves, fetched by plain
     ///   unsigned ranged GETs, whatever the host: `https://bucket.s3.amazonaws.com/file` is
     ///   a public file (no credentials are looked up or sent), not an S3 object (the server
