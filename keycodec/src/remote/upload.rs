@@ -155,8 +155,7 @@ impl Write for UploadWriter<'_> {
 /// A multipart upload's parts: cut from the bytes written, each sent as it fills, with as
 /// many in flight as the caller waits for. As object_store's `WriteMultipart` drives them,
 /// except that a failure is reported as itself: `WriteMultipart` reports a failed abort's
-/// error in place of the part's or the completion's that made it abort (a 403 on the abort
-/// hid why a 4.5 GB upload's completion failed).
+/// error in place of the part's or the completion's that made it abort.
 struct Parts {
     upload: Box<dyn MultipartUpload>,
     buffer: PutPayloadMut,
