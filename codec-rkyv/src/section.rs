@@ -81,7 +81,7 @@ pub(crate) fn write_poly_section(out: &mut dyn Write, poly: &PolyRef<'_>) -> Res
     let len = counted.pos;
     write_frame(out, len)?;
     let mut writing = SectionWriter {
-        out: Some(out),
+        out: Some(&mut *out),
         pos: 0,
         failure: None,
     };
@@ -92,9 +92,6 @@ pub(crate) fn write_poly_section(out: &mut dyn Write, poly: &PolyRef<'_>) -> Res
             writing.pos
         )));
     }
-    let Some(out) = writing.out else {
-        return Err(Error::Internal("the section's writer is gone".into()));
-    };
     write_padding(out, len)
 }
 
