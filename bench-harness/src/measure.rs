@@ -133,23 +133,31 @@ pub fn read_key_native<C: Circuit<Fr>>(
     ProvingKey::read::<_, C>(&mut reader, format, circuit_params).map_err(|e| e.to_string())
 }
 
-/// Options for the harness's own loads: checked or trusted, pinned or not, and no memory
-/// budget (a compact key's expansion of the harness's own file is not a forgery).
+/// The limits of the harness's own loads: the default ones with no memory budget (a compact
+/// key's expansion of the harness's own file is not a forgery).
+pub fn load_limits() -> keycodec_core::Limits {
+    keycodec_core::Limits {
+        memory_budget: u64::MAX,
+        ..keycodec_core::Limits::default()
+    }
+}
+
+/// Options for the harness's own loads: checked or trusted, pinned or not, under
+/// [`load_limits`].
 pub fn load_options(
     validation: Validation,
     expected_digest: Option<KeyDigest>,
     k: Option<u32>,
     buffer: Size,
 ) -> LoadOptions {
-    let mut options = LoadOptions {
+    LoadOptions {
         buffers: BufferConfig::both(buffer),
         validation,
         expected_k: k,
         expected_digest,
+        limits: load_limits(),
         ..LoadOptions::default()
-    };
-    options.limits.memory_budget = u64::MAX;
-    options
+    }
 }
 
 /// Writes KZG parameters with halo2's own `write_custom` through a `BufWriter`, then

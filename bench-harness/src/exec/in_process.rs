@@ -156,7 +156,7 @@ fn execute<C: Workload>(
                 first()?,
                 &ParamsOptions {
                     pin: Some(ParamsPin::Digest(digest(&target.params)?)),
-                    limits: load_options(Validation::Checked, None, None, buffer).limits,
+                    limits: measure::load_limits(),
                     ..ParamsOptions::default()
                 },
             )
@@ -192,7 +192,7 @@ fn execute<C: Workload>(
                 first()?,
                 &ParamsOptions {
                     k: Some(*to),
-                    limits: load_options(Validation::Checked, None, None, buffer).limits,
+                    limits: measure::load_limits(),
                     ..ParamsOptions::default()
                 },
             )
@@ -205,7 +205,7 @@ fn execute<C: Workload>(
             let backend: Backend = backend
                 .parse()
                 .map_err(|e: keycodec::ParseBackendError| e.to_string())?;
-            let limits = load_options(Validation::Checked, None, None, buffer).limits;
+            let limits = measure::load_limits();
             let prover = Start {
                 key_options: KeyOptions {
                     limits,

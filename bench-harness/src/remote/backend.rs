@@ -174,9 +174,9 @@ pub(super) fn plan<'a, C: Workload>(
     let hit = plan.case(
         (Kind::Remote, name, "cache hit", "pinned", State::Warm),
         vec![object],
-        Box::new(move |_paths, buffer| {
+        Box::new(move |_paths, _buffer| {
             // Through the facade, as a prover loads an object: pinned, its backend named,
-            // with the harness's limits (a compact key's recomputation at k = 20 takes more
+            // under the harness's limits (a compact key's recomputation at k = 20 takes more
             // memory than the default budget allows).
             let object = Object {
                 remote: Arc::clone(remote),
@@ -187,7 +187,7 @@ pub(super) fn plan<'a, C: Workload>(
                 pin: Some(KeyPin::Digest(pin)),
                 k: Some(k),
                 backend: Some(backend),
-                limits: load_options(Validation::Checked, None, Some(k), buffer).limits,
+                limits: measure::load_limits(),
                 ..KeyOptions::default()
             };
             let load = || {

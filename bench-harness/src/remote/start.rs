@@ -10,12 +10,12 @@ use halo2_proofs::plonk::ProvingKey;
 use halo2curves::bn256::G1Affine;
 use keycodec::remote::object_store::path::Path as ObjectPath;
 use keycodec::remote::Remote;
-use keycodec::{Backend, KeyDigest, KeyOptions, KeyPin, Object, Validation};
+use keycodec::{Backend, KeyDigest, KeyOptions, KeyPin, Object};
 use keycodec_core::Size;
 
 use super::server::Publisher;
 use super::{delete, sample, Context};
-use crate::measure::{self, load_options, Writer, Written};
+use crate::measure::{self, Writer, Written};
 use crate::plan::{Inputs, Kind, Plan, State, HALO2_NATIVE};
 use crate::workload::Workload;
 
@@ -94,7 +94,7 @@ pub(super) fn start_plan<'a, C: Workload>(
             scratch.join("start-halo2-downloaded.srs"),
         ),
         options: {
-            let limits = load_options(Validation::Checked, None, Some(k), Size::mib(1)).limits;
+            let limits = measure::load_limits();
             (
                 KeyOptions {
                     pin: Some(KeyPin::Digest(key_pin)),
