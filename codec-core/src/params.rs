@@ -20,7 +20,7 @@ use crate::circuit::rows;
 use crate::error::{Error, IoContext, Result};
 use crate::field::FieldEncoding;
 use crate::item::KzgParams;
-use crate::payload::{read_vector, Digest, PayloadReader};
+use crate::payload::{read_vector, read_vectors, Digest, PayloadReader};
 
 /// Bytes of one raw G2 point.
 pub(crate) const G2_RAW_BYTES: usize = 128;
@@ -377,8 +377,16 @@ pub fn read_params(
         2 * n as u128 * encoding.point_bytes() as u128 + 2 * g2_bytes as u128,
         "parameters",
     )?;
-    let g = read_g1_points(reader, n, encoding, validation, "parameters g")?;
-    let g_lagrange = read_g1_points(reader, n, encoding, validation, "parameters g_lagrange")?;
+    // Both vectors with one read: from the disk, `g_lagrange`'s first requests are in flight
+    // while `g`'s last land.
+    let [g, g_lagrange] = read_vectors(
+        reader,
+        n,
+        encoding,
+        validation,
+        ["parameters g", "parameters g_lagrange"],
+        Digest::Polynomial,
+    )?;
     let g2 = read_g2_bytes(reader, encoding, "parameters g2")?;
     let s_g2 = read_g2_bytes(reader, encoding, "parameters s_g2")?;
     // Each G2 point's subgroup check is a constant-time multiplication by the group's order
@@ -432,6 +440,40 @@ mod tests {
                     halo2_bytes(&params, SerdeFormat::RawBytes)
                 );
             }
+        }
+    }
+
+    /// `g` and `g_lagrange` are read with one read of a file (past the page cache where the
+    /// file system allows it): the same points as from memory, and a point off the curve is
+    /// named by the vector that holds it.
+    #[test]
+    fn both_vectors_read_at_once_are_each_checked_as_themselves() {
+        let params = small();
+        let bytes = halo2_bytes(&params, SerdeFormat::RawBytes);
+        let read = |bytes: &[u8], validation| {
+            let mut file = tempfile::tempfile().unwrap();
+            std::io::Write::write_all(&mut file, bytes).unwrap();
+            let source = crate::source::FileSource::with(&file, true, true);
+            let mut reader = PayloadReader::from_file(&source, bytes.len() as u64, 1 << 10);
+            let read = read_params(&mut reader, FieldEncoding::Raw, validation, |_| Ok(()));
+            read.map(|params| (params, reader.remaining()))
+        };
+        let (back, remaining) = read(&bytes, Validation::Checked).unwrap();
+        assert_eq!(remaining, 0);
+        assert_eq!(
+            halo2_bytes(&back, SerdeFormat::RawBytes),
+            halo2_bytes(&params, SerdeFormat::RawBytes)
+        );
+        let n = 1 << 5;
+        for (point, context) in [(3, "parameters g"), (n + 5, "parameters g_lagrange")] {
+            let mut damaged = bytes.clone();
+            damaged[4 + point * 64 + 40] ^= 1;
+            let refused = read(&damaged, Validation::Checked).map(|_| ());
+            assert!(
+                matches!(refused, Err(Error::InvalidPoint { context: c }) if c == context),
+                "{refused:?}"
+            );
+            assert!(read(&damaged, Validation::Trusted).is_ok());
         }
     }
 

@@ -135,6 +135,87 @@ pub(crate) fn read_vector<E: Element>(
     Ok(values)
 }
 
+/// Reads `N` vectors of `count` values each, one after the other in the payload (each with
+/// its own context), as [`read_vector`] reads one; where they are read straight into memory,
+/// with one read of the reader for all of them, so that a file read from the disk keeps its
+/// requests in flight from one vector to the next (read one by one, each would wait for its
+/// last piece before the next asked for its first). For [`Digest::Polynomial`], each vector
+/// is hashed as the next polynomial, in order.
+///
+/// # Errors
+///
+/// As [`read_vector`].
+pub(crate) fn read_vectors<E: Element, const N: usize>(
+    reader: &mut PayloadReader<'_>,
+    count: usize,
+    encoding: FieldEncoding,
+    validation: Validation,
+    contexts: [&'static str; N],
+    digest: Digest,
+) -> Result<[Vec<E>; N]> {
+    let Some(&first) = contexts.first() else {
+        return Ok(std::array::from_fn(|_| Vec::new()));
+    };
+    let bytes = count as u128 * E::encoded_bytes(encoding) as u128;
+    reader.ensure_available(N as u128 * bytes, first)?;
+    let straight = encoding == FieldEncoding::Raw && reader.prealloc(count) == count;
+    let zeroed: Option<Vec<Vec<E>>> = match straight {
+        true => (0..N)
+            .map(|_| crate::memory::zeroed_of::<E>(count))
+            .collect::<Result<_>>()?,
+        false => None,
+    };
+    let Some(mut values) = zeroed else {
+        let mut vectors = Vec::with_capacity(N);
+        for context in contexts {
+            vectors.push(read_vector(
+                reader, count, encoding, validation, context, digest,
+            )?);
+        }
+        return vectors
+            .try_into()
+            .map_err(|_| Error::Internal("read_vectors read another count".into()));
+    };
+    let hashers: Vec<Option<crate::poly_hash::PolyHasher>> = (0..N)
+        .map(|_| match digest {
+            Digest::Polynomial => reader.polynomial_hasher(count * E::BYTES),
+            Digest::Not => None,
+        })
+        .collect();
+    let mut bufs = Vec::with_capacity(N);
+    for vector in &mut values {
+        bufs.push(
+            crate::memory::raw_bytes_mut_of(vector)
+                .ok_or_else(|| Error::Internal("raw view of a zeroed vector".into()))?,
+        );
+    }
+    // Where each vector's bytes start: a piece belongs to the vector whose bytes hold it.
+    let starts: Vec<usize> = bufs.iter().map(|buf| buf.as_ptr() as usize).collect();
+    let len = count * E::BYTES;
+    let check = |piece: &[u8]| {
+        let at = piece.as_ptr() as usize;
+        let vector = starts
+            .iter()
+            .position(|&start| (start..start + len).contains(&at))
+            .ok_or_else(|| Error::Internal("a piece of no vector".into()))?;
+        let context = contexts.get(vector).copied().unwrap_or(first);
+        E::check_raw(piece, validation, context)?;
+        if let Some(Some(hasher)) = hashers.get(vector) {
+            hasher.add(at - starts.get(vector).copied().unwrap_or(at), piece);
+        }
+        Ok(())
+    };
+    reader.read_checked_run(&mut bufs, check, first)?;
+    if digest == Digest::Polynomial {
+        for hasher in hashers {
+            reader.record_polynomial(hasher)?;
+        }
+    }
+    values
+        .try_into()
+        .map_err(|_| Error::Internal("read_vectors read another count".into()))
+}
+
 /// Encoded bytes read and decoded per step when values are converted: small enough to stay
 /// in cache between the read and the decoding, large enough that spreading it over threads
 /// costs little.

@@ -30,7 +30,7 @@ mod integrity;
 mod polys;
 
 pub use elements::{read_fr_vec, read_polynomial};
-pub(crate) use elements::{read_vector, Digest};
+pub(crate) use elements::{read_vector, read_vectors, Digest};
 
 /// Elements pre-allocated at once when the payload length is only declared, not verified
 /// against a real source length (16 MiB of field elements).

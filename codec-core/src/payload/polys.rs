@@ -23,14 +23,30 @@ impl<'a> PayloadReader<'a> {
         check: impl Fn(&[u8]) -> Result<()> + Sync,
         context: &'static str,
     ) -> Result<()> {
-        let len = buf.len() as u64;
+        self.read_checked_run(&mut [buf], check, context)
+    }
+
+    /// Fills `bufs`, the payload's next bytes one after the other, as
+    /// [`PayloadReader::read_checked`] fills one (no piece spans two of them): one read, so
+    /// that a file read in order keeps its requests in flight from one to the next.
+    ///
+    /// # Errors
+    ///
+    /// As [`PayloadReader::read_checked`].
+    pub(crate) fn read_checked_run(
+        &mut self,
+        bufs: &mut [&mut [u8]],
+        check: impl Fn(&[u8]) -> Result<()> + Sync,
+        context: &'static str,
+    ) -> Result<()> {
+        let len: u64 = bufs.iter().map(|buf| buf.len() as u64).sum();
         if len > self.remaining {
             return Err(Error::Truncated { context });
         }
         if let Source::At { reader, .. } = &mut self.source {
             let mut hasher = self.hash.hasher();
             let read = reader.read_parallel(
-                buf,
+                bufs,
                 &check,
                 &mut |piece| {
                     if let Some(hasher) = hasher.as_mut() {
@@ -43,9 +59,11 @@ impl<'a> PayloadReader<'a> {
             self.remaining -= len;
             return Ok(());
         }
-        for piece in buf.chunks_mut(BULK_STEP) {
-            self.read_exact(piece, context)?;
-            piece.par_chunks(BULK_STEP / 64).try_for_each(&check)?;
+        for buf in bufs.iter_mut() {
+            for piece in buf.chunks_mut(BULK_STEP) {
+                self.read_exact(piece, context)?;
+                piece.par_chunks(BULK_STEP / 64).try_for_each(&check)?;
+            }
         }
         Ok(())
     }

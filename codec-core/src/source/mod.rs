@@ -170,8 +170,8 @@ pub trait ReadAt: Sync {
     /// ahead of them ([`FileSource`] of a file read from the disk where
     /// [`crate::reads_past_page_cache`], until the file system refuses a read so): a read in
     /// order ([`ReadAt::reads_in_order`]) of one run of bytes, such as the parameters'
-    /// points, is then read a group of pieces at a time, one piece per thread of
-    /// [`ReadAt::bulk_plan`]'s pool, rather than one piece at a time.
+    /// points, is then read by the threads of [`ReadAt::bulk_plan`]'s pool with a request
+    /// each in flight all the way, rather than one piece at a time.
     fn reads_past_page_cache(&self) -> bool {
         false
     }
@@ -605,107 +605,110 @@ impl<'a> AtSource<'a> {
         n
     }
 
-    /// Fills `dst`, checking each piece ([`BULK_STEP`], or less for a read shorter than a
-    /// piece per thread) right after reading it, in parts of
-    /// [`CHECK_STEP`] on every core (a check can cost more than the read: a point's curve
-    /// equation does), and handing every byte to `in_order` once, in order; pieces are read
-    /// and checked in parallel (rayon), then all of `dst` handed to `in_order`, or, where
-    /// the source says so ([`ReadAt::reads_in_order`]), read in order, a piece at a time (or,
-    /// where it [`ReadAt::reads_past_page_cache`], a piece per thread of its pool at a time),
-    /// each group checked and handed to `in_order` while the next is read. Bytes already
-    /// buffered are used first. After an error
-    /// the position is unspecified: the caller stops reading.
+    /// Fills `dsts`, the source's next bytes one after the other (the first from here, the
+    /// next where it ends, ...), checking each piece ([`BULK_STEP`], or less for a read
+    /// shorter than a piece per thread; never across two destinations) right after reading
+    /// it, in parts of [`CHECK_STEP`] on every core (a check can cost more than the read: a
+    /// point's curve equation does), and handing every byte to `in_order` once, in order.
+    /// Pieces are read and checked in parallel (rayon), then each destination handed to
+    /// `in_order`; or, where the source says so ([`ReadAt::reads_in_order`]), read in order:
+    /// a piece at a time through the page cache, each checked and handed on while the next
+    /// is read, or, where it [`ReadAt::reads_past_page_cache`], by the threads of its pool
+    /// with a request each in flight all the way through every destination
+    /// ([`in_flight`]), each piece handed on once it and those before it landed. Bytes
+    /// already buffered are used first. After an error the position is unspecified: the
+    /// caller stops reading.
     pub(crate) fn read_parallel(
         &mut self,
-        dst: &mut [u8],
+        dsts: &mut [&mut [u8]],
         check: &(impl Fn(&[u8]) -> Result<()> + Sync),
         in_order: &mut (dyn FnMut(&[u8]) + Send),
         context: &'static str,
     ) -> Result<()> {
-        // `dst[j]` is the source's byte at `origin + j`; the first `from_buffer` bytes are
-        // already in the buffer.
+        // The run's byte at `j` (its destinations one after the other) is the source's byte
+        // at `origin + j`; the first `from_buffer` bytes are already in the buffer.
         let origin = self.position();
-        let from_buffer = self.take_buffered(dst);
+        let total: usize = dsts.iter().map(|dst| dst.len()).sum();
+        let mut from_buffer = 0;
+        for dst in dsts.iter_mut() {
+            from_buffer += self.take_buffered(dst);
+        }
         let source = self.source;
-        let fill = |step: usize, index: usize, piece: &mut [u8]| {
-            let piece_start = index * step;
-            let skip = from_buffer.saturating_sub(piece_start).min(piece.len());
+        // Fills `piece`, which starts at `start` in the run.
+        let fill = |start: usize, piece: &mut [u8]| {
+            let skip = from_buffer.saturating_sub(start).min(piece.len());
             let (_, unread) = piece.split_at_mut(skip);
             if !unread.is_empty() {
                 source
-                    .read_exact_at(unread, origin + (piece_start + skip) as u64)
+                    .read_exact_at(unread, origin + (start + skip) as u64)
                     .map_err(|err| Error::from_read(err, context))?;
             }
             Ok(())
         };
         let check_piece = |piece: &[u8]| piece.par_chunks(CHECK_STEP).try_for_each(check);
-        let read = |dst: &mut [u8], step: usize| {
-            dst.par_chunks_mut(step)
-                .enumerate()
-                .try_for_each(|(index, piece)| {
-                    fill(step, index, piece)?;
+        let read = |dsts: &mut [&mut [u8]], step: usize| {
+            pieces(dsts, step)
+                .into_par_iter()
+                .try_for_each(|(start, piece)| {
+                    fill(start, piece)?;
                     check_piece(piece)
                 })
         };
         let pieces_handed_on = source.reads_in_order();
+        let longest = dsts.iter().map(|dst| dst.len()).max().unwrap_or(0);
         match source.bulk_plan() {
-            // In order, a group of pieces at a time, each group checked on every core and
-            // handed on while the next is read: one piece on this thread through the page
-            // cache (its read-ahead keeps ahead of it), a piece per thread of the source's
-            // pool past it (nothing reads ahead there but requests in flight).
-            plan if pieces_handed_on => {
-                let pool = plan
-                    .filter(|_| source.reads_past_page_cache())
-                    .map(|(_, pool)| pool);
-                let per_group = pool
-                    .map_or(1, rayon::ThreadPool::current_num_threads)
-                    .max(1);
-                let fill_group =
-                    |group: usize, bytes: &mut [u8]| match pool {
-                        Some(pool) => pool.install(|| {
-                            bytes.par_chunks_mut(BULK_STEP).enumerate().try_for_each(
-                                |(i, piece)| fill(BULK_STEP, group * per_group + i, piece),
-                            )
-                        }),
-                        None => fill(BULK_STEP, group, bytes),
+            // In order: past the page cache, a request per thread of the source's pool in
+            // flight (nothing reads ahead there but requests in flight); through it, a piece
+            // at a time on this thread (its read-ahead keeps ahead of it), each checked on
+            // every core and handed on while the next is read.
+            plan if pieces_handed_on => match plan.filter(|_| source.reads_past_page_cache()) {
+                Some((_, pool)) => in_flight(
+                    pool,
+                    pieces(dsts, BULK_STEP),
+                    &|start, piece| {
+                        fill(start, piece)?;
+                        check_piece(piece)
+                    },
+                    in_order,
+                ),
+                None => {
+                    let mut last: &[u8] = &[];
+                    let mut settle = |bytes: &[u8]| {
+                        check_piece(bytes)?;
+                        in_order(bytes);
+                        Ok(())
                     };
-                let mut last: &[u8] = &[];
-                let mut settle = |bytes: &[u8]| {
-                    check_piece(bytes)?;
-                    in_order(bytes);
-                    Ok(())
-                };
-                for (group, bytes) in dst.chunks_mut(BULK_STEP * per_group).enumerate() {
-                    let (filled, settled) =
-                        rayon::join(|| fill_group(group, bytes), || settle(last));
-                    filled.and(settled)?;
-                    last = bytes;
+                    for (start, piece) in pieces(dsts, BULK_STEP) {
+                        let (filled, settled) = rayon::join(|| fill(start, piece), || settle(last));
+                        filled.and(settled)?;
+                        last = piece;
+                    }
+                    settle(last)
                 }
-                settle(last)
-            }
+            },
             Some((largest, pool)) => {
                 // Pieces small enough that every thread has one (a polynomial smaller than
                 // `largest` per thread still keeps every request in flight).
-                let share = (dst.len() / pool.current_num_threads().max(1)).next_power_of_two();
+                let share = (longest / pool.current_num_threads().max(1)).next_power_of_two();
                 let step = share.clamp(BULK_STEP, largest.max(BULK_STEP));
-                pool.install(|| read(dst, step))
+                pool.install(|| read(dsts, step))
             }
             // A read shorter than a piece per thread is cut finer (never below a check's
             // part), so that every core reads as well as checks: one piece would be read by
             // one thread while the others wait for it.
             None => {
-                let share = (dst.len() / rayon::current_num_threads().max(1)).next_power_of_two();
-                read(dst, share.clamp(CHECK_STEP, BULK_STEP))
+                let share = (longest / rayon::current_num_threads().max(1)).next_power_of_two();
+                read(dsts, share.clamp(CHECK_STEP, BULK_STEP))
             }
         }?;
         if !pieces_handed_on {
-            in_order(dst);
+            dsts.iter().for_each(|dst| in_order(dst));
         }
-        if dst.len() > from_buffer {
-            // Everything buffered was used; the position moves past `dst`.
+        if total > from_buffer {
+            // Everything buffered was used; the position moves past the run.
             self.buffer.clear();
             self.start = 0;
-            self.next = origin + dst.len() as u64;
+            self.next = origin + total as u64;
         }
         Ok(())
     }
@@ -761,6 +764,96 @@ impl<'a> AtSource<'a> {
         }
         Ok(())
     }
+}
+
+/// Each of `dsts`' pieces of `step` bytes (the last of each may be shorter), with where it
+/// starts in the run of `dsts` one after the other.
+fn pieces<'b>(dsts: &'b mut [&mut [u8]], step: usize) -> Vec<(usize, &'b mut [u8])> {
+    let mut at = 0;
+    let mut pieces = Vec::new();
+    for dst in dsts.iter_mut() {
+        let len = dst.len();
+        pieces.extend(
+            dst.chunks_mut(step)
+                .enumerate()
+                .map(|(index, piece)| (at + index * step, piece)),
+        );
+        at += len;
+    }
+    pieces
+}
+
+/// Reads `pieces` (each with where it starts in the run) by the threads of `pool`, a piece
+/// each, taken in order as threads come free (`fill` reads and checks a piece), so
+/// that as many requests are in flight as `pool` has threads, all the way; each piece is
+/// handed to `in_order` on this thread, in order, as soon as it and every piece before it
+/// are filled. The first failing piece (in payload order) is the error: nothing from it on
+/// is handed on, and no piece not yet started is read.
+fn in_flight(
+    pool: &rayon::ThreadPool,
+    pieces: Vec<(usize, &mut [u8])>,
+    fill: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
+    in_order: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let count = pieces.len();
+    let stop = AtomicBool::new(false);
+    let (landed, arrivals) = std::sync::mpsc::channel::<(usize, Option<Result<&[u8]>>)>();
+    pool.in_place_scope_fifo(|scope| {
+        for (index, (start, piece)) in pieces.into_iter().enumerate() {
+            let (landed, stop) = (landed.clone(), &stop);
+            scope.spawn_fifo(move |_| {
+                // `None`: not read, another piece having failed.
+                let filled = (!stop.load(Ordering::Relaxed)).then(|| {
+                    let filled = fill(start, piece).map(|()| &*piece);
+                    if filled.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    filled
+                });
+                // The receiver outlives every piece (the scope waits for them): no error.
+                let _ = landed.send((index, filled));
+            });
+        }
+        // Every sender now belongs to a piece: the arrivals end when the last piece is done,
+        // or has unwound.
+        drop(landed);
+        // Pieces landed and not yet handed on: `Some(None)` for one not read.
+        let mut waiting: Vec<Option<Option<&[u8]>>> = (0..count).map(|_| None).collect();
+        let mut next = 0;
+        let mut handing = true;
+        let mut first_error: Option<(usize, Error)> = None;
+        for (index, filled) in arrivals {
+            match filled {
+                Some(Err(err)) => {
+                    if first_error.as_ref().is_none_or(|(at, _)| index < *at) {
+                        first_error = Some((index, err));
+                    }
+                }
+                filled => {
+                    if let Some(slot) = waiting.get_mut(index) {
+                        *slot = Some(filled.and_then(Result::ok));
+                    }
+                }
+            }
+            while handing {
+                match waiting.get_mut(next).and_then(Option::take) {
+                    Some(Some(piece)) => {
+                        in_order(piece);
+                        next += 1;
+                    }
+                    // Not read: another piece failed, and is the error.
+                    Some(None) => handing = false,
+                    None => break,
+                }
+            }
+        }
+        match first_error {
+            Some((_, err)) => Err(err),
+            None if next == count => Ok(()),
+            None => Err(Error::Internal("a piece read in order did not land".into())),
+        }
+    })
 }
 
 /// XXH3-64 of `len` bytes of `source` from `offset`, or `None` if they cannot be read.

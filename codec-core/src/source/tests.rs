@@ -83,13 +83,13 @@ fn small_and_bulk_reads_hand_out_the_source_in_order() {
     source.read_exact(a).unwrap();
     let (b, rest) = rest.split_at_mut(BULK_STEP + 3);
     source
-        .read_parallel(b, &|_| Ok(()), &mut |_| {}, "test")
+        .read_parallel(&mut [b], &|_| Ok(()), &mut |_| {}, "test")
         .unwrap();
     let (c, rest) = rest.split_at_mut(100);
     source.read_exact(c).unwrap();
     let (d, rest) = rest.split_at_mut(BULK_STEP);
     source
-        .read_parallel(d, &|_| Ok(()), &mut |_| {}, "test")
+        .read_parallel(&mut [d], &|_| Ok(()), &mut |_| {}, "test")
         .unwrap();
     source.read_exact(rest).unwrap();
     assert_eq!(out, data[10..]);
@@ -115,7 +115,7 @@ fn head_then_parallel(source: &dyn ReadAt, len: usize) -> ([u8; 32], Vec<u8>, Ve
     let mut handed = Vec::new();
     reader
         .read_parallel(
-            &mut out,
+            &mut [&mut out],
             &|piece: &[u8]| {
                 lens.lock().unwrap().push(piece.len());
                 Ok(())
@@ -149,15 +149,19 @@ fn a_failed_check_or_a_short_source_is_an_error() {
     let file = file_with(&data);
     let mut out = vec![0u8; BULK_STEP];
     let refused = AtSource::new(&file, 0, 16).read_parallel(
-        &mut out,
+        &mut [&mut out],
         &|_| Err(Error::InvalidFieldElement { context: "test" }),
         &mut |_| {},
         "test",
     );
     assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
     let mut too_long = vec![0u8; BULK_STEP + 11];
-    let short =
-        AtSource::new(&file, 0, 16).read_parallel(&mut too_long, &|_| Ok(()), &mut |_| {}, "tail");
+    let short = AtSource::new(&file, 0, 16).read_parallel(
+        &mut [&mut too_long],
+        &|_| Ok(()),
+        &mut |_| {},
+        "tail",
+    );
     assert!(matches!(short, Err(Error::Truncated { context: "tail" })));
 }
 
@@ -329,7 +333,7 @@ fn a_read_in_order_hands_on_each_piece_once_checked() {
     let mut out = vec![0u8; 3 * BULK_STEP];
     let mut handed = Vec::new();
     let refused = AtSource::new(&source, 0, 16).read_parallel(
-        &mut out,
+        &mut [&mut out],
         &|piece: &[u8]| match piece.first() {
             Some(&first) if first == data[BULK_STEP] => {
                 Err(Error::InvalidFieldElement { context: "test" })
@@ -464,4 +468,135 @@ fn a_refused_read_past_the_page_cache_is_read_through_it() {
     assert_eq!(source.reads_past_page_cache(), !refused);
     let mut whole = vec![std::mem::MaybeUninit::new(0u8); data.len()];
     assert!(source.read_exact_uninit_at(&mut whole, 0).unwrap() == data);
+}
+
+/// Memory read as a file past the page cache is: in order, by a pool of four threads, each
+/// request taking a while; it counts the requests in flight at once.
+struct InFlightMemory<'a> {
+    data: &'a [u8],
+    pool: rayon::ThreadPool,
+    in_flight: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> InFlightMemory<'a> {
+    fn new(data: &'a [u8]) -> Self {
+        InFlightMemory {
+            data,
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(4)
+                .build()
+                .unwrap(),
+            in_flight: 0.into(),
+            most: 0.into(),
+        }
+    }
+}
+
+impl ReadAt for InFlightMemory<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let read = Memory(self.data).read_exact_at(buf, offset);
+        self.in_flight.fetch_sub(1, SeqCst);
+        read
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        Memory(self.data).read_at(buf, offset)
+    }
+
+    fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
+        Some((BULK_STEP, &self.pool))
+    }
+
+    fn reads_in_order(&self) -> bool {
+        true
+    }
+
+    fn reads_past_page_cache(&self) -> bool {
+        true
+    }
+}
+
+/// Read past the page cache, a run of destinations is one read: four requests in flight
+/// though each destination has two pieces (read one destination at a time, two at most),
+/// every byte where it lies, each piece checked within its destination, and every byte
+/// handed on once, in order.
+#[test]
+fn a_run_past_the_page_cache_keeps_its_requests_in_flight_across_destinations() {
+    let data = pattern(32 + 4 * BULK_STEP + 96);
+    let source = InFlightMemory::new(&data);
+    let mut reader = AtSource::new(&source, 0, 1 << 10);
+    let mut head = [0u8; 32];
+    reader.read_exact(&mut head).unwrap();
+    let (mut first, mut second) = (vec![0u8; 2 * BULK_STEP], vec![0u8; BULK_STEP + 64]);
+    let mut third = vec![0u8; BULK_STEP - 32];
+    let checked = std::sync::Mutex::new(Vec::new());
+    let mut handed = Vec::new();
+    reader
+        .read_parallel(
+            &mut [&mut first, &mut second, &mut third],
+            &|piece: &[u8]| {
+                checked
+                    .lock()
+                    .unwrap()
+                    .push(piece.as_ptr() as usize..piece.as_ptr() as usize + piece.len());
+                Ok(())
+            },
+            &mut |piece| handed.extend_from_slice(piece),
+            "test",
+        )
+        .unwrap();
+    let run = [first.as_slice(), &second, &third].concat();
+    assert!(run == data[32..32 + run.len()], "every byte where it lies");
+    assert!(handed == run, "every byte handed on once, in order");
+    assert_eq!(reader.position(), (32 + run.len()) as u64);
+    let most = source.most.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(most, 4, "requests in flight at once");
+    // No checked part spans two destinations.
+    let within = |part: &std::ops::Range<usize>| {
+        [first.as_slice(), &second, &third].iter().any(|dst| {
+            let start = dst.as_ptr() as usize;
+            start <= part.start && part.end <= start + dst.len()
+        })
+    };
+    assert!(checked.lock().unwrap().iter().all(within));
+}
+
+/// Read past the page cache, the first failing piece in payload order is the error, though
+/// a later one failed too and may have landed first; nothing from it on is handed on.
+#[test]
+fn a_run_past_the_page_cache_fails_on_its_first_failing_piece() {
+    let data = pattern(6 * BULK_STEP);
+    let source = InFlightMemory::new(&data);
+    let (mut first, mut second) = (vec![0u8; 3 * BULK_STEP], vec![0u8; 3 * BULK_STEP]);
+    let mut handed = Vec::new();
+    let failed = AtSource::new(&source, 0, 16).read_parallel(
+        &mut [&mut first, &mut second],
+        &|piece: &[u8]| match piece.first() {
+            Some(&byte) if byte == data[4 * BULK_STEP] => {
+                Err(Error::InvalidFieldElement { context: "earlier" })
+            }
+            Some(&byte) if byte == data[5 * BULK_STEP] => {
+                Err(Error::InvalidFieldElement { context: "later" })
+            }
+            _ => Ok(()),
+        },
+        &mut |piece| handed.extend_from_slice(piece),
+        "test",
+    );
+    assert!(
+        matches!(
+            failed,
+            Err(Error::InvalidFieldElement { context: "earlier" })
+        ),
+        "{failed:?}"
+    );
+    assert!(
+        handed == data[..4 * BULK_STEP],
+        "handed on up to the failing piece"
+    );
 }
