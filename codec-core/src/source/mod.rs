@@ -661,7 +661,10 @@ impl<'a> AtSource<'a> {
             // flight (nothing reads ahead there but requests in flight); through it, a piece
             // at a time on this thread (its read-ahead keeps ahead of it), each checked on
             // every core and handed on while the next is read.
-            plan if pieces_handed_on => match plan.filter(|_| source.reads_past_page_cache()) {
+            plan if pieces_handed_on => match plan.filter(|(_, pool)| {
+                // A thread of the pool itself must not wait for the pool's work.
+                source.reads_past_page_cache() && pool.current_thread_index().is_none()
+            }) {
                 Some((_, pool)) => in_flight(
                     pool,
                     pieces(dsts, BULK_STEP),

@@ -481,10 +481,14 @@ struct InFlightMemory<'a> {
 
 impl<'a> InFlightMemory<'a> {
     fn new(data: &'a [u8]) -> Self {
+        Self::with_threads(data, 4)
+    }
+
+    fn with_threads(data: &'a [u8], threads: usize) -> Self {
         InFlightMemory {
             data,
             pool: rayon::ThreadPoolBuilder::new()
-                .num_threads(4)
+                .num_threads(threads)
                 .build()
                 .unwrap(),
             in_flight: 0.into(),
@@ -599,4 +603,26 @@ fn a_run_past_the_page_cache_fails_on_its_first_failing_piece() {
         handed == data[..4 * BULK_STEP],
         "handed on up to the failing piece"
     );
+}
+
+/// A read made on a thread of the source's own pool does not wait for that pool (whose only
+/// thread it is here): it reads one piece at a time itself, every byte where it lies.
+#[test]
+fn a_run_read_from_a_thread_of_the_readers_pool_reads_it_itself() {
+    let data = pattern(3 * BULK_STEP + 64);
+    let source = InFlightMemory::with_threads(&data, 1);
+    let (mut first, mut second) = (vec![0u8; 2 * BULK_STEP], vec![0u8; BULK_STEP + 64]);
+    let mut handed = Vec::new();
+    source.pool.install(|| {
+        AtSource::new(&source, 0, 16)
+            .read_parallel(
+                &mut [&mut first, &mut second],
+                &|_| Ok(()),
+                &mut |piece| handed.extend_from_slice(piece),
+                "test",
+            )
+            .unwrap()
+    });
+    assert!([first, second].concat() == data, "every byte where it lies");
+    assert!(handed == data, "every byte handed on once, in order");
 }
