@@ -610,14 +610,15 @@ impl<'a> AtSource<'a> {
     /// shorter than a piece per thread; never across two destinations) right after reading
     /// it, in parts of [`CHECK_STEP`] on every core (a check can cost more than the read: a
     /// point's curve equation does), and handing every byte to `in_order` once, in order.
-    /// Pieces are read and checked in parallel (rayon), then each destination handed to
-    /// `in_order`; or, where the source says so ([`ReadAt::reads_in_order`]), read in order:
-    /// a piece at a time through the page cache, each checked and handed on while the next
-    /// is read, or, where it [`ReadAt::reads_past_page_cache`], by the threads of its pool
-    /// with a request each in flight all the way through every destination
-    /// ([`in_flight`]), each piece handed on once it and those before it landed. Bytes
-    /// already buffered are used first. After an error the position is unspecified: the
-    /// caller stops reading.
+    /// Pieces are read and checked in parallel (rayon), destination after destination, then
+    /// each destination handed to `in_order`; or, where the source says so
+    /// ([`ReadAt::reads_in_order`]), read in order: a piece at a time through the page cache,
+    /// each checked and handed on while the next is read, or, where it
+    /// [`ReadAt::reads_past_page_cache`], by the threads of its pool with a request each in
+    /// flight all the way through every destination ([`in_flight`]), each piece checked as it
+    /// lands and handed on once those before it were. Either way the first failing piece in
+    /// payload order is the error. Bytes already buffered are used first. After an error the
+    /// position is unspecified: the caller stops reading.
     pub(crate) fn read_parallel(
         &mut self,
         dsts: &mut [&mut [u8]],
@@ -646,34 +647,37 @@ impl<'a> AtSource<'a> {
             Ok(())
         };
         let check_piece = |piece: &[u8]| piece.par_chunks(CHECK_STEP).try_for_each(check);
+        // Destination after destination (so that the first failing one is the error), each
+        // in pieces read and checked in parallel.
         let read = |dsts: &mut [&mut [u8]], step: usize| {
-            pieces(dsts, step)
-                .into_par_iter()
-                .try_for_each(|(start, piece)| {
-                    fill(start, piece)?;
-                    check_piece(piece)
-                })
+            let mut at = 0;
+            dsts.iter_mut().try_for_each(|dst| {
+                let len = dst.len();
+                let read = pieces(&mut [&mut **dst], step)
+                    .into_par_iter()
+                    .try_for_each(|(start, piece)| {
+                        fill(at + start, piece)?;
+                        check_piece(piece)
+                    });
+                at += len;
+                read
+            })
         };
         let pieces_handed_on = source.reads_in_order();
         let longest = dsts.iter().map(|dst| dst.len()).max().unwrap_or(0);
         match source.bulk_plan() {
             // In order: past the page cache, a request per thread of the source's pool in
-            // flight (nothing reads ahead there but requests in flight); through it, a piece
-            // at a time on this thread (its read-ahead keeps ahead of it), each checked on
-            // every core and handed on while the next is read.
+            // flight (nothing reads ahead there but requests in flight), each piece checked on
+            // every core as it lands; through it, a piece at a time on this thread (its
+            // read-ahead keeps ahead of it), each checked on every core and handed on while
+            // the next is read.
             plan if pieces_handed_on => match plan.filter(|(_, pool)| {
                 // A thread of the pool itself must not wait for the pool's work.
                 source.reads_past_page_cache() && pool.current_thread_index().is_none()
             }) {
-                Some((_, pool)) => in_flight(
-                    pool,
-                    pieces(dsts, BULK_STEP),
-                    &|start, piece| {
-                        fill(start, piece)?;
-                        check_piece(piece)
-                    },
-                    in_order,
-                ),
+                Some((_, pool)) => {
+                    in_flight(pool, pieces(dsts, BULK_STEP), &fill, &check_piece, in_order)
+                }
                 None => {
                     let mut last: &[u8] = &[];
                     let mut settle = |bytes: &[u8]| {
@@ -787,30 +791,40 @@ fn pieces<'b>(dsts: &'b mut [&mut [u8]], step: usize) -> Vec<(usize, &'b mut [u8
 }
 
 /// Reads `pieces` (each with where it starts in the run) by the threads of `pool`, a piece
-/// each, taken in order as threads come free (`fill` reads and checks a piece), so
-/// that as many requests are in flight as `pool` has threads, all the way; each piece is
-/// handed to `in_order` on this thread, in order, as soon as it and every piece before it
-/// are filled. The first failing piece (in payload order) is the error: nothing from it on
-/// is handed on, and no piece not yet started is read.
+/// each, taken in order as threads come free (`fill` reads a piece, and nothing else runs on
+/// those threads), so that as many requests are in flight as `pool` has threads, all the
+/// way. This thread checks each piece as it lands (`check`, on its own pool's cores), and
+/// hands the checked pieces to `in_order`, in order. The first failing piece in payload
+/// order (its read or its check) is the error: nothing from it on is handed on, and no piece
+/// after it is read once the failure is known. Call it from a thread outside `pool`.
 fn in_flight(
     pool: &rayon::ThreadPool,
     pieces: Vec<(usize, &mut [u8])>,
     fill: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
+    check: &dyn Fn(&[u8]) -> Result<()>,
     in_order: &mut (dyn FnMut(&[u8]) + Send),
 ) -> Result<()> {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    /// A piece, as this thread knows it.
+    enum Piece<'b> {
+        Waiting,
+        Checked(&'b [u8]),
+        Failed(Error),
+        /// Not read or not checked: a piece before it failed.
+        Skipped,
+    }
     let count = pieces.len();
-    let stop = AtomicBool::new(false);
+    // The lowest index of a piece known to have failed: no piece after it is read.
+    let failed = AtomicUsize::new(usize::MAX);
     let (landed, arrivals) = std::sync::mpsc::channel::<(usize, Option<Result<&[u8]>>)>();
     pool.in_place_scope_fifo(|scope| {
         for (index, (start, piece)) in pieces.into_iter().enumerate() {
-            let (landed, stop) = (landed.clone(), &stop);
+            let (landed, failed) = (landed.clone(), &failed);
             scope.spawn_fifo(move |_| {
-                // `None`: not read, another piece having failed.
-                let filled = (!stop.load(Ordering::Relaxed)).then(|| {
+                let filled = (index < failed.load(Ordering::Relaxed)).then(|| {
                     let filled = fill(start, piece).map(|()| &*piece);
                     if filled.is_err() {
-                        stop.store(true, Ordering::Relaxed);
+                        failed.fetch_min(index, Ordering::Relaxed);
                     }
                     filled
                 });
@@ -821,38 +835,50 @@ fn in_flight(
         // Every sender now belongs to a piece: the arrivals end when the last piece is done,
         // or has unwound.
         drop(landed);
-        // Pieces landed and not yet handed on: `Some(None)` for one not read.
-        let mut waiting: Vec<Option<Option<&[u8]>>> = (0..count).map(|_| None).collect();
+        let mut known: Vec<Piece<'_>> = (0..count).map(|_| Piece::Waiting).collect();
         let mut next = 0;
-        let mut handing = true;
-        let mut first_error: Option<(usize, Error)> = None;
+        let mut outcome = None;
         for (index, filled) in arrivals {
-            match filled {
-                Some(Err(err)) => {
-                    if first_error.as_ref().is_none_or(|(at, _)| index < *at) {
-                        first_error = Some((index, err));
-                    }
-                }
-                filled => {
-                    if let Some(slot) = waiting.get_mut(index) {
-                        *slot = Some(filled.and_then(Result::ok));
-                    }
-                }
+            if outcome.is_some() {
+                continue;
             }
-            while handing {
-                match waiting.get_mut(next).and_then(Option::take) {
-                    Some(Some(piece)) => {
+            let piece = match filled {
+                Some(Ok(piece)) if index < failed.load(Ordering::Relaxed) => match check(piece) {
+                    Ok(()) => Piece::Checked(piece),
+                    Err(err) => {
+                        failed.fetch_min(index, Ordering::Relaxed);
+                        Piece::Failed(err)
+                    }
+                },
+                Some(Err(err)) => Piece::Failed(err),
+                Some(Ok(_)) | None => Piece::Skipped,
+            };
+            if let Some(slot) = known.get_mut(index) {
+                *slot = piece;
+            }
+            // Every piece before `next` is handed on; a failed one is the lowest that failed.
+            while outcome.is_none() {
+                match known
+                    .get_mut(next)
+                    .map(|slot| std::mem::replace(slot, Piece::Waiting))
+                {
+                    Some(Piece::Checked(piece)) => {
                         in_order(piece);
                         next += 1;
                     }
-                    // Not read: another piece failed, and is the error.
-                    Some(None) => handing = false,
-                    None => break,
+                    Some(Piece::Failed(err)) => outcome = Some(err),
+                    // Skipped only after a piece before it failed, which `next` meets first.
+                    Some(Piece::Skipped) => {
+                        outcome = Some(Error::Internal(
+                            "a piece read in order was skipped before any failed".into(),
+                        ))
+                    }
+                    Some(Piece::Waiting) | None => break,
                 }
             }
         }
-        match first_error {
-            Some((_, err)) => Err(err),
+        match outcome {
+            Some(err) => Err(err),
             None if next == count => Ok(()),
             None => Err(Error::Internal("a piece read in order did not land".into())),
         }

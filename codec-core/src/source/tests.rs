@@ -477,6 +477,8 @@ struct InFlightMemory<'a> {
     pool: rayon::ThreadPool,
     in_flight: std::sync::atomic::AtomicUsize,
     most: std::sync::atomic::AtomicUsize,
+    /// A read that starts here fails at once.
+    fails_at: Option<u64>,
 }
 
 impl<'a> InFlightMemory<'a> {
@@ -493,6 +495,7 @@ impl<'a> InFlightMemory<'a> {
                 .unwrap(),
             in_flight: 0.into(),
             most: 0.into(),
+            fails_at: None,
         }
     }
 }
@@ -500,6 +503,9 @@ impl<'a> InFlightMemory<'a> {
 impl ReadAt for InFlightMemory<'_> {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         use std::sync::atomic::Ordering::SeqCst;
+        if self.fails_at == Some(offset) {
+            return Err(io::Error::other("this block is bad"));
+        }
         let now = self.in_flight.fetch_add(1, SeqCst) + 1;
         self.most.fetch_max(now, SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(30));
@@ -527,8 +533,8 @@ impl ReadAt for InFlightMemory<'_> {
 
 /// Read past the page cache, a run of destinations is one read: four requests in flight
 /// though each destination has two pieces (read one destination at a time, two at most),
-/// every byte where it lies, each piece checked within its destination, and every byte
-/// handed on once, in order.
+/// every byte where it lies, each piece checked within its destination and off the readers'
+/// threads, and every byte handed on once, in order.
 #[test]
 fn a_run_past_the_page_cache_keeps_its_requests_in_flight_across_destinations() {
     let data = pattern(32 + 4 * BULK_STEP + 96);
@@ -544,6 +550,8 @@ fn a_run_past_the_page_cache_keeps_its_requests_in_flight_across_destinations() 
         .read_parallel(
             &mut [&mut first, &mut second, &mut third],
             &|piece: &[u8]| {
+                // Checked off the readers' threads, which only read.
+                assert!(source.pool.current_thread_index().is_none());
                 checked
                     .lock()
                     .unwrap()
@@ -625,4 +633,39 @@ fn a_run_read_from_a_thread_of_the_readers_pool_reads_it_itself() {
     });
     assert!([first, second].concat() == data, "every byte where it lies");
     assert!(handed == data, "every byte handed on once, in order");
+}
+
+/// Read past the page cache, a piece whose check fails is the error though a piece after it
+/// failed its read first (at once, while the earlier one was still being read).
+#[test]
+fn a_run_past_the_page_cache_fails_on_its_first_failing_piece_of_either_kind() {
+    let data = pattern(4 * BULK_STEP);
+    let source = InFlightMemory {
+        fails_at: Some(2 * BULK_STEP as u64),
+        ..InFlightMemory::new(&data)
+    };
+    let mut out = vec![0u8; 4 * BULK_STEP];
+    let mut handed = Vec::new();
+    let failed = AtSource::new(&source, 0, 16).read_parallel(
+        &mut [&mut out],
+        &|piece: &[u8]| match piece.first() {
+            Some(&byte) if byte == data[BULK_STEP] => {
+                Err(Error::InvalidFieldElement { context: "earlier" })
+            }
+            _ => Ok(()),
+        },
+        &mut |piece| handed.extend_from_slice(piece),
+        "test",
+    );
+    assert!(
+        matches!(
+            failed,
+            Err(Error::InvalidFieldElement { context: "earlier" })
+        ),
+        "{failed:?}"
+    );
+    assert!(
+        handed == data[..BULK_STEP],
+        "handed on up to the failing piece"
+    );
 }
