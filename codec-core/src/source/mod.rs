@@ -687,7 +687,9 @@ impl<'a> AtSource<'a> {
                     };
                     for (start, piece) in pieces(dsts, BULK_STEP) {
                         let (filled, settled) = rayon::join(|| fill(start, piece), || settle(last));
-                        filled.and(settled)?;
+                        // The earlier piece's check first: the first failing piece in
+                        // payload order is the error.
+                        settled.and(filled)?;
                         last = piece;
                     }
                     settle(last)

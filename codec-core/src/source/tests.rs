@@ -479,6 +479,8 @@ struct InFlightMemory<'a> {
     most: std::sync::atomic::AtomicUsize,
     /// A read that starts here fails at once.
     fails_at: Option<u64>,
+    /// Whether it says it is read past the page cache (else through it: a piece at a time).
+    past_page_cache: bool,
 }
 
 impl<'a> InFlightMemory<'a> {
@@ -496,6 +498,7 @@ impl<'a> InFlightMemory<'a> {
             in_flight: 0.into(),
             most: 0.into(),
             fails_at: None,
+            past_page_cache: true,
         }
     }
 }
@@ -527,7 +530,7 @@ impl ReadAt for InFlightMemory<'_> {
     }
 
     fn reads_past_page_cache(&self) -> bool {
-        true
+        self.past_page_cache
     }
 }
 
@@ -635,13 +638,21 @@ fn a_run_read_from_a_thread_of_the_readers_pool_reads_it_itself() {
     assert!(handed == data, "every byte handed on once, in order");
 }
 
-/// Read past the page cache, a piece whose check fails is the error though a piece after it
-/// failed its read first (at once, while the earlier one was still being read).
+/// Read in order, past the page cache or through it, a piece whose check fails is the error
+/// though the piece after it failed its read first (at once, while the earlier one was still
+/// being read, or checked).
 #[test]
-fn a_run_past_the_page_cache_fails_on_its_first_failing_piece_of_either_kind() {
+fn a_read_in_order_fails_on_its_first_failing_piece_of_either_kind() {
+    for past_page_cache in [true, false] {
+        first_failing_piece_of_either_kind(past_page_cache);
+    }
+}
+
+fn first_failing_piece_of_either_kind(past_page_cache: bool) {
     let data = pattern(4 * BULK_STEP);
     let source = InFlightMemory {
         fails_at: Some(2 * BULK_STEP as u64),
+        past_page_cache,
         ..InFlightMemory::new(&data)
     };
     let mut out = vec![0u8; 4 * BULK_STEP];
