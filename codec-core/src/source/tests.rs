@@ -331,20 +331,35 @@ fn a_read_in_order_hands_on_each_piece_once_checked() {
     assert_eq!(lens.iter().sum::<usize>(), 3 * BULK_STEP);
 
     let mut out = vec![0u8; 3 * BULK_STEP];
+    let (refused, handed) = read_refusing(&source, &data, &mut [&mut out], &[(BULK_STEP, "test")]);
+    assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
+    assert_eq!(handed, data[..BULK_STEP]);
+}
+
+/// Reads `dsts` from the start of `source`, whose bytes are `data`, with a check that
+/// refuses a part starting with the byte at any of `refused` (an offset into `data`, with
+/// the context of its error; the first that matches); returns the read's result and the
+/// bytes handed on.
+fn read_refusing(
+    source: &dyn ReadAt,
+    data: &[u8],
+    dsts: &mut [&mut [u8]],
+    refused: &[(usize, &'static str)],
+) -> (Result<()>, Vec<u8>) {
     let mut handed = Vec::new();
-    let refused = AtSource::new(&source, 0, 16).read_parallel(
-        &mut [&mut out],
-        &|piece: &[u8]| match piece.first() {
-            Some(&first) if first == data[BULK_STEP] => {
-                Err(Error::InvalidFieldElement { context: "test" })
-            }
-            _ => Ok(()),
+    let read = AtSource::new(source, 0, 16).read_parallel(
+        dsts,
+        &|part: &[u8]| match refused
+            .iter()
+            .find(|(at, _)| !part.is_empty() && part.first() == data.get(*at))
+        {
+            Some(&(_, context)) => Err(Error::InvalidFieldElement { context }),
+            None => Ok(()),
         },
         &mut |piece| handed.extend_from_slice(piece),
         "test",
     );
-    assert!(matches!(refused, Err(Error::InvalidFieldElement { .. })));
-    assert_eq!(handed, data[..BULK_STEP]);
+    (read, handed)
 }
 
 /// A file read past the page cache gives its bytes at any offset and length (blocks read
@@ -588,20 +603,11 @@ fn a_run_past_the_page_cache_fails_on_its_first_failing_piece() {
     let data = pattern(6 * BULK_STEP);
     let source = InFlightMemory::new(&data);
     let (mut first, mut second) = (vec![0u8; 3 * BULK_STEP], vec![0u8; 3 * BULK_STEP]);
-    let mut handed = Vec::new();
-    let failed = AtSource::new(&source, 0, 16).read_parallel(
+    let (failed, handed) = read_refusing(
+        &source,
+        &data,
         &mut [&mut first, &mut second],
-        &|piece: &[u8]| match piece.first() {
-            Some(&byte) if byte == data[4 * BULK_STEP] => {
-                Err(Error::InvalidFieldElement { context: "earlier" })
-            }
-            Some(&byte) if byte == data[5 * BULK_STEP] => {
-                Err(Error::InvalidFieldElement { context: "later" })
-            }
-            _ => Ok(()),
-        },
-        &mut |piece| handed.extend_from_slice(piece),
-        "test",
+        &[(4 * BULK_STEP, "earlier"), (5 * BULK_STEP, "later")],
     );
     assert!(
         matches!(
@@ -656,18 +662,8 @@ fn first_failing_piece_of_either_kind(past_page_cache: bool) {
         ..InFlightMemory::new(&data)
     };
     let mut out = vec![0u8; 4 * BULK_STEP];
-    let mut handed = Vec::new();
-    let failed = AtSource::new(&source, 0, 16).read_parallel(
-        &mut [&mut out],
-        &|piece: &[u8]| match piece.first() {
-            Some(&byte) if byte == data[BULK_STEP] => {
-                Err(Error::InvalidFieldElement { context: "earlier" })
-            }
-            _ => Ok(()),
-        },
-        &mut |piece| handed.extend_from_slice(piece),
-        "test",
-    );
+    let (failed, handed) =
+        read_refusing(&source, &data, &mut [&mut out], &[(BULK_STEP, "earlier")]);
     assert!(
         matches!(
             failed,
