@@ -194,14 +194,16 @@ pub(crate) fn read_vectors<E: Element, const N: usize>(
     let len = count * E::BYTES;
     let check = |piece: &[u8]| {
         let at = piece.as_ptr() as usize;
-        let vector = starts
+        let (vector, start) = starts
             .iter()
-            .position(|&start| (start..start + len).contains(&at))
+            .copied()
+            .enumerate()
+            .find(|&(_, start)| (start..start + len).contains(&at))
             .ok_or_else(|| Error::Internal("a piece of no vector".into()))?;
         let context = contexts.get(vector).copied().unwrap_or(first);
         E::check_raw(piece, validation, context)?;
         if let Some(Some(hasher)) = hashers.get(vector) {
-            hasher.add(at - starts.get(vector).copied().unwrap_or(at), piece);
+            hasher.add(at - start, piece);
         }
         Ok(())
     };
