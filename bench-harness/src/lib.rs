@@ -76,7 +76,8 @@
 //!       "peak_rss_bytes": u64 | null,  // rise of resident memory during the load (max)
 //!       "huge_pages_runs": [u64],  // in huge pages after each load (empty: not measured)
 //!       "compact_stalls": u64 | null,  // the machine's compaction stalls during the loads
-//!       "cached_before": f64 | null,  // most of its files' pages cached as a load began (mincore)
+//!       "cached_before": f64 | null,  // its files' pages cached as a load began (mincore):
+//!                                      // a cold row's most, the others' least
 //!       "verified": bool               // every load equal to the original
 //!     }],
 //!     "saves": [{

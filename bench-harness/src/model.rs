@@ -75,8 +75,9 @@ pub struct Row {
     pub huge_pages_runs: Vec<u64>,
     /// The machine's compaction stalls during this row's loads, all runs together.
     pub compact_stalls: Option<u64>,
-    /// The largest share of its files' pages in the page cache when one of its loads began
-    /// (`mincore`): near 0 for a cold row, near 1 for the others; `None` if not measured.
+    /// The share of its files' pages in the page cache as its loads began (`mincore`) that
+    /// is farthest from its state's: a cold row's largest (near 0), the others' smallest
+    /// (near 1); `None` if not measured.
     pub cached_before: Option<f64>,
     /// Whether every load gave the original.
     pub verified: bool,

@@ -55,7 +55,10 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
              three times as long after the machine idled)"
         }
     );
-    if let Some(cold) = cold_residency(size) {
+    if let Some(cached) = residency(size, false) {
+        let _ = writeln!(out, "{cached}");
+    }
+    if let Some(cold) = residency(size, true) {
         let _ = writeln!(out, "{cold}");
         let _ = writeln!(
             out,
@@ -375,31 +378,45 @@ fn crossover(small: (f64, f64), other: (f64, f64)) -> Crossover {
     }
 }
 
-/// What the page cache held of a cold row's files as its loads began, if any row is cold: a
-/// cold row is only cold if that is near nothing.
-fn cold_residency(size: &SizeReport) -> Option<String> {
-    let cold: Vec<Option<f64>> = size
+/// What the page cache held of the files of the `cold` rows, or of the others (warm and
+/// fresh, those whose share was measured), as their loads began, if there are such rows: a
+/// cold row is only cold if that is near nothing, and another only reads from the page cache
+/// if it is near everything.
+fn residency(size: &SizeReport, cold: bool) -> Option<String> {
+    let shares: Vec<Option<f64>> = size
         .rows
         .iter()
-        .filter(|row| row.state == State::Cold.name())
+        .filter(|row| (row.state == State::Cold.name()) == cold)
+        // A remote load's files are the server's: the others' without a share are skipped.
+        .filter(|row| cold || row.cached_before.is_some())
         .map(|row| row.cached_before)
         .collect();
-    if cold.is_empty() {
+    let rows = if cold { "cold rows" } else { "other rows" };
+    if shares.is_empty() {
         return None;
     }
-    Some(match cold.into_iter().collect::<Option<Vec<f64>>>() {
-        Some(shares) => {
+    Some(match shares.into_iter().collect::<Option<Vec<f64>>>() {
+        Some(shares) if cold => {
             let most = shares.into_iter().fold(0.0, f64::max);
             format!(
-                "cold rows: at most {:.1}% of a load's file pages were in the page cache as it \
+                "{rows}: at most {:.1}% of a load's file pages were in the page cache as it \
                  began (mincore){}",
                 most * 100.0,
                 if most > 0.1 { ": NOT COLD" } else { "" }
             )
         }
-        None => "cold rows: what the page cache held as a load began could not be told \
-                 (mincore)"
-            .to_owned(),
+        Some(shares) => {
+            let least = shares.into_iter().fold(1.0, f64::min);
+            format!(
+                "{rows}: at least {:.1}% of a load's file pages were in the page cache as it \
+                 began (mincore){}",
+                least * 100.0,
+                if least < 0.9 { ": NOT ALL CACHED" } else { "" }
+            )
+        }
+        None => {
+            format!("{rows}: what the page cache held as a load began could not be told (mincore)")
+        }
     })
 }
 

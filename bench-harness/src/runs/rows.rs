@@ -3,7 +3,7 @@
 
 use crate::exec::Sample;
 use crate::measure::Written;
-use crate::plan::{durable_save_name, File, Plan, FLOOR, HALO2_NATIVE};
+use crate::plan::{durable_save_name, File, Plan, State, FLOOR, HALO2_NATIVE};
 use crate::stats::{median, paired, Ratio, Summary};
 use crate::{Row, RowId, SaveRow};
 use keycodec_core::Size;
@@ -305,11 +305,19 @@ pub(super) fn rows(
                 .iter()
                 .map(|taken| taken.sample.compact_stalls)
                 .sum::<Option<u64>>(),
+            // The share farthest from what its state promises: a cold row's largest, the
+            // others' smallest.
             cached_before: taken
                 .iter()
                 .map(|taken| taken.sample.cached_before)
                 .collect::<Option<Vec<f64>>>()
-                .map(|shares| shares.into_iter().fold(0.0, f64::max)),
+                .map(|shares| {
+                    if case.state == State::Cold {
+                        shares.into_iter().fold(0.0, f64::max)
+                    } else {
+                        shares.into_iter().fold(1.0, f64::min)
+                    }
+                }),
             verified: !taken.is_empty() && taken.iter().all(|taken| taken.sample.verified),
         });
     }
