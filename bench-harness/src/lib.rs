@@ -67,8 +67,9 @@
 //!       "floor_s": f64 | null,         // the fastest of its floor's samples (its file,
 //!                                      // state); a cold start's: of its two files', added
 //!       "read_vs_floor": { "estimate", "low", "high", "runs" } | null,  // load / floor, run
-//!                                      // by run (its floor's fastest visit of the same run
-//!                                      // or the runs either side);
+//!                                      // by run (its floor's fastest way, that way's lower
+//!                                      // median over the same run and the runs either
+//!                                      // side);
 //!                                      // null when below_floor
 //!       "below_floor": bool,           // that interval wholly below 1: a measurement error
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this

@@ -53,9 +53,9 @@ pub struct Row {
     /// The fastest sample of its file's floor in its state (a cold start's: of its two
     /// files' floors, added).
     pub floor_s: Option<f64>,
-    /// This row's load over its floor, run by run (each run's load over the fastest visit
-    /// of its floor in that run or the runs either side), with its 95% interval; `None`
-    /// when [`Row::below_floor`].
+    /// This row's load over its floor, run by run (each run's load over its floor's fastest
+    /// way at that way's typical visit in that run and the runs either side), with its 95%
+    /// interval; `None` when [`Row::below_floor`].
     pub read_vs_floor: Option<Ratio>,
     /// Its loads beat their floor beyond the noise (the interval of
     /// [`Row::read_vs_floor`] wholly below 1): a measurement error, not a ratio.

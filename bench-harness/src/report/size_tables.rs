@@ -13,8 +13,8 @@ const LEGEND: &str = "\
 load s: median; min: fastest; spread: (max - min) / median; runs: the runs that measured \
 the row (after the minimum of runs, only the rows of the widest ratios are measured); x floor: this load over its own \
 file's floor in its state (a floor row's mode names the file; a cold start's, its two files' \
-floors added), run by run (each run's load over the fastest visit of its floor in that run or \
-the runs either side), median and 95% interval (BELOW: the \
+floors added), run by run (each run's load over its floor's fastest way, at that way's typical \
+visit in that run and the runs either side), median and 95% interval (BELOW: the \
 interval wholly below 1, a load beat the floor beyond the noise: a measurement error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
