@@ -28,8 +28,9 @@
 //! or every ratio still wider has `--max-runs` runs, or `--time-cap` for the whole run
 //! (checked after each run, before the minimum of runs: every size gets at least one; after
 //! it, a run takes as many of the widest ratios' rows as fit). When standard error is not a
-//! terminal (a log), each phase and each finished run is a line there. A row whose fastest load beats its floor's
-//! fastest is flagged as a measurement error rather than given a ratio.
+//! terminal (a log), each phase and each finished run is a line there. A row whose loads beat
+//! their floor beyond the noise (its `x floor` interval wholly below 1) is flagged as a
+//! measurement error rather than given a ratio.
 //!
 //! # JSON schema (`--json PATH`)
 //!
@@ -67,9 +68,9 @@
 //!       "floor_s": f64 | null,         // the fastest of its floor's samples (its file,
 //!                                      // state); a cold start's: of its two files', added
 //!       "read_vs_floor": { "estimate", "low", "high", "runs" } | null,  // load / floor, run
-//!                                      // by run (its floor's fastest way, that way's lower
+//!                                      // by run (its floor's typical visit, the lower
 //!                                      // median over the same run and the runs either
-//!                                      // side);
+//!                                      // side; from the disk, of its fastest way);
 //!                                      // null when below_floor
 //!       "below_floor": bool,           // that interval wholly below 1: a measurement error
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this
@@ -78,7 +79,7 @@
 //!       "huge_pages_runs": [u64],  // in huge pages after each load (empty: not measured)
 //!       "compact_stalls": u64 | null,  // the machine's compaction stalls during the loads
 //!       "cached_before": f64 | null,  // its files' pages cached as a load began (mincore):
-//!                                      // a cold row's most, the others' least
+//!                                      // most where read from the disk, else least
 //!       "verified": bool               // every load equal to the original
 //!     }],
 //!     "saves": [{

@@ -53,9 +53,9 @@ pub struct Row {
     /// The fastest sample of its file's floor in its state (a cold start's: of its two
     /// files' floors, added).
     pub floor_s: Option<f64>,
-    /// This row's load over its floor, run by run (each run's load over its floor's fastest
-    /// way at that way's typical visit in that run and the runs either side), with its 95%
-    /// interval; `None` when [`Row::below_floor`].
+    /// This row's load over its floor, run by run (each run's load over its floor's typical
+    /// visit in that run and the runs either side; from the disk, of its fastest way), with
+    /// its 95% interval; `None` when [`Row::below_floor`].
     pub read_vs_floor: Option<Ratio>,
     /// Its loads beat their floor beyond the noise (the interval of
     /// [`Row::read_vs_floor`] wholly below 1): a measurement error, not a ratio.
@@ -76,8 +76,9 @@ pub struct Row {
     /// The machine's compaction stalls during this row's loads, all runs together.
     pub compact_stalls: Option<u64>,
     /// The share of its files' pages in the page cache as its loads began (`mincore`) that
-    /// is farthest from its state's: a cold row's largest (near 0), the others' smallest
-    /// (near 1); `None` if not measured.
+    /// is farthest from what its loads promise: the largest where they read from the disk (a
+    /// cold row, every row under `--cold`: near 0), else the smallest (near 1); `None`
+    /// without loads or if not measured.
     pub cached_before: Option<f64>,
     /// Whether every load gave the original.
     pub verified: bool,

@@ -13,8 +13,8 @@ const LEGEND: &str = "\
 load s: median; min: fastest; spread: (max - min) / median; runs: the runs that measured \
 the row (after the minimum of runs, only the rows of the widest ratios are measured); x floor: this load over its own \
 file's floor in its state (a floor row's mode names the file; a cold start's, its two files' \
-floors added), run by run (each run's load over its floor's fastest way, at that way's typical \
-visit in that run and the runs either side), median and 95% interval (BELOW: the \
+floors added), run by run (each run's load over its floor's typical visit in that run and the \
+runs either side; from the disk, of its fastest way), median and 95% interval (BELOW: the \
 interval wholly below 1, a load beat the floor beyond the noise: a measurement error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
@@ -55,10 +55,11 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
              three times as long after the machine idled)"
         }
     );
-    if let Some(cached) = residency(size, false) {
+    let every_cold = report.cold.requested;
+    if let Some(cached) = residency(size, false, every_cold) {
         let _ = writeln!(out, "{cached}");
     }
-    if let Some(cold) = residency(size, true) {
+    if let Some(cold) = residency(size, true, every_cold) {
         let _ = writeln!(out, "{cold}");
         let _ = writeln!(
             out,
@@ -378,15 +379,15 @@ fn crossover(small: (f64, f64), other: (f64, f64)) -> Crossover {
     }
 }
 
-/// What the page cache held of the files of the `cold` rows, or of the others (warm and
-/// fresh, those whose share was measured), as their loads began, if there are such rows: a
-/// cold row is only cold if that is near nothing, and another only reads from the page cache
-/// if it is near everything.
-fn residency(size: &SizeReport, cold: bool) -> Option<String> {
+/// What the page cache held of the files of the `cold` rows (every row under `--cold`,
+/// `every_cold`), or of the others (warm and fresh, those whose share was measured), as
+/// their loads began, if there are such rows: a cold row is only cold if that is near
+/// nothing, and another only reads from the page cache if it is near everything.
+fn residency(size: &SizeReport, cold: bool, every_cold: bool) -> Option<String> {
     let shares: Vec<Option<f64>> = size
         .rows
         .iter()
-        .filter(|row| (row.state == State::Cold.name()) == cold)
+        .filter(|row| (every_cold || row.state == State::Cold.name()) == cold)
         // A remote load's files are the server's: the others' without a share are skipped.
         .filter(|row| cold || row.cached_before.is_some())
         .map(|row| row.cached_before)

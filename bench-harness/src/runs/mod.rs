@@ -18,7 +18,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keycodec_core::Size;
 
 use crate::measure::rss;
-use crate::plan::{Case, File, Plan, State};
+use crate::plan::{Case, File, Plan};
 use crate::stats::rotation;
 use crate::{Row, SaveRow};
 use order::{needs_priming, primer, visiting_order, wide_claims, After, Costs, Selection};
@@ -210,9 +210,9 @@ impl Runner {
                     case.validation,
                     case.state.name()
                 ));
+                self.read_back(plan, case, &mut spent)?;
                 let visit_started = Instant::now();
                 let paths = paths_of(plan, case);
-                self.cache_unless_cold(case, &paths)?;
                 // A new process's load after another state's, or after a load that left its
                 // memory in small pages: primed where that changes its memory's cost (see
                 // [`needs_priming`]).
@@ -220,6 +220,8 @@ impl Runner {
                 let idles = self.reads_cold(case) && !self.cold_idle.is_zero() && warming == 0;
                 if warming == 0 && !idles && needs_priming(before, case.state, self.huge_pages) {
                     if let Some(primer) = primer(plan, &saved.bytes) {
+                        // The primer is a load from the page cache, as any warm or fresh one.
+                        self.read_back(plan, primer, &mut spent)?;
                         crate::exec::as_primer(|| primer.run(&paths_of(plan, primer), buffer))?;
                     }
                 }
@@ -259,7 +261,7 @@ impl Runner {
                 narrowed += 1;
             }
             costs.update(&spent);
-            let claims = claims(plan, &saved, &samples);
+            let claims = claims(plan, &saved, &samples, self.cold);
             // What this run spent beside its cases and files (the rows' intervals, the
             // progress bar), taken to be what the next spends beside its own: a run fits when
             // its cases and files, as they cost when last measured, and that end before the
@@ -315,7 +317,7 @@ impl Runner {
         for file in &plan.files {
             file.remove()?;
         }
-        let (rows, saves) = rows(plan, buffer, &saved, &samples);
+        let (rows, saves) = rows(plan, buffer, &saved, &samples, self.cold);
         if self.log {
             for row in &rows {
                 eprintln!("{}", row_line(row));
@@ -403,29 +405,39 @@ impl Runner {
 
     /// Whether `case` reads its files from the disk (the cold state, or `--cold`).
     fn reads_cold(&self, case: &Case<'_>) -> bool {
-        self.cold || case.state == State::Cold
+        rows::reads_cold(case, self.cold)
     }
 
-    /// Reads `paths` whole through the page cache, untimed, where `case` reads them from it
-    /// (a warm or fresh load) and it lacks some of their pages: a cold load before it may
-    /// have dropped them, and keycodec's loads from the disk read past the page cache, so
-    /// without this the next fresh load of that file read it from the disk in part or whole
-    /// (the first fresh loads after a run's cold ones took up to 2.8 times as long as in the
-    /// rest of the run).
+    /// Reads the files of `case` whole through the page cache, untimed, where it reads them
+    /// from there (a warm or fresh load, and not `--cold`) and the page cache lacks some of
+    /// their pages: a cold load before it may have dropped them, and keycodec's loads from
+    /// the disk read past the page cache, so without this the next fresh load of such a file
+    /// read it from the disk in part or whole (the first fresh loads after a run's cold ones
+    /// took up to 2.8 times as long as in the rest of the run). Only local files whose pages
+    /// can be counted (`mincore`); the time goes to each file's cost in `spent`.
     ///
     /// # Errors
     ///
     /// A file that could not be read, as text.
-    fn cache_unless_cold(&self, case: &Case<'_>, paths: &[&Path]) -> Result<(), String> {
+    fn read_back(&self, plan: &Plan<'_>, case: &Case<'_>, spent: &mut Costs) -> Result<(), String> {
         if self.reads_cold(case) {
             return Ok(());
         }
-        for path in paths {
-            let cached =
-                keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached == pages);
-            if !cached {
-                read_through_page_cache(path)
-                    .map_err(|e| format!("could not read {}: {e}", path.display()))?;
+        for &index in &case.files {
+            let Some(file) = plan.files.get(index) else {
+                continue;
+            };
+            // An object in object storage has no local path.
+            if !file.path.is_file() {
+                continue;
+            }
+            let missing = keycodec_core::cached_pages(&file.path)
+                .is_some_and(|(cached, pages)| cached < pages);
+            if missing {
+                let started = Instant::now();
+                read_through_page_cache(&file.path)
+                    .map_err(|e| format!("could not read {}: {e}", file.path.display()))?;
+                spent.add_file(index, started.elapsed());
             }
         }
         Ok(())
@@ -609,7 +621,7 @@ mod tests {
     use super::*;
     use crate::exec::Sample;
     use crate::measure::Written;
-    use crate::plan::{Kind, FLOOR_VISITS};
+    use crate::plan::{Kind, State, FLOOR_VISITS};
     use crate::plan::{FLOOR, HALO2_NATIVE};
     use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -3,7 +3,7 @@
 
 use crate::exec::Sample;
 use crate::measure::Written;
-use crate::plan::{durable_save_name, File, Plan, State, FLOOR, HALO2_NATIVE};
+use crate::plan::{durable_save_name, Case, File, Plan, State, FLOOR, HALO2_NATIVE};
 use crate::stats::{median, paired, Ratio, Summary};
 use crate::{Row, RowId, SaveRow};
 use keycodec_core::Size;
@@ -58,16 +58,18 @@ fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
         .collect()
 }
 
-/// For each run with samples, the floor of its moment: each of the floor's ways at its
-/// typical speed over that run and the runs either side (the lower median of its visits
-/// there), the fastest way counting. A floor visited several times a run takes its ways in
-/// turn, so a run's first visit is one way and its second the other (its samples of one run
-/// are next to each other). Typical, not fastest, because a load is visited once a run:
-/// with visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x the
-/// fastest of the floor's six visits near its run, and 1.03-1.07x its ways' typical
-/// (docs/harness.md). Near runs, so that the floor follows the disk as it drifts over several
-/// runs, but not one run's slow visits. A run the floor was not measured in has no floor.
-fn floor_near_each_run(samples: &[(usize, f64)]) -> ByRun {
+/// For each run with samples, the floor of its moment: its typical visit near that run (the
+/// lower median of its visits in that run and the runs either side; at the first and last
+/// runs, or beside a run without samples, with the run two away added where there is one,
+/// so that three runs count where they can). A floor that reads from the disk takes its
+/// ways in turn, a run's first visit one way and its second the other (its samples of one
+/// run are next to each other): `by_way`, each way is taken at its typical visit and the
+/// fastest way counts. Typical, not fastest, because a load is visited once a run: with
+/// visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x the
+/// fastest of the floor's six visits near its run (docs/harness.md). Near runs, so that the
+/// floor follows the disk as it drifts over several runs, but not one run's slow visits. A
+/// run the floor was not measured in has no floor.
+fn floor_near_each_run(samples: &[(usize, f64)], by_way: bool) -> ByRun {
     let by_run: std::collections::BTreeMap<usize, Vec<f64>> =
         samples
             .iter()
@@ -78,27 +80,40 @@ fn floor_near_each_run(samples: &[(usize, f64)]) -> ByRun {
     by_run
         .keys()
         .map(|&run| {
-            let near: Vec<&Vec<f64>> = by_run
+            let mut near: Vec<&Vec<f64>> = by_run
                 .range(run.saturating_sub(1)..=run + 1)
                 .map(|(_, visits)| visits)
                 .collect();
-            let ways = near.iter().map(|visits| visits.len()).max().unwrap_or(0);
-            let floor = (0..ways)
-                .map(|way| {
-                    let visits: Vec<f64> = near
-                        .iter()
-                        .filter_map(|visits| visits.get(way).copied())
-                        .collect();
-                    lower_median(&visits)
-                })
-                .fold(f64::INFINITY, f64::min);
+            for further in [run.checked_sub(2), run.checked_add(2)] {
+                if near.len() < 3 {
+                    near.extend(further.and_then(|further| by_run.get(&further)));
+                }
+            }
+            let floor = if by_way {
+                let ways = near.iter().map(|visits| visits.len()).max().unwrap_or(0);
+                (0..ways)
+                    .map(|way| {
+                        let visits: Vec<f64> = near
+                            .iter()
+                            .filter_map(|visits| visits.get(way).copied())
+                            .collect();
+                        lower_median(&visits)
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            } else {
+                let visits: Vec<f64> = near
+                    .iter()
+                    .flat_map(|visits| visits.iter().copied())
+                    .collect();
+                lower_median(&visits)
+            };
             (run, floor)
         })
         .collect()
 }
 
-/// The middle value of a sample, the lower of the two middle ones for an even count (of two
-/// runs' visits, the faster); infinite when empty.
+/// The middle value of a sample, the lower of the two middle ones for an even count;
+/// infinite when empty.
 fn lower_median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -109,13 +124,17 @@ fn lower_median(values: &[f64]) -> f64 {
 }
 
 /// For each run that every floor of `floors` has, the sum of each floor's near that run
-/// ([`floor_near_each_run`]): the floor of a row reading
+/// ([`floor_near_each_run`], `by_way` for floors read from the disk): the floor of a row reading
 /// several files (a cold start reads the parameters and the key, one after the other).
 /// `None` without floors.
-fn floors_near_each_run(floors: &[usize], by_run: impl Fn(usize) -> ByRun) -> Option<ByRun> {
+fn floors_near_each_run(
+    floors: &[usize],
+    by_way: bool,
+    by_run: impl Fn(usize) -> ByRun,
+) -> Option<ByRun> {
     floors
         .iter()
-        .map(|&floor| floor_near_each_run(&by_run(floor)))
+        .map(|&floor| floor_near_each_run(&by_run(floor), by_way))
         .reduce(|sum, next| {
             same_runs(&sum, &next)
                 .map(|(run, seconds, more)| (run, seconds + more))
@@ -158,12 +177,28 @@ fn loads_by_run(samples: &[Vec<Taken>], index: usize) -> ByRun {
         .unwrap_or_default()
 }
 
+/// Of the shares of a row's files in the page cache as its loads began, the one farthest from
+/// what its loads promise: the largest where they read from the disk (`cold`), else the
+/// smallest; `None` without loads or where a share is not known.
+fn farthest_share(shares: impl Iterator<Item = Option<f64>>, cold: bool) -> Option<f64> {
+    let shares: Vec<f64> = shares.collect::<Option<_>>()?;
+    let fold = if cold { f64::max } else { f64::min };
+    shares.into_iter().reduce(fold)
+}
+
+/// Whether `case`'s loads read its files from the disk: a cold case's, and every case's
+/// under `--cold` (`every_cold`).
+pub(super) fn reads_cold(case: &Case<'_>, every_cold: bool) -> bool {
+    every_cold || case.state == State::Cold
+}
+
 /// Case `index`'s ratios, run by run: its reference's load over its own (the speedup), and
-/// its load over its floors'.
+/// its load over its floors' (`every_cold`: `--cold`, every case read from the disk).
 fn load_ratios(
     plan: &Plan<'_>,
     samples: &[Vec<Taken>],
     index: usize,
+    every_cold: bool,
 ) -> (Option<Ratio>, Option<Ratio>) {
     let Some(case) = plan.cases.get(index) else {
         return (None, None);
@@ -175,7 +210,9 @@ fn load_ratios(
     // Each run's load over its floor near that run: the disk and the machine drift over the
     // runs, so a load is compared with the floor of its moment, not with the luckiest floor
     // of all the runs.
-    let vs_floor = floors_near_each_run(&case.floors, |floor| loads_by_run(samples, floor))
+    // A floor reads from the disk as its case does: its ways then alternate by visit.
+    let by_way = reads_cold(case, every_cold);
+    let vs_floor = floors_near_each_run(&case.floors, by_way, |floor| loads_by_run(samples, floor))
         .and_then(|floor| paired_by_run(&ours, &floor));
     (speedup, vs_floor)
 }
@@ -213,13 +250,19 @@ pub(super) struct Claim {
 /// a remote load's download then load) and over its floor, and each keycodec save's over
 /// halo2's write and sync (not a save's plain write or an upload's last part against the
 /// whole, which only inform, as halo2's own ratios to its floor and of its durability do).
-pub(super) fn claims(plan: &Plan<'_>, saved: &Saved, samples: &[Vec<Taken>]) -> Vec<Claim> {
+/// `every_cold`: `--cold`, every case read from the disk.
+pub(super) fn claims(
+    plan: &Plan<'_>,
+    saved: &Saved,
+    samples: &[Vec<Taken>],
+    every_cold: bool,
+) -> Vec<Claim> {
     let mut claims = Vec::new();
     for (index, case) in plan.cases.iter().enumerate() {
         if case.backend == HALO2_NATIVE || case.backend == FLOOR {
             continue;
         }
-        let (speedup, vs_floor) = load_ratios(plan, samples, index);
+        let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
         if let (Some(ratio), Some(reference)) = (speedup, case.reference) {
             claims.push(Claim {
                 ratio,
@@ -258,7 +301,8 @@ pub(super) fn claims(plan: &Plan<'_>, saved: &Saved, samples: &[Vec<Taken>]) -> 
     claims
 }
 
-/// The rows of `plan` after the runs so far.
+/// The rows of `plan` after the runs so far (`every_cold`: `--cold`, every case read from
+/// the disk).
 ///
 /// Long on purpose: a load row's fields, then a save row's, each field computed where it is
 /// set.
@@ -267,6 +311,7 @@ pub(super) fn rows(
     buffer: Size,
     saved: &Saved,
     samples: &[Vec<Taken>],
+    every_cold: bool,
 ) -> (Vec<Row>, Vec<SaveRow>) {
     let id = |index: usize| {
         plan.cases.get(index).map(|case| RowId {
@@ -298,7 +343,7 @@ pub(super) fn rows(
                 })
                 .sum::<f64>()
         });
-        let (speedup, vs_floor) = load_ratios(plan, samples, index);
+        let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
         let below_floor = vs_floor.is_some_and(|ratio| ratio.high < 1.0);
         rows.push(Row {
             kind: case.kind,
@@ -329,19 +374,10 @@ pub(super) fn rows(
                 .iter()
                 .map(|taken| taken.sample.compact_stalls)
                 .sum::<Option<u64>>(),
-            // The share farthest from what its state promises: a cold row's largest, the
-            // others' smallest.
-            cached_before: taken
-                .iter()
-                .map(|taken| taken.sample.cached_before)
-                .collect::<Option<Vec<f64>>>()
-                .map(|shares| {
-                    if case.state == State::Cold {
-                        shares.into_iter().fold(0.0, f64::max)
-                    } else {
-                        shares.into_iter().fold(1.0, f64::min)
-                    }
-                }),
+            cached_before: farthest_share(
+                taken.iter().map(|taken| taken.sample.cached_before),
+                reads_cold(case, every_cold),
+            ),
             verified: !taken.is_empty() && taken.iter().all(|taken| taken.sample.verified),
         });
     }
@@ -447,7 +483,7 @@ mod tests {
         let floor = [
             1.0, 1.2, 1.9, 2.1, 1.0, 1.1, 1.0, 1.2, 1.5, 1.6, 1.5, 1.5, 1.6, 1.5, 1.5, 1.6,
         ];
-        let near = floor_near_each_run(&by_run(&floor, 2));
+        let near = floor_near_each_run(&by_run(&floor, 2), true);
         assert_eq!(near, by_run(&[1.0, 1.0, 1.0, 1.0, 1.5, 1.5, 1.5, 1.5], 1));
         let loads = by_run(&[1.05, 1.05, 1.05, 1.05, 1.6, 1.6, 1.6, 1.6], 1);
         let ratio = paired_by_run(&loads, &near).unwrap();
@@ -465,10 +501,30 @@ mod tests {
         let fast = [0.9, 1.0, 1.1, 1.0, 0.9, 1.1, 1.0, 0.9];
         let floor: Vec<f64> = fast.iter().flat_map(|&way| [way, way + 0.2]).collect();
         let loads = by_run(&[1.0, 1.1, 0.9, 1.1, 1.0, 0.9, 0.9, 1.1], 1);
-        let near = floor_near_each_run(&by_run(&floor, 2));
+        let near = floor_near_each_run(&by_run(&floor, 2), true);
+        // Each run's floor is its faster way's typical visit, at the first and last runs
+        // too (three runs counting there as elsewhere).
+        assert_eq!(near, by_run(&[1.0; 8], 1));
         let ratio = paired_by_run(&loads, &near).unwrap();
-        assert!((ratio.estimate - 1.0).abs() < 0.06, "{ratio:?}");
+        assert!((ratio.estimate - 1.0).abs() < 0.02, "{ratio:?}");
         assert!(ratio.low <= 1.0 && ratio.high >= 1.0, "{ratio:?}");
+        // From the page cache both visits read the same way: all six count as one way's.
+        let same_way: Vec<f64> = fast.iter().flat_map(|&way| [way, way - 0.05]).collect();
+        let pooled = floor_near_each_run(&by_run(&same_way, 2), false);
+        assert_eq!(pooled.first(), Some(&(1, 0.95)));
+        assert_eq!(pooled.get(3), Some(&(4, 0.95)));
+    }
+
+    /// A row's share of its files in the page cache is the one farthest from what its loads
+    /// promise: a cold row's largest, another's smallest; none without loads.
+    #[test]
+    fn a_rows_cached_share_is_the_farthest_from_its_promise() {
+        let shares = [Some(1.0), Some(0.95), Some(1.0)];
+        assert_eq!(farthest_share(shares.into_iter(), false), Some(0.95));
+        let shares = [Some(0.0), Some(0.02), Some(0.0)];
+        assert_eq!(farthest_share(shares.into_iter(), true), Some(0.02));
+        assert_eq!(farthest_share(std::iter::empty(), false), None);
+        assert_eq!(farthest_share([Some(1.0), None].into_iter(), false), None);
     }
 
     /// Rows measured in different runs (a later run measures only the rows still wide) are
@@ -486,12 +542,12 @@ mod tests {
         // A floor measured in runs 1, 2 and 6: run 6's is not near runs 1 and 2.
         let floor = vec![(1, 3.0), (1, 2.0), (2, 4.0), (6, 1.0)];
         assert_eq!(
-            floor_near_each_run(&floor),
+            floor_near_each_run(&floor, true),
             vec![(1, 2.0), (2, 2.0), (6, 1.0)]
         );
         // Two floors added only in the runs both have.
         let floors = [0, 1];
-        let sum = floors_near_each_run(&floors, |floor| match floor {
+        let sum = floors_near_each_run(&floors, true, |floor| match floor {
             0 => vec![(1, 1.0), (3, 1.0)],
             _ => vec![(3, 2.0), (4, 5.0)],
         });
