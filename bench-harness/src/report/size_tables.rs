@@ -397,22 +397,23 @@ fn residency(size: &SizeReport, cold: bool, every_cold: bool) -> Option<String> 
         return None;
     }
     Some(match shares.into_iter().collect::<Option<Vec<f64>>>() {
-        Some(shares) if cold => {
-            let most = shares.into_iter().fold(0.0, f64::max);
-            format!(
-                "{rows}: at most {:.1}% of a load's file pages were in the page cache as it \
-                 began (mincore){}",
-                most * 100.0,
-                if most > 0.1 { ": NOT COLD" } else { "" }
-            )
-        }
         Some(shares) => {
-            let least = shares.into_iter().fold(1.0, f64::min);
+            let (bound, share, off) = if cold {
+                let most = shares.into_iter().fold(0.0, f64::max);
+                ("at most", most, (most > 0.1).then_some(": NOT COLD"))
+            } else {
+                let least = shares.into_iter().fold(1.0, f64::min);
+                (
+                    "at least",
+                    least,
+                    (least < 0.9).then_some(": NOT ALL CACHED"),
+                )
+            };
             format!(
-                "{rows}: at least {:.1}% of a load's file pages were in the page cache as it \
+                "{rows}: {bound} {:.1}% of a load's file pages were in the page cache as it \
                  began (mincore){}",
-                least * 100.0,
-                if least < 0.9 { ": NOT ALL CACHED" } else { "" }
+                share * 100.0,
+                off.unwrap_or_default()
             )
         }
         None => {

@@ -625,6 +625,18 @@ mod tests {
     use crate::plan::{FLOOR, HALO2_NATIVE};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// A load that took `seconds` and gave the original, nothing else measured.
+    fn loaded(seconds: f64) -> Sample {
+        Sample {
+            seconds,
+            verified: true,
+            rss_rise: None,
+            huge_pages: None,
+            compact_stalls: None,
+            cached_before: None,
+        }
+    }
+
     /// Measures `plan` in exactly `runs` runs, no warm-up.
     fn measure_runs(plan: &Plan<'_>, runs: usize) -> Measured {
         fixed_runner(runs).measure(plan, Size(1 << 20)).unwrap()
@@ -671,16 +683,7 @@ mod tests {
                     State::Warm,
                 ),
                 vec![file],
-                Box::new(|_, _| {
-                    Ok(Sample {
-                        seconds: 1e-3,
-                        verified: true,
-                        rss_rise: None,
-                        huge_pages: None,
-                        compact_stalls: None,
-                        cached_before: None,
-                    })
-                }),
+                Box::new(|_, _| Ok(loaded(1e-3))),
             );
         }
         let measured = measure_runs(&plan, 2);
@@ -725,14 +728,7 @@ mod tests {
                     if !crate::exec::priming() {
                         seen.lock().unwrap().push((state, cached_share(paths)));
                     }
-                    Ok(Sample {
-                        seconds: 1e-3,
-                        verified: true,
-                        rss_rise: None,
-                        huge_pages: None,
-                        compact_stalls: None,
-                        cached_before: None,
-                    })
+                    Ok(loaded(1e-3))
                 }),
             );
         }
@@ -818,12 +814,9 @@ mod tests {
                     // pages where they ask for them.
                     let small = backend == HALO2_NATIVE || !huge_pages;
                     Ok(Sample {
-                        seconds: 1e-3,
-                        verified: true,
                         rss_rise: Some(PRIMED_BYTES),
                         huge_pages: Some(if small { 0 } else { PRIMED_BYTES }),
-                        compact_stalls: None,
-                        cached_before: None,
+                        ..loaded(1e-3)
                     })
                 }),
             );
@@ -912,14 +905,9 @@ mod tests {
                 vec![file],
                 Box::new(move |_, _| {
                     let at = loads.fetch_add(1, Ordering::SeqCst);
-                    Ok(Sample {
-                        seconds: seconds.get(at % seconds.len()).copied().unwrap_or(1.0),
-                        verified: true,
-                        rss_rise: None,
-                        huge_pages: None,
-                        compact_stalls: None,
-                        cached_before: None,
-                    })
+                    Ok(loaded(
+                        seconds.get(at % seconds.len()).copied().unwrap_or(1.0),
+                    ))
                 }),
             )
         };
@@ -999,14 +987,7 @@ mod tests {
             vec![ours],
             Box::new(|_, _| {
                 loads.fetch_add(1, Ordering::SeqCst);
-                Ok(Sample {
-                    seconds: 1e-3,
-                    verified: true,
-                    rss_rise: None,
-                    huge_pages: None,
-                    compact_stalls: None,
-                    cached_before: None,
-                })
+                Ok(loaded(1e-3))
             }),
         );
         let stopping = Stopping {
