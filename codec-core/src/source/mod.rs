@@ -150,9 +150,10 @@ pub trait ReadAt: Sync {
     }
 
     /// How bulk reads of this source are best split, if not in [`BULK_STEP`] pieces on
-    /// rayon's global pool: pieces of this many bytes (a power of two, a multiple of
-    /// [`BULK_STEP`]), read by the threads of this pool (as many reads in flight as it has
-    /// threads). A remote source wants large pieces and more requests in flight than cores.
+    /// rayon's global pool: pieces of this many bytes (a power of two of at least 256 KiB),
+    /// read by the threads of this pool (as many reads in flight as it has threads). A
+    /// remote source wants large pieces and more requests in flight than cores; a file read
+    /// past the page cache, pieces small enough to land one after another.
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
         None
     }
@@ -195,6 +196,13 @@ pub struct FileSource<'f> {
 /// Threads reading a file past the page cache at once: requests in flight, each waiting on
 /// the disk while another copies what it read.
 pub(crate) const DIRECT_READERS: usize = 4;
+
+/// Bytes each request past the page cache asks for: [`DIRECT_READERS`] requests of this
+/// size keep the disk busy, while a piece lands, and is checked and handed on, soon after
+/// it was asked for, and the last pieces leave little to check once the disk is done. (From
+/// this project's disk, pieces of 4 MiB landed together four at a time and read the file
+/// slower: 1.1-1.3 GB/s against 1.4-1.6 GB/s from 256 KiB to 1 MiB; `docs/performance.md`.)
+pub(crate) const DIRECT_PIECE: usize = 1 << 20;
 
 /// Reads smaller than this go through the page cache even where the file is read past it (a
 /// length prefix, a section's frame): one block each would be read twice otherwise.
@@ -277,10 +285,15 @@ impl ReadAt for FileSource<'_> {
     }
 
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
+        let past_page_cache = self.reads_past_page_cache();
+        let piece = match past_page_cache {
+            true => DIRECT_PIECE,
+            false => BULK_STEP,
+        };
         self.in_order
-            .then(|| readers(self.reads_past_page_cache()))
+            .then(|| readers(past_page_cache))
             .flatten()
-            .map(|pool| (BULK_STEP, pool))
+            .map(|pool| (piece, pool))
     }
 
     fn reads_in_order(&self) -> bool {
@@ -606,8 +619,9 @@ impl<'a> AtSource<'a> {
     }
 
     /// Fills `dsts`, the source's next bytes one after the other (the first from here, the
-    /// next where it ends, ...), checking each piece ([`BULK_STEP`], or less for a read
-    /// shorter than a piece per thread; never across two destinations) right after reading
+    /// next where it ends, ...), checking each piece ([`BULK_STEP`]; read in order, the
+    /// source's own piece where it has one ([`ReadAt::bulk_plan`]); less for a read shorter
+    /// than a piece per thread; never across two destinations) right after reading
     /// it, in parts of [`CHECK_STEP`] on every core (a check can cost more than the read: a
     /// point's curve equation does), and handing every byte to `in_order` once, in order.
     /// Pieces are read and checked in parallel (rayon), destination after destination, then
@@ -675,17 +689,18 @@ impl<'a> AtSource<'a> {
                 // A thread of the pool itself must not wait for the pool's work.
                 source.reads_past_page_cache() && pool.current_thread_index().is_none()
             }) {
-                Some((_, pool)) => {
-                    in_flight(pool, pieces(dsts, BULK_STEP), &fill, &check_piece, in_order)
+                Some((step, pool)) => {
+                    in_flight(pool, pieces(dsts, step), &fill, &check_piece, in_order)
                 }
                 None => {
+                    let step = plan.map_or(BULK_STEP, |(step, _)| step);
                     let mut last: &[u8] = &[];
                     let mut settle = |bytes: &[u8]| {
                         check_piece(bytes)?;
                         in_order(bytes);
                         Ok(())
                     };
-                    for (start, piece) in pieces(dsts, BULK_STEP) {
+                    for (start, piece) in pieces(dsts, step) {
                         let (filled, settled) = rayon::join(|| fill(start, piece), || settle(last));
                         // The earlier piece's check first: the first failing piece in
                         // payload order is the error.

@@ -226,12 +226,12 @@ fn a_file_out_of_the_page_cache_is_read_in_order() {
                 crate::reads_past_page_cache()
             );
         }
-        let readers = match source.reads_past_page_cache() {
-            true => DIRECT_READERS,
-            false => 1,
+        let (readers, step) = match source.reads_past_page_cache() {
+            true => (DIRECT_READERS, DIRECT_PIECE),
+            false => (1, BULK_STEP),
         };
         let (piece, pool) = source.bulk_plan().unwrap();
-        assert_eq!((piece, pool.current_num_threads()), (BULK_STEP, readers));
+        assert_eq!((piece, pool.current_num_threads()), (step, readers));
     }
     for source in [&cached, &source] {
         let (head, out, lens) = head_then_parallel(source, 3 * BULK_STEP);
@@ -485,13 +485,16 @@ fn a_refused_read_past_the_page_cache_is_read_through_it() {
     assert!(source.read_exact_uninit_at(&mut whole, 0).unwrap() == data);
 }
 
-/// Memory read as a file past the page cache is: in order, by a pool of four threads, each
-/// request taking a while; it counts the requests in flight at once.
+/// Memory read as a file past the page cache is: in order, by a pool of four threads, in
+/// pieces of `piece` bytes, each request taking a while; it counts the requests in flight at
+/// once and keeps the largest.
 struct InFlightMemory<'a> {
     data: &'a [u8],
     pool: rayon::ThreadPool,
+    piece: usize,
     in_flight: std::sync::atomic::AtomicUsize,
     most: std::sync::atomic::AtomicUsize,
+    largest: std::sync::atomic::AtomicUsize,
     /// A read that starts here fails at once.
     fails_at: Option<u64>,
     /// Whether it says it is read past the page cache (else through it: a piece at a time).
@@ -510,8 +513,10 @@ impl<'a> InFlightMemory<'a> {
                 .num_threads(threads)
                 .build()
                 .unwrap(),
+            piece: BULK_STEP,
             in_flight: 0.into(),
             most: 0.into(),
+            largest: 0.into(),
             fails_at: None,
             past_page_cache: true,
         }
@@ -526,6 +531,7 @@ impl ReadAt for InFlightMemory<'_> {
         }
         let now = self.in_flight.fetch_add(1, SeqCst) + 1;
         self.most.fetch_max(now, SeqCst);
+        self.largest.fetch_max(buf.len(), SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(30));
         let read = Memory(self.data).read_exact_at(buf, offset);
         self.in_flight.fetch_sub(1, SeqCst);
@@ -537,7 +543,7 @@ impl ReadAt for InFlightMemory<'_> {
     }
 
     fn bulk_plan(&self) -> Option<(usize, &rayon::ThreadPool)> {
-        Some((BULK_STEP, &self.pool))
+        Some((self.piece, &self.pool))
     }
 
     fn reads_in_order(&self) -> bool {
@@ -586,6 +592,8 @@ fn a_run_past_the_page_cache_keeps_its_requests_in_flight_across_destinations() 
     assert_eq!(reader.position(), (32 + run.len()) as u64);
     let most = source.most.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(most, 4, "requests in flight at once");
+    let largest = source.largest.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(largest, BULK_STEP, "requests of the source's piece");
     // No checked part spans two destinations.
     let within = |part: &std::ops::Range<usize>| {
         [first.as_slice(), &second, &third].iter().any(|dst| {
@@ -594,6 +602,38 @@ fn a_run_past_the_page_cache_keeps_its_requests_in_flight_across_destinations() 
         })
     };
     assert!(checked.lock().unwrap().iter().all(within));
+}
+
+/// Read past the page cache, requests are of the source's own piece (a file's is smaller than
+/// a bulk read's elsewhere): a run of a few of them has one in flight per reader.
+#[test]
+fn a_run_past_the_page_cache_asks_for_the_sources_pieces() {
+    let data = pattern(3 * DIRECT_PIECE + 96);
+    let source = InFlightMemory {
+        piece: DIRECT_PIECE,
+        ..InFlightMemory::new(&data)
+    };
+    let mut out = vec![0u8; data.len()];
+    let mut handed = Vec::new();
+    AtSource::new(&source, 0, 16)
+        .read_parallel(
+            &mut [&mut out],
+            &|_| Ok(()),
+            &mut |piece| handed.extend_from_slice(piece),
+            "test",
+        )
+        .unwrap();
+    assert!(
+        out == data && handed == data,
+        "every byte where it lies, in order"
+    );
+    use std::sync::atomic::Ordering::SeqCst;
+    assert_eq!(source.largest.load(SeqCst), DIRECT_PIECE);
+    assert_eq!(
+        source.most.load(SeqCst),
+        4,
+        "a request per reader in flight"
+    );
 }
 
 /// Read past the page cache, the first failing piece in payload order is the error, though
