@@ -624,8 +624,10 @@ impl<'a> AtSource<'a> {
     /// than a piece per thread; never across two destinations) right after reading
     /// it, in parts of [`CHECK_STEP`] on every core (a check can cost more than the read: a
     /// point's curve equation does), and handing every byte to `in_order` once, in order.
-    /// Pieces are read and checked in parallel (rayon), destination after destination, then
-    /// each destination handed to `in_order`; or, where the source says so
+    /// Pieces are read and checked in parallel (rayon): called from outside rayon's pool,
+    /// each handed to `in_order` as soon as it and those before it were, while the pool
+    /// reads on; from within it, destination after destination, then each destination handed
+    /// to `in_order`; or, where the source says so
     /// ([`ReadAt::reads_in_order`]), read in order: a piece at a time through the page cache,
     /// each checked and handed on while the next is read, or, where it
     /// [`ReadAt::reads_past_page_cache`], by the threads of its pool with a request each in
@@ -677,21 +679,25 @@ impl<'a> AtSource<'a> {
                 read
             })
         };
-        let pieces_handed_on = source.reads_in_order();
         let longest = dsts.iter().map(|dst| dst.len()).max().unwrap_or(0);
-        match source.bulk_plan() {
+        // Whether each piece was handed on as it landed (else each destination is, after).
+        let handed_on = match source.bulk_plan() {
             // In order: past the page cache, a request per thread of the source's pool in
             // flight (nothing reads ahead there but requests in flight), each piece checked on
             // every core as it lands; through it, a piece at a time on this thread (its
             // read-ahead keeps ahead of it), each checked on every core and handed on while
             // the next is read.
-            plan if pieces_handed_on => match plan.filter(|(_, pool)| {
+            plan if source.reads_in_order() => match plan.filter(|(_, pool)| {
                 // A thread of the pool itself must not wait for the pool's work.
                 source.reads_past_page_cache() && pool.current_thread_index().is_none()
             }) {
-                Some((step, pool)) => {
-                    in_flight(pool, pieces(dsts, step), &fill, &check_piece, in_order)
-                }
+                Some((step, pool)) => in_flight(
+                    Some(pool),
+                    pieces(dsts, step),
+                    &fill,
+                    &check_piece,
+                    in_order,
+                ),
                 None => {
                     let step = plan.map_or(BULK_STEP, |(step, _)| step);
                     let mut last: &[u8] = &[];
@@ -709,23 +715,44 @@ impl<'a> AtSource<'a> {
                     }
                     settle(last)
                 }
-            },
+            }
+            .map(|()| true),
             Some((largest, pool)) => {
                 // Pieces small enough that every thread has one (a polynomial smaller than
                 // `largest` per thread still keeps every request in flight).
                 let share = (longest / pool.current_num_threads().max(1)).next_power_of_two();
                 let step = share.clamp(BULK_STEP, largest.max(BULK_STEP));
-                pool.install(|| read(dsts, step))
+                pool.install(|| read(dsts, step)).map(|()| false)
             }
             // A read shorter than a piece per thread is cut finer (never below a check's
             // part), so that every core reads as well as checks: one piece would be read by
-            // one thread while the others wait for it.
+            // one thread while the others wait for it. Called from outside rayon's pool,
+            // this thread hands each piece on as soon as it and those before it were read
+            // and checked by the pool (hashing the first while the pool reads the rest).
             None => {
                 let share = (longest / rayon::current_num_threads().max(1)).next_power_of_two();
-                read(dsts, share.clamp(CHECK_STEP, BULK_STEP))
+                let step = share.clamp(CHECK_STEP, BULK_STEP);
+                match rayon::current_thread_index() {
+                    None => {
+                        let read_and_check = |start: usize, piece: &mut [u8]| {
+                            fill(start, piece)?;
+                            check_piece(piece)
+                        };
+                        let checked = |_: &[u8]| Ok(());
+                        in_flight(
+                            None,
+                            pieces(dsts, step),
+                            &read_and_check,
+                            &checked,
+                            in_order,
+                        )
+                        .map(|()| true)
+                    }
+                    Some(_) => read(dsts, step).map(|()| false),
+                }
             }
         }?;
-        if !pieces_handed_on {
+        if !handed_on {
             dsts.iter().for_each(|dst| in_order(dst));
         }
         if total > from_buffer {
@@ -807,15 +834,16 @@ fn pieces<'b>(dsts: &'b mut [&mut [u8]], step: usize) -> Vec<(usize, &'b mut [u8
     pieces
 }
 
-/// Reads `pieces` (each with where it starts in the run) by the threads of `pool`, a piece
-/// each, taken in order as threads come free (`fill` reads a piece, and nothing else runs on
-/// those threads), so that as many requests are in flight as `pool` has threads, all the
-/// way. This thread checks each piece as it lands (`check`, on its own pool's cores), and
-/// hands the checked pieces to `in_order`, in order. The first failing piece in payload
-/// order (its read or its check) is the error: nothing from it on is handed on, and no piece
-/// after it is read once the failure is known. Call it from a thread outside `pool`.
+/// Reads `pieces` (each with where it starts in the run) by the threads of `pool` (rayon's
+/// global pool for `None`), a piece each, taken in order as threads come free (`fill` reads
+/// a piece, and nothing else runs on those threads), so that as many requests are in flight
+/// as `pool` has threads, all the way. This thread checks each piece as it lands (`check`,
+/// on its own pool's cores), and hands the checked pieces to `in_order`, in order. The
+/// first failing piece in payload order (its read or its check) is the error: nothing from
+/// it on is handed on, and no piece after it is read once the failure is known. Call it
+/// from a thread outside `pool`.
 fn in_flight(
-    pool: &rayon::ThreadPool,
+    pool: Option<&rayon::ThreadPool>,
     pieces: Vec<(usize, &mut [u8])>,
     fill: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
     check: &dyn Fn(&[u8]) -> Result<()>,
@@ -834,7 +862,7 @@ fn in_flight(
     // The lowest index of a piece known to have failed: no piece after it is read.
     let failed = AtomicUsize::new(usize::MAX);
     let (landed, arrivals) = std::sync::mpsc::channel::<(usize, Option<Result<&[u8]>>)>();
-    pool.in_place_scope_fifo(|scope| {
+    in_place_scope_fifo(pool, |scope| {
         for (index, (start, piece)) in pieces.into_iter().enumerate() {
             let (landed, failed) = (landed.clone(), &failed);
             scope.spawn_fifo(move |_| {
@@ -900,6 +928,18 @@ fn in_flight(
             None => Err(Error::Internal("a piece read in order did not land".into())),
         }
     })
+}
+
+/// Runs `op` on this thread with a scope whose jobs run on `pool` (rayon's global pool for
+/// `None`).
+fn in_place_scope_fifo<'s, R>(
+    pool: Option<&rayon::ThreadPool>,
+    op: impl FnOnce(&rayon::ScopeFifo<'s>) -> R,
+) -> R {
+    match pool {
+        Some(pool) => pool.in_place_scope_fifo(op),
+        None => rayon::in_place_scope_fifo(op),
+    }
 }
 
 /// XXH3-64 of `len` bytes of `source` from `offset`, or `None` if they cannot be read.

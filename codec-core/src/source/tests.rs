@@ -604,6 +604,67 @@ fn a_run_past_the_page_cache_keeps_its_requests_in_flight_across_destinations() 
     assert!(checked.lock().unwrap().iter().all(within));
 }
 
+/// Memory whose last piece is not read until the first was handed on (or five seconds
+/// passed): it keeps whether it was.
+struct LastAfterFirst<'a> {
+    data: &'a [u8],
+    handed: std::sync::atomic::AtomicBool,
+    last_after_first: std::sync::atomic::AtomicBool,
+}
+
+impl ReadAt for LastAfterFirst<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if offset as usize + buf.len() == self.data.len() {
+            let start = std::time::Instant::now();
+            while !self.handed.load(SeqCst) && start.elapsed().as_secs() < 5 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            self.last_after_first
+                .store(self.handed.load(SeqCst), SeqCst);
+        }
+        Memory(self.data).read_exact_at(buf, offset)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        Memory(self.data).read_at(buf, offset)
+    }
+}
+
+/// Read from memory or the page cache by a thread outside rayon's pool, a run hands each
+/// piece on as soon as it and those before it were read and checked, while the pool reads
+/// the rest (the hash of the first piece need not wait for the last): every byte still
+/// where it lies and handed on once, in order.
+#[test]
+fn a_run_through_the_page_cache_hands_its_first_piece_on_before_its_last_is_read() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let data = pattern(4 * BULK_STEP);
+    let source = LastAfterFirst {
+        data: &data,
+        handed: false.into(),
+        last_after_first: false.into(),
+    };
+    let (mut first, mut second) = (vec![0u8; 2 * BULK_STEP], vec![0u8; 2 * BULK_STEP]);
+    let mut handed = Vec::new();
+    AtSource::new(&source, 0, 16)
+        .read_parallel(
+            &mut [&mut first, &mut second],
+            &|_| Ok(()),
+            &mut |piece| {
+                source.handed.store(true, SeqCst);
+                handed.extend_from_slice(piece);
+            },
+            "test",
+        )
+        .unwrap();
+    assert!(
+        source.last_after_first.load(SeqCst),
+        "the first piece handed on first"
+    );
+    assert!([first, second].concat() == data, "every byte where it lies");
+    assert!(handed == data, "every byte handed on once, in order");
+}
+
 /// Read past the page cache, requests are of the source's own piece (a file's is smaller than
 /// a bulk read's elsewhere): a run of a few of them has one in flight per reader.
 #[test]
