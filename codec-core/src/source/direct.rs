@@ -20,8 +20,9 @@ use super::{Filling, BULK_STEP};
 /// logical block of today's disks and a multiple of the older 512 bytes.
 pub(super) const BLOCK: usize = 4096;
 
-/// The most one read past the page cache asks for: a bulk read's piece and the blocks around
-/// it.
+/// The most one read past the page cache asks for: the largest piece a read in order asks for
+/// at once (a bulk step) and the blocks around it; a longer read is made in reads of this
+/// size, one after another.
 const LARGEST: usize = BULK_STEP + 2 * BLOCK;
 
 /// A file opened a second time, to be read past the page cache.

@@ -687,36 +687,46 @@ impl<'a> AtSource<'a> {
             // every core as it lands; through it, a piece at a time on this thread (its
             // read-ahead keeps ahead of it), each checked on every core and handed on while
             // the next is read.
-            plan if source.reads_in_order() => match plan.filter(|(_, pool)| {
-                // A thread of the pool itself must not wait for the pool's work.
-                source.reads_past_page_cache() && pool.current_thread_index().is_none()
-            }) {
-                Some((step, pool)) => in_flight(
-                    Some(pool),
-                    pieces(dsts, step),
-                    &fill,
-                    &check_piece,
-                    in_order,
-                ),
-                None => {
-                    let step = plan.map_or(BULK_STEP, |(step, _)| step);
-                    let mut last: &[u8] = &[];
-                    let mut settle = |bytes: &[u8]| {
-                        check_piece(bytes)?;
-                        in_order(bytes);
-                        Ok(())
-                    };
-                    for (start, piece) in pieces(dsts, step) {
-                        let (filled, settled) = rayon::join(|| fill(start, piece), || settle(last));
-                        // The earlier piece's check first: the first failing piece in
-                        // payload order is the error.
-                        settled.and(filled)?;
-                        last = piece;
+            plan if source.reads_in_order() => {
+                // The source's piece, held to whole check parts and the bulk step whatever
+                // the source says (a piece splitting an element would fail its check).
+                let step = plan.map_or(BULK_STEP, |(piece, _)| {
+                    piece
+                        .checked_next_power_of_two()
+                        .unwrap_or(BULK_STEP)
+                        .clamp(CHECK_STEP, BULK_STEP)
+                });
+                match plan.filter(|(_, pool)| {
+                    // A thread of the pool itself must not wait for the pool's work.
+                    source.reads_past_page_cache() && pool.current_thread_index().is_none()
+                }) {
+                    Some((_, pool)) => in_flight(
+                        Some(pool),
+                        pieces(dsts, step),
+                        &fill,
+                        &check_piece,
+                        in_order,
+                    ),
+                    None => {
+                        let mut last: &[u8] = &[];
+                        let mut settle = |bytes: &[u8]| {
+                            check_piece(bytes)?;
+                            in_order(bytes);
+                            Ok(())
+                        };
+                        for (start, piece) in pieces(dsts, step) {
+                            let (filled, settled) =
+                                rayon::join(|| fill(start, piece), || settle(last));
+                            // The earlier piece's check first: the first failing piece in
+                            // payload order is the error.
+                            settled.and(filled)?;
+                            last = piece;
+                        }
+                        settle(last)
                     }
-                    settle(last)
                 }
+                .map(|()| true)
             }
-            .map(|()| true),
             Some((largest, pool)) => {
                 // Pieces small enough that every thread has one (a polynomial smaller than
                 // `largest` per thread still keeps every request in flight).
@@ -838,7 +848,8 @@ fn pieces<'b>(dsts: &'b mut [&mut [u8]], step: usize) -> Vec<(usize, &'b mut [u8
 /// global pool for `None`), a piece each, taken in order as threads come free (`fill` reads
 /// a piece, and nothing else runs on those threads), so that as many requests are in flight
 /// as `pool` has threads, all the way. This thread checks each piece as it lands (`check`,
-/// on its own pool's cores), and hands the checked pieces to `in_order`, in order. The
+/// on its own pool's cores; a `fill` that checks its piece itself passes a `check` that
+/// accepts everything), and hands the checked pieces to `in_order`, in order. The
 /// first failing piece in payload order (its read or its check) is the error: nothing from
 /// it on is handed on, and no piece after it is read once the failure is known. Call it
 /// from a thread outside `pool`.

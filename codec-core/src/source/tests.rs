@@ -634,17 +634,19 @@ impl ReadAt for LastAfterFirst<'_> {
 /// Read from memory or the page cache by a thread outside rayon's pool, a run hands each
 /// piece on as soon as it and those before it were read and checked, while the pool reads
 /// the rest (the hash of the first piece need not wait for the last): every byte still
-/// where it lies and handed on once, in order.
+/// where it lies and handed on once, in order. Pieces of one check part each (on two
+/// threads or more; one thread reads them in order): a piece whose check waited on a
+/// stolen part could have its worker take the last piece meanwhile, under the first.
 #[test]
 fn a_run_through_the_page_cache_hands_its_first_piece_on_before_its_last_is_read() {
     use std::sync::atomic::Ordering::SeqCst;
-    let data = pattern(4 * BULK_STEP);
+    let data = pattern(4 * CHECK_STEP);
     let source = LastAfterFirst {
         data: &data,
         handed: false.into(),
         last_after_first: false.into(),
     };
-    let (mut first, mut second) = (vec![0u8; 2 * BULK_STEP], vec![0u8; 2 * BULK_STEP]);
+    let (mut first, mut second) = (vec![0u8; 2 * CHECK_STEP], vec![0u8; 2 * CHECK_STEP]);
     let mut handed = Vec::new();
     AtSource::new(&source, 0, 16)
         .read_parallel(
@@ -669,7 +671,7 @@ fn a_run_through_the_page_cache_hands_its_first_piece_on_before_its_last_is_read
 /// a bulk read's elsewhere): a run of a few of them has one in flight per reader.
 #[test]
 fn a_run_past_the_page_cache_asks_for_the_sources_pieces() {
-    let data = pattern(3 * DIRECT_PIECE + 96);
+    let data = pattern(8 * DIRECT_PIECE + 96);
     let source = InFlightMemory {
         piece: DIRECT_PIECE,
         ..InFlightMemory::new(&data)
@@ -695,6 +697,35 @@ fn a_run_past_the_page_cache_asks_for_the_sources_pieces() {
         4,
         "a request per reader in flight"
     );
+}
+
+/// Read in order, a piece the source asks for that is no power of two, too small or too large
+/// (a public trait's answer) is held to whole check parts up to the bulk step: no piece
+/// splits an element, and no input panics.
+#[test]
+fn a_sources_odd_piece_is_held_to_whole_check_parts() {
+    let data = pattern(4 * CHECK_STEP + 64);
+    for (piece, expected) in [(0, CHECK_STEP), (1000, CHECK_STEP), (usize::MAX, BULK_STEP)] {
+        let source = InFlightMemory {
+            piece,
+            ..InFlightMemory::new(&data)
+        };
+        let mut out = vec![0u8; data.len()];
+        AtSource::new(&source, 0, 16)
+            .read_parallel(
+                &mut [&mut out],
+                &|part: &[u8]| match part.len() % 64 {
+                    0 => Ok(()),
+                    _ => Err(Error::Internal("a part splitting an element".into())),
+                },
+                &mut |_| {},
+                "test",
+            )
+            .unwrap();
+        assert!(out == data, "piece {piece}: every byte where it lies");
+        let largest = source.largest.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(largest, expected.min(data.len()), "piece {piece}");
+    }
 }
 
 /// Read past the page cache, the first failing piece in payload order is the error, though
