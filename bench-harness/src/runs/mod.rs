@@ -950,6 +950,65 @@ mod tests {
         assert_eq!(measured.saves[0].save_run_numbers, [1, 2, 3]);
     }
 
+    /// halo2's own reader's ratio to its floor is judged as keycodec's are: a noisy one is
+    /// measured again, with its floor, after the minimum of runs, and a steady one is not.
+    #[test]
+    fn halo2s_own_ratio_to_its_floor_is_measured_until_it_is_narrow() {
+        let scratch = tempfile::tempdir().unwrap();
+        let mut plan = Plan::empty();
+        let file = plan.file(
+            (Kind::Params, HALO2_NATIVE, "RawBytes"),
+            Box::new(|path, _| {
+                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
+                Ok(Written {
+                    seconds: 1e-3,
+                    unsynced: None,
+                })
+            }),
+            scratch.path(),
+        );
+        let mut case = |backend: &'static str, validation: &'static str, seconds: Vec<f64>| {
+            let loads = AtomicUsize::new(0);
+            plan.case(
+                (Kind::Params, backend, "RawBytes", validation, State::Warm),
+                vec![file],
+                Box::new(move |_, _| {
+                    let at = loads.fetch_add(1, Ordering::SeqCst);
+                    Ok(loaded(
+                        seconds.get(at % seconds.len()).copied().unwrap_or(1.0),
+                    ))
+                }),
+            )
+        };
+        // The floor 1 s at every visit; halo2's checked reader 2 to 6 s, its trusted one 3 s.
+        let floor = case(FLOOR, "-", vec![1.0]);
+        let noisy = case(HALO2_NATIVE, "checked", vec![2.0, 6.0, 3.0, 5.0, 2.5, 4.0]);
+        let steady = case(HALO2_NATIVE, "trusted", vec![3.0]);
+        plan.compare(noisy, None, Some(floor));
+        plan.compare(steady, None, Some(floor));
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: None,
+            min_runs: 3,
+            max_runs: 6,
+            interval: 0.1,
+            time_cap: Duration::from_secs(600),
+        };
+        let measured = Runner::new(stopping, false, false)
+            .measure(&plan, Size(1 << 20))
+            .unwrap();
+        let runs_of = |index: usize| measured.rows[index].read_run_numbers.clone();
+        assert_eq!(
+            runs_of(noisy),
+            (1..=6).collect::<Vec<_>>(),
+            "{}",
+            measured.stopped
+        );
+        assert_eq!(runs_of(steady), [1, 2, 3]);
+        assert_eq!(measured.rows[noisy].read_vs_floor.unwrap().runs, 6);
+        assert!(runs_of(floor).contains(&6), "the floor measured with it");
+    }
+
     /// A run measuring saves alone (no load's ratio wide) saves a small file three times, as
     /// every run does, and the loads are not run.
     #[test]

@@ -247,10 +247,10 @@ pub(super) struct Claim {
 }
 
 /// The ratios a run is judged by: each keycodec load's over its reference's (halo2's reader;
-/// a remote load's download then load) and over its floor, and each keycodec save's over
-/// halo2's write and sync (not a save's plain write or an upload's last part against the
-/// whole, which only inform, as halo2's own ratios to its floor and of its durability do).
-/// `every_cold`: `--cold`, every case read from the disk.
+/// a remote load's download then load), each load's over its floor (halo2's readers' too:
+/// every load row prints it), and each keycodec save's over halo2's write and sync (not a
+/// save's plain write or an upload's last part against the whole, which only inform, as
+/// halo2's own durability does). `every_cold`: `--cold`, every case read from the disk.
 pub(super) fn claims(
     plan: &Plan<'_>,
     saved: &Saved,
@@ -259,7 +259,7 @@ pub(super) fn claims(
 ) -> Vec<Claim> {
     let mut claims = Vec::new();
     for (index, case) in plan.cases.iter().enumerate() {
-        if case.backend == HALO2_NATIVE || case.backend == FLOOR {
+        if case.backend == FLOOR {
             continue;
         }
         let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
