@@ -120,6 +120,36 @@ fn zeroed_vectors_hold_zero_and_can_grow_and_drop() {
 /// `mincore` counts a page for every started page of a file (one byte past whole pages makes
 /// one more), all of them cached once the file was read, and none of a file whose pages were
 /// dropped (where the kernel drops them: a regular file on a disk, not tmpfs).
+/// A sample asks about its runs of pages alone, spread over the file to its partly filled
+/// last page (every page of a file no longer than them): a cached file's runs all count,
+/// a dropped one's none.
+#[test]
+fn a_sample_of_pages_counts_its_runs_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file");
+    let page = rustix::param::page_size().max(4096);
+    std::fs::write(&path, vec![7u8; 100 * page + 1]).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    file.sync_all().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap().len(), 100 * page + 1);
+    let Some(every) = cached_pages_of(&file, None) else {
+        return;
+    };
+    assert_eq!(every, (101, 101));
+    assert_eq!(cached_pages_of(&file, Some(4)), Some((64, 64)));
+    // Too few pages for the runs, or a run alone: every page.
+    assert_eq!(cached_pages_of(&file, Some(7)), Some((101, 101)));
+    assert_eq!(cached_pages_of(&file, Some(1)), Some((101, 101)));
+    if crate::drop_cached_pages(&path) {
+        let (after, asked) = cached_pages_of(&file, Some(4)).unwrap();
+        assert_eq!(asked, 64);
+        assert!(
+            after < 64,
+            "{after} of {asked} sampled pages cached after the drop"
+        );
+    }
+}
+
 #[test]
 fn cached_pages_counts_every_page_of_a_read_file() {
     let dir = tempfile::tempdir().unwrap();

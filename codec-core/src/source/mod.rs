@@ -204,6 +204,11 @@ pub(crate) const DIRECT_READERS: usize = 4;
 /// slower: 1.1-1.3 GB/s against 1.4-1.6 GB/s from 256 KiB to 1 MiB; `docs/performance.md`.)
 pub(crate) const DIRECT_PIECE: usize = 1 << 20;
 
+/// Runs of pages asked about to tell whether a file is mostly in the page cache: a sample
+/// (64 runs of 64 KiB) tells it to a few hundredths, for a small part of what asking about
+/// every page of a large key costs.
+const CACHE_SAMPLE_RUNS: usize = 64;
+
 /// Reads smaller than this go through the page cache even where the file is read past it (a
 /// length prefix, a section's frame): one block each would be read twice otherwise.
 const DIRECT_SMALLEST: usize = 64 << 10;
@@ -213,7 +218,7 @@ impl<'f> FileSource<'f> {
     /// and then past the page cache where [`crate::reads_past_page_cache`] (and the file can
     /// be opened so).
     pub fn new(file: &'f File) -> Self {
-        let in_order = crate::memory::cached_pages_of(file)
+        let in_order = crate::memory::cached_pages_of(file, Some(CACHE_SAMPLE_RUNS))
             .is_some_and(|(cached, pages)| cached.saturating_mul(2) < pages);
         let past = in_order && crate::reads_past_page_cache();
         Self::with(file, in_order, past)

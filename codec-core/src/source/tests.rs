@@ -213,7 +213,8 @@ fn a_file_out_of_the_page_cache_is_read_in_order() {
     let cached = FileSource::new(&file);
     assert!(!cached.reads_in_order() && cached.bulk_plan().is_none());
     crate::drop_cached_pages(&path);
-    let dropped = crate::memory::cached_pages_of(&file).is_some_and(|(cached, _)| cached == 0);
+    let dropped =
+        crate::memory::cached_pages_of(&file, None).is_some_and(|(cached, _)| cached == 0);
     let source = FileSource::new(&file);
     assert_eq!(source.reads_in_order(), dropped);
     if dropped {
