@@ -403,7 +403,7 @@ const SAMPLE_RUN_PAGES: usize = 16;
 /// [`SAMPLE_RUN_PAGES`] spread evenly from the file's first page to its last (every page of
 /// a file no longer than them): how many of those the page cache holds, of how many. A
 /// sample decides how to read a file for a small part of what asking about every page costs
-/// (about 5 ms for 1.1 GB here).
+/// (4-13 ms for 1.1 GB here, against 0.3-0.4 ms for 64 runs).
 #[cfg(target_os = "linux")]
 pub(crate) fn cached_pages_of(file: &std::fs::File, runs: Option<usize>) -> Option<(u64, u64)> {
     use std::os::fd::AsRawFd;
@@ -414,13 +414,13 @@ pub(crate) fn cached_pages_of(file: &std::fs::File, runs: Option<usize>) -> Opti
     let page = rustix::param::page_size().max(PAGE);
     let pages = len.div_ceil(page);
     // The first page of each run asked about, and the pages each covers.
-    let starts: Vec<usize> = match runs.filter(|&runs| runs >= 2 && pages > runs * SAMPLE_RUN_PAGES)
-    {
-        Some(runs) => (0..runs)
-            .map(|run| run * (pages - SAMPLE_RUN_PAGES) / (runs - 1))
-            .collect(),
-        None => vec![0],
-    };
+    let starts: Vec<usize> =
+        match runs.filter(|&runs| runs >= 2 && pages > runs.saturating_mul(SAMPLE_RUN_PAGES)) {
+            Some(runs) => (0..runs)
+                .map(|run| run * (pages - SAMPLE_RUN_PAGES) / (runs - 1))
+                .collect(),
+            None => vec![0],
+        };
     let run_pages = match starts.len() {
         1 => pages,
         _ => SAMPLE_RUN_PAGES,
