@@ -655,6 +655,45 @@ mod tests {
         Runner::new(stopping, false, false)
     }
 
+    /// Adds a file of 64 bytes in `scratch`, each save taking 1 ms.
+    fn small_file(
+        plan: &mut Plan<'_>,
+        (kind, backend): (Kind, &'static str),
+        scratch: &Path,
+    ) -> usize {
+        plan.file(
+            (kind, backend, "RawBytes"),
+            Box::new(|path, _| {
+                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
+                Ok(Written {
+                    seconds: 1e-3,
+                    unsynced: None,
+                })
+            }),
+            scratch,
+        )
+    }
+
+    /// Adds a warm case of `file` whose loads take `seconds` in turn.
+    fn timed_case(
+        plan: &mut Plan<'_>,
+        file: usize,
+        (kind, backend, validation): (Kind, &'static str, &'static str),
+        seconds: Vec<f64>,
+    ) -> usize {
+        let loads = AtomicUsize::new(0);
+        plan.case(
+            (kind, backend, "RawBytes", validation, State::Warm),
+            vec![file],
+            Box::new(move |_, _| {
+                let at = loads.fetch_add(1, Ordering::SeqCst);
+                Ok(loaded(
+                    seconds.get(at % seconds.len()).copied().unwrap_or(1.0),
+                ))
+            }),
+        )
+    }
+
     #[test]
     fn a_small_file_is_saved_three_times_a_run_and_its_median_counted() {
         let scratch = tempfile::tempdir().unwrap();
@@ -779,17 +818,7 @@ mod tests {
         let scratch = tempfile::tempdir().unwrap();
         let loads = std::sync::Mutex::new(Vec::new());
         let mut plan = Plan::empty();
-        let file = plan.file(
-            (Kind::Pk, "rawbytes", "RawBytes"),
-            Box::new(|path, _| {
-                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
-                Ok(Written {
-                    seconds: 1e-3,
-                    unsynced: None,
-                })
-            }),
-            scratch.path(),
-        );
+        let file = small_file(&mut plan, (Kind::Pk, "rawbytes"), scratch.path());
         let cases = [
             (HALO2_NATIVE, State::Fresh, "checked"),
             ("rawbytes", State::Cold, "trusted"),
@@ -887,29 +916,9 @@ mod tests {
     fn after_the_minimum_runs_only_the_rows_still_wide_are_measured() {
         let scratch = tempfile::tempdir().unwrap();
         let mut plan = Plan::empty();
-        let file = plan.file(
-            (Kind::Pk, "rawbytes", "RawBytes"),
-            Box::new(|path, _| {
-                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
-                Ok(Written {
-                    seconds: 1e-3,
-                    unsynced: None,
-                })
-            }),
-            scratch.path(),
-        );
-        let mut case = |backend: &'static str, validation: &'static str, seconds: Vec<f64>| {
-            let loads = AtomicUsize::new(0);
-            plan.case(
-                (Kind::Pk, backend, "RawBytes", validation, State::Warm),
-                vec![file],
-                Box::new(move |_, _| {
-                    let at = loads.fetch_add(1, Ordering::SeqCst);
-                    Ok(loaded(
-                        seconds.get(at % seconds.len()).copied().unwrap_or(1.0),
-                    ))
-                }),
-            )
+        let file = small_file(&mut plan, (Kind::Pk, "rawbytes"), scratch.path());
+        let mut case = |backend, validation, seconds| {
+            timed_case(&mut plan, file, (Kind::Pk, backend, validation), seconds)
         };
         // Steady: 1 s against halo2's 2 s, every run. Noisy: 0.5 to 3 s against 2 s.
         let steady = case("rawbytes", "trusted", vec![1.0]);
@@ -956,28 +965,13 @@ mod tests {
     fn halo2s_own_ratio_to_its_floor_is_measured_until_it_is_narrow() {
         let scratch = tempfile::tempdir().unwrap();
         let mut plan = Plan::empty();
-        let file = plan.file(
-            (Kind::Params, HALO2_NATIVE, "RawBytes"),
-            Box::new(|path, _| {
-                std::fs::write(path, [0u8; 64]).map_err(|e| e.to_string())?;
-                Ok(Written {
-                    seconds: 1e-3,
-                    unsynced: None,
-                })
-            }),
-            scratch.path(),
-        );
-        let mut case = |backend: &'static str, validation: &'static str, seconds: Vec<f64>| {
-            let loads = AtomicUsize::new(0);
-            plan.case(
-                (Kind::Params, backend, "RawBytes", validation, State::Warm),
-                vec![file],
-                Box::new(move |_, _| {
-                    let at = loads.fetch_add(1, Ordering::SeqCst);
-                    Ok(loaded(
-                        seconds.get(at % seconds.len()).copied().unwrap_or(1.0),
-                    ))
-                }),
+        let file = small_file(&mut plan, (Kind::Params, HALO2_NATIVE), scratch.path());
+        let mut case = |backend, validation, seconds| {
+            timed_case(
+                &mut plan,
+                file,
+                (Kind::Params, backend, validation),
+                seconds,
             )
         };
         // The floor 1 s at every visit; halo2's checked reader 2 to 6 s, its trusted one 3 s.
