@@ -414,17 +414,16 @@ pub(crate) fn cached_pages_of(file: &std::fs::File, runs: Option<usize>) -> Opti
     let page = rustix::param::page_size().max(PAGE);
     let pages = len.div_ceil(page);
     // The first page of each run asked about, and the pages each covers.
-    let starts: Vec<usize> =
+    let (starts, run_pages): (Vec<usize>, usize) =
         match runs.filter(|&runs| runs >= 2 && pages > runs.saturating_mul(SAMPLE_RUN_PAGES)) {
-            Some(runs) => (0..runs)
-                .map(|run| run * (pages - SAMPLE_RUN_PAGES) / (runs - 1))
-                .collect(),
-            None => vec![0],
+            Some(runs) => (
+                (0..runs)
+                    .map(|run| run * (pages - SAMPLE_RUN_PAGES) / (runs - 1))
+                    .collect(),
+                SAMPLE_RUN_PAGES,
+            ),
+            None => (vec![0], pages),
         };
-    let run_pages = match starts.len() {
-        1 => pages,
-        _ => SAMPLE_RUN_PAGES,
-    };
     // SAFETY: a new read-only shared mapping of `len` bytes of an open file, at an address
     // the kernel picks: it aliases no memory of this program, and nothing reads through it.
     let map = unsafe {
@@ -465,11 +464,7 @@ pub(crate) fn cached_pages_of(file: &std::fs::File, runs: Option<usize>) -> Opti
     }
     // SAFETY: unmaps exactly the mapping made above, which nothing refers to any more.
     unsafe { libc::munmap(map, len) };
-    let total = match starts.len() {
-        1 => pages,
-        runs => runs * SAMPLE_RUN_PAGES,
-    };
-    counted.then_some((cached as u64, total as u64))
+    counted.then_some((cached as u64, (starts.len() * run_pages) as u64))
 }
 
 /// How many of `path`'s pages the page cache holds: not told on this system.
