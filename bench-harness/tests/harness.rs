@@ -257,8 +257,8 @@ fn runs_stop_when_the_intervals_or_the_bounds_say() {
     assert!(size.runs >= 3, "{}", size.stopped);
     assert!(size.stopped.contains("--max-runs"), "{}", size.stopped);
     // Every row in the minimum of runs, the later ones only the rows of the widest ratios,
-    // no ratio of keycodec's over halo2's in more runs than allowed (halo2's reader, the
-    // reference of several, may be in more).
+    // no keycodec row and no ratio of keycodec's over halo2's in more runs than allowed
+    // (halo2's reader, the reference of several, may be in more).
     let rows: Vec<_> = size
         .rows
         .iter()
@@ -267,6 +267,9 @@ fn runs_stop_when_the_intervals_or_the_bounds_say() {
     assert!(rows
         .iter()
         .all(|row| row.read_run_numbers.starts_with(&[1, 2])));
+    for row in rows.iter().filter(|row| row.backend != HALO2_NATIVE) {
+        assert!(row.read_run_numbers.len() <= 3, "{}", size.stopped);
+    }
     assert!(rows
         .iter()
         .filter_map(|row| row.speedup.as_ref())

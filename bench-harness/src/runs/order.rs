@@ -83,8 +83,9 @@ impl Selection {
     }
 }
 
-/// The claims a run after the minimum measures, widest first, of those measured in fewer
-/// than `max_runs` runs (a claim measured in as many is measured no more): those wider than
+/// The claims a run after the minimum measures, widest first, of those whose row was
+/// measured in fewer than `max_runs` runs (a claim whose row was measured in as many is
+/// measured no more): those wider than
 /// `sound` (+-25%), or, when none is, those wider than four fifths of the widest, but not
 /// those within `interval` (the interval a run stops at). A row whose ratios are all narrow
 /// enough is measured no more while others are still wide, and the margin keeps a ratio just
@@ -98,7 +99,7 @@ pub(super) fn wide_claims(
 ) -> Vec<&Claim> {
     let mut open: Vec<&Claim> = claims
         .iter()
-        .filter(|claim| claim.ratio.runs < max_runs)
+        .filter(|claim| claim.runs < max_runs)
         .collect();
     open.sort_by(|a, b| b.ratio.half_width().total_cmp(&a.ratio.half_width()));
     let widest = open.first().map_or(0.0, |claim| claim.ratio.half_width());
@@ -328,7 +329,8 @@ mod tests {
         }
     }
 
-    /// A claim on `cases` of half width `half_width` around 1, measured in `runs` runs.
+    /// A claim on `cases` of half width `half_width` around 1, its row and its ratio
+    /// measured in `runs` runs.
     fn claim_of(half_width: f64, cases: Vec<usize>, runs: usize) -> Claim {
         Claim {
             ratio: Ratio {
@@ -337,6 +339,7 @@ mod tests {
                 high: 1.0 + half_width,
                 runs,
             },
+            runs,
             cases,
             files: Vec::new(),
         }
@@ -417,6 +420,11 @@ mod tests {
         );
         let spent = [claim_of(0.5, vec![0, 1], 8), claim_of(0.09, vec![2], 8)];
         assert!(wide_claims(&spent, 0.25, 0.05, 8).is_empty());
+        // Its row measured in the most runs, its ratio paired over fewer (a side missed a
+        // run): measured no more.
+        let mut paired_less = claim_of(0.5, vec![0, 1], 8);
+        paired_less.ratio.runs = 6;
+        assert!(wide_claims(&[paired_less], 0.25, 0.05, 8).is_empty());
     }
 
     /// Claims are taken widest first while the run fits; one that does not is passed over

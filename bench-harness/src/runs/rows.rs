@@ -239,9 +239,14 @@ fn durable_saves(saved: &Saved, index: usize) -> ByRun {
 }
 
 /// A ratio the runs are judged by, and what is measured for it: the cases and files whose
-/// timings it pairs.
+/// timings it pairs, the first the row it is about.
 pub(super) struct Claim {
     pub(super) ratio: Ratio,
+    /// The runs the row it is about was measured in. `--max-runs` bounds these, not the
+    /// ratio's runs: those are only the runs every side was measured in, and a row whose
+    /// floor or reference missed one of its runs would otherwise be measured again past the
+    /// bound.
+    pub(super) runs: usize,
     pub(super) cases: Vec<usize>,
     pub(super) files: Vec<usize>,
 }
@@ -263,9 +268,11 @@ pub(super) fn claims(
             continue;
         }
         let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
+        let runs = median_per_run(&loads_by_run(samples, index)).len();
         if let (Some(ratio), Some(reference)) = (speedup, case.reference) {
             claims.push(Claim {
                 ratio,
+                runs,
                 cases: vec![index, reference],
                 files: Vec::new(),
             });
@@ -273,6 +280,7 @@ pub(super) fn claims(
         if let Some(ratio) = vs_floor.filter(|ratio| ratio.high >= 1.0) {
             claims.push(Claim {
                 ratio,
+                runs,
                 cases: std::iter::once(index)
                     .chain(case.floors.iter().copied())
                     .collect(),
@@ -287,12 +295,11 @@ pub(super) fn claims(
         if file.backend == HALO2_NATIVE {
             continue;
         }
-        if let Some(ratio) = paired_by_run(
-            &durable_saves(saved, index),
-            &durable_saves(saved, reference),
-        ) {
+        let ours = durable_saves(saved, index);
+        if let Some(ratio) = paired_by_run(&ours, &durable_saves(saved, reference)) {
             claims.push(Claim {
                 ratio,
+                runs: ours.len(),
                 cases: Vec::new(),
                 files: vec![index, reference],
             });
@@ -525,6 +532,60 @@ mod tests {
         assert_eq!(farthest_share(shares.into_iter(), true), Some(0.02));
         assert_eq!(farthest_share(std::iter::empty(), false), None);
         assert_eq!(farthest_share([Some(1.0), None].into_iter(), false), None);
+    }
+
+    /// A claim counts the runs of the row it is about, not the runs its ratio pairs: a cold
+    /// start measured in runs 1-3, one of its two floors only in runs 1 and 2 (the start was
+    /// measured again for its ratio to halo2's, without its floors), has a ratio to its
+    /// floors over two runs but was measured in three, the most allowed.
+    #[test]
+    fn a_claim_counts_the_runs_of_its_row() {
+        let mut plan = Plan::empty();
+        for _ in 0..3 {
+            plan.case(
+                (
+                    crate::plan::Kind::ColdStart,
+                    "rawbytes",
+                    "RawBytes",
+                    "checked",
+                    State::Fresh,
+                ),
+                Vec::new(),
+                Box::new(|_, _| Err("not run".to_owned())),
+            );
+        }
+        plan.cases[0].floors = vec![1, 2];
+        let taken = |runs: &[usize], seconds: f64| -> Vec<Taken> {
+            runs.iter()
+                .map(|&run| Taken {
+                    run,
+                    sample: Sample {
+                        seconds: seconds * run as f64,
+                        verified: true,
+                        rss_rise: None,
+                        huge_pages: None,
+                        compact_stalls: None,
+                        cached_before: None,
+                    },
+                })
+                .collect()
+        };
+        let samples = [
+            taken(&[1, 2, 3], 3.0),
+            taken(&[1, 2, 3], 1.0),
+            taken(&[1, 2], 1.0),
+        ];
+        let saved = Saved {
+            times: Vec::new(),
+            bytes: Vec::new(),
+        };
+        let claims = claims(&plan, &saved, &samples, false);
+        let [claim] = claims.as_slice() else {
+            panic!("one claim, the start's over its floors");
+        };
+        assert_eq!(claim.cases, [0, 1, 2]);
+        assert_eq!(claim.ratio.runs, 2);
+        assert_eq!(claim.runs, 3);
     }
 
     /// Rows measured in different runs (a later run measures only the rows still wide) are
