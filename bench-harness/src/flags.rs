@@ -102,8 +102,9 @@ pub struct Args {
     #[arg(long, default_value_t = 5)]
     pub min_runs: usize,
 
-    /// Most runs of each paired ratio: after the minimum, a ratio measured in this many runs
-    /// is measured no more
+    /// Most runs of each row with a ratio: after the minimum, a ratio whose row was measured
+    /// in this many runs is measured no more (halo2's reader and the floors, measured with
+    /// several rows, may be measured in more)
     #[arg(long, default_value_t = 20)]
     pub max_runs: usize,
 
