@@ -16,6 +16,23 @@ use crate::options::{Limits, MAX_K};
 use crate::pk_parts::{PkParts, PkShape};
 use crate::vk_parts::{packed_selector_len, unpack_bits, VkParts};
 
+/// Runs `work` with its rayon calls (halo2's `parallelize`, which builds an evaluation
+/// domain's twiddles) on a pool of its own of `threads` threads, not on the pool of the
+/// thread that calls it or rayon's global one. A domain built beside the polynomials' reads
+/// otherwise sends its jobs to the pool the reads keep busy, and they wait until every read
+/// is done: the domain was built after the reads, its one-threaded parts leaving the other
+/// cores idle. Without a pool (no thread could be started), `work` runs as called.
+fn on_a_pool_of_its_own<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|index| format!("keycodec-domain-{index}"))
+        .build()
+    {
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
+    }
+}
+
 /// Builds a verifying key from decoded parts and the circuit's freshly configured constraint
 /// system, checking every count and length against the circuit first.
 ///
@@ -168,8 +185,9 @@ impl VkPlan {
         EvaluationDomain::new(self.cs.degree() as u32, self.k)
     }
 
-    /// Builds the evaluation domain on a second thread while `work` runs on this one (given
-    /// the proving key's shape), then finishes the verifying key. Both take most of a load's
+    /// Builds the evaluation domain on a second thread, its twiddles on a rayon pool of its
+    /// own as large as the caller's, while `work` runs on this one (given the proving key's
+    /// shape), then finishes the verifying key. Both take most of a load's
     /// time at large `k` and neither waits for the other.
     ///
     /// The domain's memory is allocated at once: call this only when the input already
@@ -187,10 +205,13 @@ impl VkPlan {
         work: impl FnOnce(&PkShape) -> Result<T>,
     ) -> Result<(VerifyingKey<G1Affine>, T)> {
         let shape = self.pk_shape();
+        let threads = rayon::current_num_threads();
         let (domain, done) = std::thread::scope(|scope| {
             let domain = std::thread::Builder::new()
                 .name("keycodec-domain".into())
-                .spawn_scoped(scope, || self.build_domain());
+                .spawn_scoped(scope, || {
+                    on_a_pool_of_its_own(threads, || self.build_domain())
+                });
             let done = work(&shape);
             (domain.map(|thread| thread.join()), done)
         });
@@ -321,4 +342,50 @@ pub(crate) fn check_shape(parts: &PkParts, shape: &PkShape) -> Result<()> {
 
 fn into_polys<B>(polys: Vec<Vec<Fr>>) -> Vec<Polynomial<Fr, B>> {
     polys.into_iter().map(Polynomial::new).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::on_a_pool_of_its_own;
+
+    /// Work on a pool of its own finishes while every thread of rayon's global pool, where
+    /// the reads run, is held: its rayon calls do not wait for that pool.
+    #[test]
+    fn work_on_a_pool_of_its_own_does_not_wait_for_the_global_pool() {
+        let threads = rayon::current_num_threads();
+        let (started, all_started) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let released = std::sync::Arc::new(std::sync::Mutex::new(released));
+        for _ in 0..threads {
+            let (started, released) = (started.clone(), released.clone());
+            rayon::spawn(move || {
+                let _ = started.send(());
+                // Each held thread waits for the release (or the sender's drop).
+                let _ = released.lock().map(|released| released.recv());
+            });
+        }
+        for _ in 0..threads {
+            all_started
+                .recv_timeout(Duration::from_secs(60))
+                .expect("every thread of the global pool held");
+        }
+        let (done, finished) = mpsc::channel();
+        std::thread::spawn(move || {
+            let sum = on_a_pool_of_its_own(2, || {
+                let (a, b) = rayon::join(|| 1, || 2);
+                let mut more = 0;
+                rayon::scope(|scope| scope.spawn(|_| more = 3));
+                a + b + more
+            });
+            let _ = done.send(sum);
+        });
+        let sum = finished.recv_timeout(Duration::from_secs(20));
+        for _ in 0..threads {
+            let _ = release.send(());
+        }
+        assert_eq!(sum, Ok(6), "the work waited for the held global pool");
+    }
 }
