@@ -23,13 +23,13 @@
 //! key's digest and each polynomial's XXH3).
 //!
 //! Ratios are paired: taken run by run between rows measured side by side, so that a slow
-//! moment of the shared machine moves both sides; each carries a 95% interval (bootstrap
-//! over the runs), and runs are added until every interval is within `--interval` (+-10%)
-//! or every ratio still wider has its row measured in `--max-runs` runs, or `--time-cap` for the whole run
-//! (checked after each run, before the minimum of runs: every size gets at least one; after
-//! it, a run takes as many of the widest ratios' rows as fit). When standard error is not a
-//! terminal (a log), each phase and each finished run is a line there. A row whose loads beat
-//! their floor beyond the noise (its `x floor` interval wholly below 1) is flagged as a
+//! moment of the shared machine moves both sides; each carries a 95% interval (bootstrap over
+//! the runs), and runs are added until every interval is within `--interval` (+-10%) or every
+//! ratio still wider has its row measured in `--max-runs` runs, or `--time-cap` for the whole
+//! run (checked after each run, before the minimum of runs: every size gets at least one;
+//! after it, a run takes as many of the widest ratios' rows as fit). When standard error is
+//! not a terminal (a log), each phase and each finished run is a line there. A row whose loads
+//! beat their floor beyond the noise (its `x floor` interval wholly below 1) is flagged as a
 //! measurement error rather than given a ratio.
 //!
 //! # JSON schema (`--json PATH`)

@@ -187,8 +187,8 @@ impl VkPlan {
 
     /// Builds the evaluation domain on a second thread, its twiddles on a rayon pool of its
     /// own as large as the caller's, while `work` runs on this one (given the proving key's
-    /// shape), then finishes the verifying key. Both take most of a load's
-    /// time at large `k` and neither waits for the other.
+    /// shape), then finishes the verifying key. Both take most of a load's time at large `k`
+    /// and neither waits for the other.
     ///
     /// The domain's memory is allocated at once: call this only when the input already
     /// justifies `2^k`-sized memory (for example, when the payload holds the polynomials'

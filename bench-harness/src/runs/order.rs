@@ -83,14 +83,14 @@ impl Selection {
     }
 }
 
-/// The claims a run after the minimum measures, widest first, of those whose row was
-/// measured in fewer than `max_runs` runs (a claim whose row was measured in as many is
-/// measured no more): those wider than
-/// `sound` (+-25%), or, when none is, those wider than four fifths of the widest, but not
-/// those within `interval` (the interval a run stops at). A row whose ratios are all narrow
-/// enough is measured no more while others are still wide, and the margin keeps a ratio just
-/// inside `sound` measured until the widest are no wider: the time goes to the rows that
-/// need it. None when every claim is within `interval` or measured `max_runs` times.
+/// The claims a run after the minimum measures, widest first, of those whose row was measured
+/// in fewer than `max_runs` runs (a claim whose row was measured in as many is measured no
+/// more): those wider than `sound` (+-25%), or, when none is, those wider than four fifths of
+/// the widest, but not those within `interval` (the interval a run stops at). A row whose
+/// ratios are all narrow enough is measured no more while others are still wide, and the
+/// margin keeps a ratio just inside `sound` measured until the widest are no wider: the time
+/// goes to the rows that need it. None when every claim is within `interval` or its row was
+/// measured `max_runs` times.
 pub(super) fn wide_claims(
     claims: &[Claim],
     sound: f64,
