@@ -302,6 +302,39 @@ fn buffer_fills_start_small_and_grow_to_the_capacity() {
     assert!(requests.iter().filter(|&&len| len == capacity).count() >= 2);
 }
 
+/// A small read after bulk reads fetches what small reads have earned, not a whole buffer:
+/// the bulk reads' bytes do not make the buffer's next fill grow.
+#[test]
+fn a_small_read_after_bulk_reads_fetches_little() {
+    struct Logged<'a>(&'a File, std::sync::Mutex<Vec<usize>>);
+    impl ReadAt for Logged<'_> {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.0.read_exact_at(buf, offset)
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            self.1.lock().unwrap().push(buf.len());
+            ReadAt::read_at(self.0, buf, offset)
+        }
+    }
+    let capacity = 1 << 20;
+    let data = pattern(4 * capacity);
+    let file = file_with(&data);
+    let logged = Logged(&file, std::sync::Mutex::new(Vec::new()));
+    let mut reader = AtSource::new(&logged, 0, capacity);
+    let mut header = vec![0u8; 100];
+    reader.read_exact(&mut header).unwrap();
+    let mut bulk = vec![0u8; 3 * capacity];
+    reader.read_exact_direct(&mut bulk).unwrap();
+    let mut tail = vec![0u8; 256];
+    reader.read_exact(&mut tail).unwrap();
+    let mut read = header;
+    read.extend(bulk);
+    read.extend(tail);
+    assert_eq!(read, data.get(..read.len()).unwrap());
+    let fills = logged.1.into_inner().unwrap();
+    assert_eq!(fills, [FIRST_FILL, 2 * FIRST_FILL]);
+}
+
 /// Memory that says it is read best in order (as a file out of the page cache is).
 struct InOrderMemory<'a>(&'a [u8]);
 
