@@ -18,11 +18,12 @@ use crate::vk_parts::{packed_selector_len, unpack_bits, VkParts};
 
 /// Runs `work` with its rayon calls (halo2's `parallelize`, which builds an evaluation
 /// domain's twiddles) on a pool of its own of `threads` threads, not on the pool of the
-/// thread that calls it or rayon's global one. A domain built beside the polynomials' reads
+/// thread that calls it or rayon's global one: how a load builds a key's evaluation domain
+/// beside its reads ([`VkPlan::finish_while`]). A domain built beside the polynomials' reads
 /// otherwise sends its jobs to the pool the reads keep busy, and they wait until every read
 /// is done: the domain was built after the reads, its one-threaded parts leaving the other
 /// cores idle. Without a pool (no thread could be started), `work` runs as called.
-fn on_a_pool_of_its_own<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> T {
+pub fn on_a_pool_of_its_own<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> T {
     match rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|index| format!("keycodec-domain-{index}"))

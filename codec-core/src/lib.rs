@@ -124,7 +124,7 @@ pub mod backend_api {
     //! (`keycodec_testkit::conformance_tests!(MyCodec::default());`, crate `codec-testkit`)
     //! checks all of it; the facade's backend list is the one place a backend is registered.
 
-    pub use crate::assembly::{assemble_pk, VkPlan};
+    pub use crate::assembly::{assemble_pk, on_a_pool_of_its_own, VkPlan};
     pub use crate::bulk::{Span, SpanData};
     pub use crate::codec::{DecodeContext, KeyCodec};
     pub use crate::error::{Error, IoContext, Result};

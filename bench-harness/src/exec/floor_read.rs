@@ -9,7 +9,7 @@ use halo2curves::bn256::Fr;
 use keycodec::Validation;
 use keycodec_core::backend_api::field::FR_BYTES;
 use keycodec_core::backend_api::raw_view::{as_raw_bytes_mut, zeroed};
-use keycodec_core::backend_api::{PayloadReader, Span};
+use keycodec_core::backend_api::{on_a_pool_of_its_own, PayloadReader, Span};
 use keycodec_core::header::HEADER_LEN;
 use keycodec_core::transport::{FileSource, ReadAt};
 use keycodec_core::BufferConfig;
@@ -113,16 +113,19 @@ pub struct Floor {
 /// Below this, the floor also reads on one thread.
 pub const SMALL_FILE: u64 = 256 << 20;
 
-/// Times `read` while the domain is built on another thread.
+/// Times `read` while the domain is built on another thread, its twiddles on a pool of its
+/// own as a load builds them ([`on_a_pool_of_its_own`]).
 fn timed_with_domain<T: 'static>(
     domain: Option<(u32, u32)>,
     read: impl FnOnce() -> Result<(bool, T), String>,
 ) -> Result<Floor, String> {
     let started = Instant::now();
+    let threads = rayon::current_num_threads();
     let (complete, held) = std::thread::scope(|scope| {
         let building = domain.map(|(degree, k)| {
             scope.spawn(move || {
-                let domain = EvaluationDomain::<Fr>::new(degree, k);
+                let domain =
+                    on_a_pool_of_its_own(threads, || EvaluationDomain::<Fr>::new(degree, k));
                 std::hint::black_box(&domain);
             })
         });
