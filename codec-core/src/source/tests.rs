@@ -262,22 +262,26 @@ fn requests_for_fills_whole_rounds() {
     }
 }
 
+/// A file whose reads of at most a buffer's worth ([`ReadAt::read_at`], how an
+/// [`AtSource`]'s small reads fetch) are logged by length; its exact reads (bulk reads) are
+/// not.
+struct Logged<'a>(&'a File, std::sync::Mutex<Vec<usize>>);
+
+impl ReadAt for Logged<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.1.lock().unwrap().push(buf.len());
+        ReadAt::read_at(self.0, buf, offset)
+    }
+}
+
 /// The buffer's first fill fetches [`FIRST_FILL`] bytes, each next one that much more than
 /// all fetched before, up to the capacity: a header read first does not cost a whole
 /// buffer. Small reads still hand out the source in order.
 #[test]
 fn buffer_fills_start_small_and_grow_to_the_capacity() {
-    struct Logged<'a>(&'a File, std::sync::Mutex<Vec<usize>>);
-    impl ReadAt for Logged<'_> {
-        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-            self.1.lock().unwrap().push(buf.len());
-            self.0.read_exact_at(buf, offset)
-        }
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            self.1.lock().unwrap().push(buf.len());
-            ReadAt::read_at(self.0, buf, offset)
-        }
-    }
     let capacity = 1 << 20;
     let data = pattern(3 * capacity);
     let file = file_with(&data);
@@ -306,16 +310,6 @@ fn buffer_fills_start_small_and_grow_to_the_capacity() {
 /// the bulk reads' bytes do not make the buffer's next fill grow.
 #[test]
 fn a_small_read_after_bulk_reads_fetches_little() {
-    struct Logged<'a>(&'a File, std::sync::Mutex<Vec<usize>>);
-    impl ReadAt for Logged<'_> {
-        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-            self.0.read_exact_at(buf, offset)
-        }
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            self.1.lock().unwrap().push(buf.len());
-            ReadAt::read_at(self.0, buf, offset)
-        }
-    }
     let capacity = 1 << 20;
     let data = pattern(4 * capacity);
     let file = file_with(&data);
