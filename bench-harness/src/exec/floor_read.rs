@@ -120,6 +120,10 @@ fn timed_with_domain<T: 'static>(
     read: impl FnOnce() -> Result<(bool, T), String>,
 ) -> Result<Floor, String> {
     let started = Instant::now();
+    // Asked before anything else, also where no domain is built: it starts rayon's global
+    // pool, whose threads then start while the file is opened and its header read (a floor
+    // of parameters from the page cache took 1.15x as long, per-round median of sixteen, with
+    // the pool started by its first read instead).
     let threads = rayon::current_num_threads();
     let (complete, held) = std::thread::scope(|scope| {
         let building = domain.map(|(degree, k)| {
