@@ -186,6 +186,38 @@ fn the_fast_point_check_answers_as_halo2curves() {
     assert!(!raw_point_on_curve(&[cases[3].as_slice(), &[0]].concat()));
 }
 
+#[test]
+fn montgomery_reductions_are_halo2curves_products() {
+    let curve = mont::Mont::get();
+    let mut rng = rand::thread_rng();
+    // Small and largest values, as values and as raw limbs (`q - 1`: the largest limbs there
+    // are), then random ones.
+    let mut largest_limbs = *curve.modulus();
+    largest_limbs[0] -= 1; // q is odd
+    let raw = |limbs: [u64; 4]| Fq::from_raw_bytes_unchecked(&limbs.map(u64::to_le_bytes).concat());
+    let mut values = vec![Fq::ZERO, Fq::ONE, -Fq::ONE, -Fq::from(2), Fq::from(3)];
+    values.extend([raw([1, 0, 0, 0]), raw(largest_limbs)]);
+    values.extend((0..2_000).map(|_| Fq::random(&mut rng)));
+    let montgomery = |wide| curve.reduce_once(curve.redc(wide));
+    for a in &values {
+        let la = mont::limbs(a);
+        assert_eq!(mont::square(&la), mont::product(&la, &la), "{a:?}");
+        assert_eq!(
+            montgomery(mont::square(&la)),
+            mont::limbs(&a.square()),
+            "{a:?}"
+        );
+        for b in values.iter().take(40) {
+            let lb = mont::limbs(b);
+            assert_eq!(
+                montgomery(mont::product(&la, &lb)),
+                mont::limbs(&(a * b)),
+                "{a:?} * {b:?}"
+            );
+        }
+    }
+}
+
 /// A random point of G1, raw.
 fn random_raw_point(rng: &mut impl rand::RngCore) -> [u8; 64] {
     (G1::generator() * Fr::random(rng))
