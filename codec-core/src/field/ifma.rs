@@ -85,11 +85,7 @@ impl Ifma {
 impl Constants {
     fn new() -> Constants {
         let q = super::base_modulus_limbs();
-        // Newton's iteration for q^-1 mod 2^64 (q is odd): each step doubles the bits.
-        let mut inverse: u64 = 1;
-        for _ in 0..6 {
-            inverse = inverse.wrapping_mul(2u64.wrapping_sub(q[0].wrapping_mul(inverse)));
-        }
+        let inverse = super::base_modulus_inverse();
         let b_term = Fq::from(3) * Fq::from(2).pow_vartime([252]);
         let multiple = |times: u64| split(&scale(&q, times));
         Constants {

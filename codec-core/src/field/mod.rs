@@ -325,6 +325,18 @@ fn base_modulus_limbs() -> [u64; 4] {
     limbs_of_modulus::<Fq>()
 }
 
+/// `q^-1 mod 2^64` for the base field's modulus `q`: the constant of its Montgomery
+/// reductions (`-q^-1`).
+fn base_modulus_inverse() -> u64 {
+    let q = base_modulus_limbs();
+    // Newton's iteration (q is odd): each step doubles the bits that are right.
+    let mut inverse: u64 = 1;
+    for _ in 0..6 {
+        inverse = inverse.wrapping_mul(2u64.wrapping_sub(q[0].wrapping_mul(inverse)));
+    }
+    inverse
+}
+
 /// A prime field's modulus as little-endian limbs: its largest element's value plus one.
 fn limbs_of_modulus<F: PrimeField>() -> [u64; 4] {
     let mut limbs = canonical_limbs(&-F::ONE);

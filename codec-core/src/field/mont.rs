@@ -36,11 +36,6 @@ impl Mont {
         static MONT: std::sync::OnceLock<Mont> = std::sync::OnceLock::new();
         MONT.get_or_init(|| {
             let q = super::base_modulus_limbs();
-            // Newton's iteration for q^-1 mod 2^64 (q is odd): each step doubles the bits.
-            let mut inverse: u64 = 1;
-            for _ in 0..6 {
-                inverse = inverse.wrapping_mul(2u64.wrapping_sub(q[0].wrapping_mul(inverse)));
-            }
             // The element b·R has the raw limbs b·R^2 mod q.
             let b_r = <G1Affine as halo2_proofs::halo2curves::CurveAffine>::b()
                 * Fq::from(2).pow_vartime([256]);
@@ -51,7 +46,7 @@ impl Mont {
             c_wide[..4].copy_from_slice(&c);
             Mont {
                 q,
-                q_inv: inverse.wrapping_neg(),
+                q_inv: super::base_modulus_inverse().wrapping_neg(),
                 offset: sub(&add(&product(&q, &q), &q_wide), &c_wide),
             }
         })
