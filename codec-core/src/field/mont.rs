@@ -4,11 +4,11 @@
 //!
 //! A raw point holds `X = x·R mod q` and `Y = y·R mod q` (`R = 2^256`). `y^2 = x^3 + b` is
 //! `Y^2 ≡ X2·X + c (mod q)` with `X2 = x^2·R mod q` (one Montgomery product) and the constant
-//! `c = b·R^2 mod q`. `Y^2` and `X2·X` are left as 512-bit integers, and their difference,
-//! made positive by a constant multiple of `q`, is reduced once (Montgomery's reduction):
-//! zero modulo `q` exactly when the point is on the curve: two squares (10 word products
-//! each), a product (16) and two reductions (20 each), 76 word products a point against the
-//! 108 of three of halo2curves' Montgomery products (16 and 20 each). The
+//! `c = b·R^2 mod q`. `Y^2` and `X2·X` are left as 512-bit integers; `Y^2 - X2·X - c`, made
+//! positive by adding `q^2 + q` (a multiple of `q`), is reduced once (Montgomery's
+//! reduction), and is zero modulo `q` exactly when the point is on the curve. Two squares
+//! (10 word products each), a product (16) and two reductions (20 each): 76 word products a
+//! point, against the 108 of three of halo2curves' Montgomery products (16 and 20 each). The
 //! test `montgomery_reductions_are_halo2curves_products` compares the parts with
 //! halo2curves, and `the_fast_point_check_answers_as_halo2curves` the whole check.
 
