@@ -350,12 +350,15 @@ fn limbs_of_modulus<F: PrimeField>() -> [u64; 4] {
 /// A field element's value (not its Montgomery form) as little-endian 64-bit limbs, from its
 /// canonical encoding (little-endian for both BN254 fields).
 pub(crate) fn canonical_limbs<F: PrimeField>(value: &F) -> [u64; 4] {
-    let repr = value.to_repr();
-    let mut limbs = [0u64; 4];
-    for (limb, bytes) in limbs.iter_mut().zip(repr.as_ref().chunks_exact(8)) {
-        *limb = u64::from_le_bytes(bytes.try_into().unwrap_or_default());
-    }
-    limbs
+    limbs_le(value.to_repr().as_ref())
+}
+
+/// The little-endian 64-bit limbs of 32 little-endian bytes (the first 32 of `bytes`; zeros
+/// for any missing): a canonical encoding, or a raw one (Montgomery limbs) as read.
+#[inline(always)]
+fn limbs_le(bytes: &[u8]) -> [u64; 4] {
+    let (words, _) = bytes.as_chunks::<8>();
+    std::array::from_fn(|i| words.get(i).map_or(0, |word| u64::from_le_bytes(*word)))
 }
 
 /// Whether a raw element (Montgomery limbs, little-endian) is below the modulus: what
@@ -416,7 +419,7 @@ fn raw_point_on_curve(point: &[u8]) -> bool {
     if !raw_below_modulus(x, curve.modulus()) || !raw_below_modulus(y, curve.modulus()) {
         return false;
     }
-    let (x, y) = (mont::raw_limbs(x), mont::raw_limbs(y));
+    let (x, y) = (limbs_le(x), limbs_le(y));
     curve.on_curve(&x, &y) || (x == [0; 4] && y == [0; 4])
 }
 

@@ -188,13 +188,5 @@ fn sub(a: &Wide, b: &Wide) -> Wide {
 
 /// An element's raw limbs (its Montgomery form).
 pub(super) fn limbs(value: &Fq) -> [u64; 4] {
-    raw_limbs(&value.to_raw_bytes())
-}
-
-/// The little-endian limbs of a raw coordinate as read (its first 32 bytes; zeros for any
-/// missing).
-#[inline(always)]
-pub(super) fn raw_limbs(bytes: &[u8]) -> [u64; 4] {
-    let (words, _) = bytes.as_chunks::<8>();
-    std::array::from_fn(|i| words.get(i).map_or(0, |word| u64::from_le_bytes(*word)))
+    super::limbs_le(&value.to_raw_bytes())
 }
