@@ -95,18 +95,9 @@ impl Mont {
 
     /// `t - q` if `t >= q`, else `t`: `t` below `2q` comes back below `q`.
     pub(super) fn reduce_once(&self, t: [u64; 4]) -> [u64; 4] {
-        let mut less = [0u64; 4];
-        let mut borrow = false;
-        for ((out, &value), &modulus) in less.iter_mut().zip(&t).zip(&self.q) {
-            let (partial, first) = value.overflowing_sub(modulus);
-            let (total, second) = partial.overflowing_sub(u64::from(borrow));
-            *out = total;
-            borrow = first || second;
-        }
-        if borrow {
-            t
-        } else {
-            less
+        match subtract(&t, &self.q) {
+            (_, true) => t,
+            (less, false) => less,
         }
     }
 }
@@ -175,7 +166,12 @@ fn add(a: &Wide, b: &Wide) -> Wide {
 
 /// `a - b`, for `a >= b`.
 fn sub(a: &Wide, b: &Wide) -> Wide {
-    let mut difference = [0u64; 8];
+    subtract(a, b).0
+}
+
+/// `a - b` modulo `2^(64 N)`, and whether it borrowed (`a < b`).
+fn subtract<const N: usize>(a: &[u64; N], b: &[u64; N]) -> ([u64; N], bool) {
+    let mut difference = [0u64; N];
     let mut borrow = false;
     for ((out, &a), &b) in difference.iter_mut().zip(a).zip(b) {
         let (partial, first) = a.overflowing_sub(b);
@@ -183,7 +179,7 @@ fn sub(a: &Wide, b: &Wide) -> Wide {
         *out = total;
         borrow = first || second;
     }
-    difference
+    (difference, borrow)
 }
 
 /// An element's raw limbs (its Montgomery form).
