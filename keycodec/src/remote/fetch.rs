@@ -67,16 +67,21 @@ impl Fetcher {
     ) -> Result<Vec<&'b mut [u8]>> {
         let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
         let mut filling = Filling::new(dsts);
-        self.fetch_range(start..start + len, &mut |chunk| {
-            filling
-                .write(chunk)
-                .then_some(())
-                .ok_or_else(|| Error::Malformed("the store sent more bytes than asked".into()))
-        })
-        .await?;
+        self.fetch_into(start..start + len, &mut filling).await?;
         filling.finish().ok_or(Error::Truncated {
             context: "a range of the object",
         })
+    }
+
+    /// One ranged GET of `range`, written next into `filling` as it arrives.
+    pub(super) async fn fetch_into(
+        &self,
+        range: Range<u64>,
+        filling: &mut Filling<'_>,
+    ) -> Result<()> {
+        let sent = self.send(range).await?;
+        self.receive(sent, &mut |chunk| write_next(filling, chunk))
+            .await
     }
 
     /// One ranged GET of `range`, once the flow admits it, conditional on the object's
@@ -87,7 +92,14 @@ impl Fetcher {
         range: Range<u64>,
         take: &mut (dyn FnMut(&[u8]) -> Result<()> + Send),
     ) -> Result<()> {
-        let _permit = self.flow.admit().await;
+        let sent = self.send(range).await?;
+        self.receive(sent, take).await
+    }
+
+    /// Sends a ranged GET of `range` once the flow admits it, conditional on the object's
+    /// version, and waits for its answer to begin (its body is [`Fetcher::receive`]d).
+    pub(super) async fn send(&self, range: Range<u64>) -> Result<Sent<'_>> {
+        let permit = self.flow.admit().await;
         let options = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             // `If-Match` compares strongly: a weak ETag (`W/"…"`, a server that may re-encode)
@@ -106,6 +118,25 @@ impl Fetcher {
                 return Err(self.changed());
             }
         }
+        Ok(Sent {
+            _permit: permit,
+            range,
+            response,
+        })
+    }
+
+    /// The body of a GET [`Fetcher::send`] sent: each chunk handed to `take` as it arrives
+    /// (and written to the tee); the range noted as written once the tee holds all of it.
+    pub(super) async fn receive(
+        &self,
+        sent: Sent<'_>,
+        take: &mut (dyn FnMut(&[u8]) -> Result<()> + Send),
+    ) -> Result<()> {
+        let Sent {
+            _permit,
+            range,
+            response,
+        } = sent;
         let mut body = response.into_stream();
         let mut received = 0u64;
         while let Some(chunk) = body.next().await {
@@ -183,6 +214,25 @@ impl Fetcher {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// A GET sent, its answer begun, holding its place in the flow until its body is received.
+pub(super) struct Sent<'f> {
+    _permit: Option<tokio::sync::SemaphorePermit<'f>>,
+    range: Range<u64>,
+    response: object_store::GetResult,
+}
+
+/// Writes `chunk` next into `filling`.
+///
+/// # Errors
+///
+/// [`Error::Malformed`] when it goes past the destinations.
+pub(super) fn write_next(filling: &mut Filling<'_>, chunk: &[u8]) -> Result<()> {
+    filling
+        .write(chunk)
+        .then_some(())
+        .ok_or_else(|| Error::Malformed("the store sent more bytes than asked".into()))
 }
 
 /// Whether an ETag is weak (`W/"…"`).

@@ -41,6 +41,7 @@
 pub(crate) mod cache;
 mod fetch;
 mod flow;
+mod held;
 mod object;
 mod options;
 mod readahead;
@@ -60,6 +61,7 @@ use tokio::runtime::{Handle, Runtime};
 
 use fetch::{Fetcher, Tee};
 use flow::{Flow, Growth};
+use held::{Held, HeldRanges};
 use keycodec_core::backend_api::circuit::configure;
 use keycodec_core::halo2_proofs::plonk::{Circuit, ConstraintSystem};
 use keycodec_core::halo2curves::bn256::Fr;

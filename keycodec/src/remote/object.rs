@@ -6,15 +6,15 @@
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::ObjectStore;
 use tokio::runtime::Handle;
 
-use keycodec_core::transport::{Dst, ReadAt};
+use keycodec_core::transport::{Dst, Filling, ReadAt};
 use keycodec_core::{Error, Result};
 
-use super::fetch::Fetcher;
+use super::fetch::{write_next, Fetcher};
+use super::held::{self, Held, HeldRanges, Segment};
 use super::readahead::ReadAhead;
 use super::ObjectInfo;
 
@@ -37,34 +37,7 @@ pub(super) async fn opening(
     location: &ObjectPath,
     len: u64,
 ) -> Result<Option<(ObjectInfo, Vec<u8>)>> {
-    let options = GetOptions {
-        range: Some(GetRange::Bounded(0..len)),
-        ..GetOptions::default()
-    };
-    let Ok(response) = store.get_opts(location, options).await else {
-        return Ok(None);
-    };
-    // `object_store` checked the reported range against the one asked for and the size it
-    // reports; the bytes are bounded by that range, never by the size.
-    let expected = len.min(response.meta.size);
-    if response.range != (0..expected) {
-        return Ok(None);
-    }
-    let info = ObjectInfo::from(response.meta.clone());
-    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
-    let mut body = response.into_stream();
-    while let Some(chunk) = body.next().await {
-        let Ok(chunk) = chunk else {
-            return Ok(None);
-        };
-        if (bytes.len() + chunk.len()) as u64 > expected {
-            return Err(Error::Malformed(
-                "the store sent more bytes than asked".into(),
-            ));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok((bytes.len() as u64 == expected).then_some((info, bytes)))
+    held::unconditional(store, location, 0..len).await
 }
 
 /// An object read by ranged GETs (see the module docs). A failure of the store is kept (the
@@ -83,34 +56,15 @@ pub(super) struct ObjectSource {
     /// The most bytes the read-ahead holds.
     pub(super) read_ahead: u64,
     pub(super) failure: Mutex<Option<Error>>,
-    /// The object's last bytes, fetched as a load starts ([`ObjectSource::fetch_tail`]).
-    pub(super) tail: OnceLock<Tail>,
+    /// Ranges fetched ahead of the reads that need them: a load's first round, the
+    /// object's end ([`ObjectSource::fetch_tail`]).
+    pub(super) held: HeldRanges,
 }
 
 /// The object's last bytes fetched as a load starts: a container's end (the circuit's record
 /// after the payload), which a decoder reads last, after a bulk read, would otherwise cost a
 /// round trip of its own.
 pub(super) const TAIL: u64 = 64 << 10;
-
-/// The object's bytes from `start` to its end, being fetched or fetched.
-pub(super) struct Tail {
-    start: u64,
-    state: Mutex<TailState>,
-}
-
-enum TailState {
-    Fetching(tokio::task::JoinHandle<Result<Vec<u8>>>),
-    Fetched(Vec<u8>),
-    Failed,
-}
-
-impl Drop for Tail {
-    fn drop(&mut self) {
-        if let Ok(TailState::Fetching(task)) = self.state.get_mut() {
-            task.abort();
-        }
-    }
-}
 
 impl ObjectSource {
     /// The store's failure that made a read fail, if one did.
@@ -132,81 +86,99 @@ impl ObjectSource {
         self.fetcher.info.size
     }
 
-    /// Hands the object's first bytes, already fetched ([`opening`]), to the read-ahead: the
-    /// reader's first reads from offset 0 take them without a request.
-    pub(super) fn seed(&self, bytes: Vec<u8>) {
-        if let Ok(mut readahead) = self.readahead.lock() {
-            readahead.seed(bytes);
+    /// Starts fetching the object's last bytes (at most [`TAIL`], none of those held from
+    /// its start): reads that fall within them take them instead of a request.
+    pub(super) fn fetch_tail(&mut self) {
+        let size = self.size();
+        let start = size
+            .saturating_sub(TAIL)
+            .max(self.held.contiguous_from(0, size));
+        if start < size {
+            let tail = Held::known(&self.handle, &self.fetcher, start..size);
+            self.held.add(tail);
         }
     }
 
-    /// Starts fetching the object's last bytes (at most [`TAIL`], none of the first
-    /// `opened`, which the reader has already): reads that fall within them take them
+    /// Holds `ranges` (a load's first bytes and first round): reads there take them
     /// instead of a request.
-    pub(super) fn fetch_tail(&self, opened: u64) {
-        let start = self.size().saturating_sub(TAIL).max(opened);
-        if start >= self.size() || self.tail.get().is_some() {
-            return;
+    pub(super) fn hold(&mut self, ranges: impl IntoIterator<Item = Held>) {
+        for held in ranges {
+            self.held.add(held);
         }
-        let fetcher = Arc::clone(&self.fetcher);
-        let task = self.handle.spawn(async move {
-            let len = usize::try_from(fetcher.info.size.saturating_sub(start)).unwrap_or(0);
-            let mut bytes = vec![0u8; len];
-            fetcher
-                .fetch_vectored(start, vec![Dst::Init(&mut bytes)])
-                .await?;
-            Ok(bytes)
-        });
-        let tail = Tail {
-            start,
-            state: Mutex::new(TailState::Fetching(task)),
-        };
-        let _ = self.tail.set(tail);
     }
 
-    /// Fills `buf` with the bytes from `offset` out of the tail, if it holds them all and
-    /// its fetch succeeded (waiting for it); `false` otherwise (a failed fetch is left to
-    /// the read's own request to report).
-    fn read_tail(&self, buf: &mut [u8], offset: u64) -> bool {
-        let Some(tail) = self.tail.get().filter(|tail| offset >= tail.start) else {
-            return false;
-        };
-        let Ok(mut state) = tail.state.lock() else {
-            return false;
-        };
-        if let TailState::Fetching(task) = &mut *state {
-            *state = match self.handle.block_on(task) {
-                Ok(Ok(bytes)) => TailState::Fetched(bytes),
-                _ => TailState::Failed,
-            };
+    /// Fills `dsts`, one after the other from `offset` (within the object), from the bytes
+    /// held where they are and by ranged GETs elsewhere: every gap's GET sent at once, each
+    /// part written in its turn. Held bytes that did not come (a failed or refused request)
+    /// are fetched in their turn.
+    async fn fill<'b>(&self, dsts: Vec<Dst<'b>>, offset: u64) -> Result<Vec<&'b mut [u8]>> {
+        let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
+        let segments = self.held.segments(offset..offset + len, self.size());
+        if let [Segment::Gap(_)] = segments.as_slice() {
+            return self.fetcher.fetch_vectored(offset, dsts).await;
         }
-        let TailState::Fetched(bytes) = &*state else {
-            return false;
-        };
-        let held = usize::try_from(offset - tail.start)
-            .ok()
-            .and_then(|from| bytes.get(from..from.checked_add(buf.len())?));
-        match held {
-            Some(held) => {
-                buf.copy_from_slice(held);
-                true
+        let fetcher = &self.fetcher;
+        let sent = futures_util::future::join_all(segments.iter().map(|segment| async move {
+            match segment {
+                Segment::Gap(range) => Some(fetcher.send(range.clone()).await),
+                Segment::Held(..) => None,
             }
-            None => false,
+        }))
+        .await;
+        let mut filling = Filling::new(dsts);
+        for (segment, sent) in segments.iter().zip(sent) {
+            match (segment, sent) {
+                (Segment::Gap(_), Some(sent)) => {
+                    fetcher
+                        .receive(sent?, &mut |chunk| write_next(&mut filling, chunk))
+                        .await?;
+                }
+                (Segment::Held(held, range), _) => match held.bytes(&fetcher.info).await {
+                    Some(answer) => {
+                        let from =
+                            usize::try_from(range.start - held.start()).unwrap_or(usize::MAX);
+                        let len = usize::try_from(range.end - range.start).unwrap_or(usize::MAX);
+                        let bytes = answer
+                            .bytes
+                            .get(from..from.saturating_add(len))
+                            .ok_or_else(|| Error::Internal("held bytes out of place".into()))?;
+                        write_next(&mut filling, bytes)?;
+                    }
+                    None => fetcher.fetch_into(range.clone(), &mut filling).await?,
+                },
+                (Segment::Gap(range), None) => {
+                    fetcher.fetch_into(range.clone(), &mut filling).await?
+                }
+            }
         }
+        filling.finish().ok_or(Error::Truncated {
+            context: "a range of the object",
+        })
     }
 
-    /// Fills `buf` with the object's bytes from `offset` (within the object): ranged GETs
-    /// of a piece each ([`super::range_piece`]), all sent at once (the flow lets as many
-    /// through as it keeps in flight).
+    /// Copies into `buf` the bytes held from `offset`, as many as are held there in one
+    /// range (waiting for them); `None` where none are, or they did not come.
+    fn read_held(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+        let (held, within) = self.held.at(offset, self.size())?;
+        let answer = self.handle.block_on(held.bytes(&self.fetcher.info))?;
+        let from = usize::try_from(offset - held.start()).ok()?;
+        let n = usize::try_from(within.end - offset).map_or(buf.len(), |n| n.min(buf.len()));
+        let (head, _) = buf.split_at_mut(n);
+        head.copy_from_slice(answer.bytes.get(from..from.checked_add(n)?)?);
+        Some(n)
+    }
+
+    /// Fills `buf` with the object's bytes from `offset` (within the object): in pieces
+    /// ([`super::range_piece`]), all at once (the flow lets as many through as it keeps in
+    /// flight).
     fn fetch(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         if buf.is_empty() {
             return Ok(());
         }
         let piece = super::range_piece(buf.len() as u64, self.requests_at_once(), self.range_size);
         let step = usize::try_from(piece).unwrap_or(self.range_size).max(1);
-        let fetcher = &self.fetcher;
         let requests = buf.chunks_mut(step).enumerate().map(|(index, piece)| {
-            fetcher.fetch_vectored(offset + (index * step) as u64, vec![Dst::Init(piece)])
+            self.fill(vec![Dst::Init(piece)], offset + (index * step) as u64)
         });
         let fetched = self
             .handle
@@ -221,9 +193,6 @@ impl ReadAt for ObjectSource {
         if end.is_none_or(|end| end > self.size()) {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        if self.read_tail(buf, offset) {
-            return Ok(());
-        }
         self.fetch(buf, offset)
     }
 
@@ -235,8 +204,8 @@ impl ReadAt for ObjectSource {
             return Ok(0);
         }
         let (head, _) = buf.split_at_mut(n);
-        if self.read_tail(head, offset) {
-            return Ok(n);
+        if let Some(held) = self.read_held(head, offset) {
+            return Ok(held);
         }
         match self.readahead.lock() {
             Ok(mut readahead) => readahead
@@ -249,18 +218,17 @@ impl ReadAt for ObjectSource {
     /// The requests at once (as many in flight as the flow allows), each a ranged GET
     /// conditional on the object's version.
     fn read_exact_many_at(&self, requests: &mut [(&mut [u8], u64)]) -> io::Result<()> {
-        use futures_util::stream::{self, TryStreamExt};
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
         for (buf, offset) in requests.iter() {
             let end = offset.checked_add(buf.len() as u64);
             if end.is_none_or(|end| end > self.size()) {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
         }
-        let fetcher = &self.fetcher;
         let fetches = requests
             .iter_mut()
             .filter(|(buf, _)| !buf.is_empty())
-            .map(|(buf, offset)| fetcher.fetch_vectored(*offset, vec![Dst::Init(buf)]));
+            .map(|(buf, offset)| self.fill(vec![Dst::Init(buf)], *offset));
         let fetched = self.handle.block_on(
             stream::iter(fetches)
                 .buffer_unordered(super::MAX_CONCURRENCY_CEILING)
@@ -284,7 +252,7 @@ impl ReadAt for ObjectSource {
             return Ok(dsts.into_iter().map(|_| <&mut [u8]>::default()).collect());
         }
         self.handle
-            .block_on(self.fetcher.fetch_vectored(offset, dsts))
+            .block_on(self.fill(dsts, offset))
             .map_err(|error| self.fail(error))
     }
 

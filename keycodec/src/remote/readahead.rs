@@ -56,15 +56,6 @@ impl ReadAhead {
         self.front = None;
     }
 
-    /// Starts again at 0 with `bytes`, the object's first ones, as the front window.
-    pub(super) fn seed(&mut self, bytes: Vec<u8>) {
-        self.restart(0);
-        if !bytes.is_empty() {
-            self.next = bytes.len() as u64;
-            self.front = Some((0, bytes));
-        }
-    }
-
     /// Starts fetching windows until enough are ahead of the reader.
     fn fill(&mut self, fetcher: &Arc<Fetcher>, handle: &Handle, bound: u64) {
         let size = fetcher.info.size;

@@ -350,20 +350,31 @@ impl Remote {
             readahead: Mutex::new(ReadAhead::default()),
             read_ahead: (self.options.memory as u64).min(READ_AHEAD),
             failure: Mutex::new(None),
-            tail: OnceLock::new(),
+            held: HeldRanges::default(),
         })
     }
 
     /// The object's size, ETag and version, with its first bytes when one ranged GET could
-    /// bring both (see [`object::opening`]), else by [`Remote::head`] alone.
-    fn describe(&self, location: &ObjectPath) -> Result<(ObjectInfo, Option<Vec<u8>>)> {
-        let opened = self
-            .handle()?
+    /// bring both (see [`object::opening`]), else by [`Remote::head`] alone; with
+    /// `first_round`, the ranges that follow the first bytes are asked for at the same time
+    /// (see [`held`](super::held)).
+    fn describe(
+        &self,
+        location: &ObjectPath,
+        first_round: bool,
+    ) -> Result<(ObjectInfo, Option<Vec<u8>>, Vec<Held>)> {
+        let handle = self.handle()?;
+        let bytes = match first_round {
+            true => self.options.first_round_bytes(),
+            false => 0,
+        };
+        let held = Held::first_round(handle, &self.store, location, object::OPENING, bytes);
+        let opened = handle
             .block_on(object::opening(&*self.store, location, object::OPENING))
             .map_err(|err| err.in_object(&self.name(location)))?;
         match opened {
-            Some((info, bytes)) => Ok((info, Some(bytes))),
-            None => Ok((self.head(location)?, None)),
+            Some((info, bytes)) => Ok((info, Some(bytes), held)),
+            None => Ok((self.head(location)?, None, held)),
         }
     }
 
@@ -398,12 +409,14 @@ impl Remote {
         tee: Option<(&File, &ObjectInfo)>,
     ) -> Result<Decoded> {
         let described;
-        let (tee, info, opening) = match tee {
-            Some((file, info)) => (Some(file), info, None),
+        // Proving keys and parameters are large: their first round is worth its requests.
+        let large = request.kind != ArtifactKind::Verifying;
+        let (tee, info, opening, first_round) = match tee {
+            Some((file, info)) => (Some(file), info, None, Vec::new()),
             None => {
-                let (info, opening) = self.describe(location)?;
+                let (info, opening, first_round) = self.describe(location, large)?;
                 described = info;
-                (None, &described, opening)
+                (None, &described, opening, first_round)
             }
         };
         let read = || {
@@ -411,12 +424,10 @@ impl Remote {
                 file.set_len(info.size)
                     .map_err(|err| Error::io("size the cache file", err))?;
             }
-            let source = self.source(location, info, tee)?;
-            let opened = opening.as_ref().map_or(0, |bytes| bytes.len() as u64);
-            if let Some(bytes) = opening {
-                source.seed(bytes);
-            }
-            source.fetch_tail(opened);
+            let mut source = self.source(location, info, tee)?;
+            let opening = opening.map(|bytes| Held::fetched(0, info.clone(), bytes));
+            source.hold(opening.into_iter().chain(first_round));
+            source.fetch_tail();
             let decoded = transport::read(
                 codec,
                 request,
@@ -469,6 +480,69 @@ mod tests {
     use super::*;
     use object_store::PutPayload;
 
+    /// A first round's bytes serve the reads that fall in them without a request of their
+    /// own: once the object is gone they still read, where a read past them fails.
+    #[test]
+    fn reads_in_the_first_round_are_served_by_it() {
+        let (remote, at) = Remote::from_url("memory:///round.bin").unwrap();
+        let remote = remote.with_options(RemoteOptions {
+            first_round: 1 << 20,
+            ..RemoteOptions::default()
+        });
+        let bytes: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+        let handle = remote.handle().unwrap().clone();
+        handle
+            .block_on(remote.store().put(&at, PutPayload::from(bytes.clone())))
+            .unwrap();
+        let (info, opening, round) = remote.describe(&at, true).unwrap();
+        assert_eq!(round.len(), 1, "one piece of 1 MiB");
+        for held in &round {
+            assert!(handle.block_on(held.bytes(&info)).is_some());
+        }
+        handle.block_on(remote.store().delete(&at)).unwrap();
+        let mut source = remote.source(&at, &info, None).unwrap();
+        let opening = Held::fetched(0, info.clone(), opening.unwrap());
+        source.hold(std::iter::once(opening).chain(round));
+        let held = (object::OPENING + (1 << 20)) as usize;
+        let mut read = vec![0u8; held];
+        transport::ReadAt::read_exact_at(&source, &mut read, 0).unwrap();
+        assert!(read == bytes[..held]);
+        let n = transport::ReadAt::read_at(&source, &mut read, 100).unwrap();
+        assert!(n > 0 && read[..n] == bytes[100..100 + n], "in order too");
+        let mut past = vec![0u8; 2];
+        assert!(transport::ReadAt::read_exact_at(&source, &mut past, held as u64 - 1).is_err());
+    }
+
+    /// A first round's answers are used only where they describe the object as the load's
+    /// first answer did: those of a version replaced since are fetched again, of the version
+    /// the load reads.
+    #[test]
+    fn a_first_round_of_another_version_is_not_used() {
+        let (remote, at) = Remote::from_url("memory:///version.bin").unwrap();
+        let handle = remote.handle().unwrap().clone();
+        let put = |byte: u8| {
+            let payload = PutPayload::from(vec![byte; 3 << 20]);
+            handle.block_on(remote.store().put(&at, payload)).unwrap();
+        };
+        put(1);
+        let (first, _, round) = remote.describe(&at, true).unwrap();
+        for held in &round {
+            let _ = handle.block_on(held.bytes(&first));
+        }
+        put(2);
+        let second = remote.head(&at).unwrap();
+        assert_eq!(second.size, first.size);
+        assert_ne!(second, first);
+        let mut source = remote.source(&at, &second, None).unwrap();
+        source.hold(round);
+        let mut read = vec![0u8; 3 << 20];
+        transport::ReadAt::read_exact_at(&source, &mut read, 0).unwrap();
+        assert!(
+            read.iter().all(|&byte| byte == 2),
+            "bytes of the second version only"
+        );
+    }
+
     /// The object's end, fetched as a load starts, serves the reads that fall in it without
     /// a request of their own: once the object is gone they still read, where a read
     /// elsewhere fails.
@@ -481,8 +555,8 @@ mod tests {
             .block_on(remote.store().put(&at, PutPayload::from(bytes.clone())))
             .unwrap();
         let info = remote.head(&at).unwrap();
-        let source = remote.source(&at, &info, None).unwrap();
-        source.fetch_tail(0);
+        let mut source = remote.source(&at, &info, None).unwrap();
+        source.fetch_tail();
         let tail = usize::try_from(super::super::object::TAIL).unwrap();
         let mut end = vec![0u8; 100];
         transport::ReadAt::read_exact_at(&source, &mut end, info.size - 100).unwrap();

@@ -123,6 +123,15 @@ fn cached_keys(cache: &Path) -> Vec<PathBuf> {
 
 /// Reads through a small buffer (16 KiB): a remote load's requests must not depend on it
 /// (a header request, then the rest coalesced into requests sized by the object).
+/// Without a first round: the load's requests after its first are the reader's own.
+fn no_first_round(remote: Arc<Remote>) -> Remote {
+    let remote = Arc::into_inner(remote).expect("the only handle");
+    remote.with_options(RemoteOptions {
+        first_round: 0,
+        ..RemoteOptions::default()
+    })
+}
+
 fn small_buffers() -> LoadOptions {
     LoadOptions {
         buffers: BufferConfig::both(Size::kib(16)),
@@ -287,6 +296,56 @@ fn a_load_opens_the_object_with_one_ranged_get() {
     );
 }
 
+/// A load of a proving key asks, with its first request, for the megabytes that follow: a
+/// key they hold takes no request after them (no HEAD, no tail, no payload range), whatever
+/// the backend. Pieces the store refuses or fails are fetched again where the key needs them.
+#[test]
+fn a_load_asks_for_its_first_round_with_its_first_request() {
+    let fixture = standard_plonk_k10();
+    let codec = &RawBytesCodec::default();
+    let Saved {
+        remote, proxy, at, ..
+    } = saved_behind_proxy("first-round", codec);
+    let size = remote.head(&at).unwrap().size;
+    assert!(
+        size < (1 << 20),
+        "a key within the first round's first piece: {size} bytes"
+    );
+    proxy.reset_counts();
+    let pk: ProvingKey<G1Affine> = remote
+        .load::<StandardPlonk, _>(codec, &at, (), &checked())
+        .unwrap();
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    let round = RemoteOptions::default().first_round >> 20;
+    assert_eq!(proxy.count("HEAD", false), 0);
+    assert_eq!(
+        proxy.count("GET", true),
+        1 + round,
+        "the first request and its round, nothing after them"
+    );
+
+    // Every piece of the first round refused (as a store refuses a range past the end):
+    // the key's bytes past the first request are fetched in their turn.
+    proxy.inject(Rule {
+        method: "GET",
+        target_contains: "circuit.pk",
+        ranged: true,
+        skip: 0,
+        times: round + 1,
+        fault: Fault::Status(416),
+    });
+    proxy.reset_counts();
+    let pk: ProvingKey<G1Affine> = remote
+        .load::<StandardPlonk, _>(codec, &at, (), &checked())
+        .unwrap();
+    assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
+    assert_eq!(proxy.injected(), round + 1);
+    assert!(
+        proxy.count("GET", true) > round + 1,
+        "refused bytes fetched again"
+    );
+}
+
 /// A backend that decodes element by element (bincode) reads its stream through a small
 /// buffer; from object storage, its reads are served by ranges fetched ahead, a few large
 /// requests, not one request per buffer.
@@ -298,6 +357,7 @@ fn a_decoder_that_reads_in_order_reads_ahead_in_large_ranges() {
     let Saved {
         remote, proxy, at, ..
     } = saved_behind_proxy("readahead", codec);
+    let remote = no_first_round(remote);
     let size = remote.head(&at).unwrap().size;
     proxy.reset_counts();
     let pk: ProvingKey<G1Affine> = remote
@@ -372,6 +432,7 @@ fn failed_requests_and_broken_connections_are_retried() {
     let Saved {
         remote, proxy, at, ..
     } = saved_behind_proxy("retried", codec);
+    let remote = no_first_round(remote);
     // A small key loads in few requests: its header, then one for the rest (the small
     // spans and the polynomials coalesced), then the circuit's record after the payload.
     proxy.reset_counts();
@@ -420,6 +481,9 @@ fn an_object_replaced_during_a_load_is_refused() {
         at,
         ..
     } = saved_behind_proxy("replaced", codec);
+    // The request after the first is the reader's (a first round's requests go at once with
+    // the first, in no fixed order).
+    let remote = no_first_round(remote);
     // Another version of the same key (another codec's bytes), put after the load began.
     let replacement = Backend::RKYV
         .codec()

@@ -1,0 +1,260 @@
+//! Ranges of an object fetched ahead of the reads that need them, into memory of their own:
+//! the object's end (a container's record, read last, after a bulk read), and a load's first
+//! round, sent with its first request, before the object's size is known.
+//!
+//! Why a first round: a load learns the object's size and layout from its first answer, a
+//! round trip after it starts; the requests for the payload would otherwise wait for that
+//! answer, and the link would carry nothing for a round trip more. So a load of a proving key
+//! or parameters asks, with its first request, for the bytes that follow too
+//! ([`RemoteOptions::first_round`](super::RemoteOptions::first_round)), in pieces small
+//! enough for streams of 10 MB/s. They are not conditional on the object's
+//! version, which is not known yet: each answer's own account of the object (its size, ETag
+//! and version) must match the load's, or its bytes are not used. Pieces past the object's
+//! end are refused by the store, and a refused or failed piece is fetched again, like any
+//! range, where a read needs it.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+use futures_util::StreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange, ObjectStore};
+use tokio::runtime::Handle;
+use tokio::task::AbortHandle;
+
+use keycodec_core::transport::Dst;
+use keycodec_core::{Error, Result};
+
+use super::fetch::Fetcher;
+use super::ObjectInfo;
+
+/// A first round's piece: what one stream of 10 MB/s brings in a tenth of a second.
+const PIECE: u64 = 1 << 20;
+
+/// One range being fetched or fetched, and what its answer said of the object.
+pub(super) struct Held {
+    /// The range asked for (an unconditional one may reach past the object's end).
+    range: Range<u64>,
+    bytes: Shared<BoxFuture<'static, Option<Arc<Answer>>>>,
+    /// The task fetching them, if they are not in hand.
+    task: Option<AbortHandle>,
+}
+
+/// The bytes of an answer and the object they are of.
+pub(super) struct Answer {
+    pub(super) info: ObjectInfo,
+    pub(super) bytes: Vec<u8>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+impl Held {
+    fn spawn(
+        handle: &Handle,
+        range: Range<u64>,
+        fetch: impl std::future::Future<Output = Option<Answer>> + Send + 'static,
+    ) -> Held {
+        let task = handle.spawn(fetch);
+        let abort = task.abort_handle();
+        Held {
+            range,
+            bytes: async move { task.await.ok().flatten().map(Arc::new) }
+                .boxed()
+                .shared(),
+            task: Some(abort),
+        }
+    }
+
+    /// Bytes in hand: the object's from `start`, as `info` describes it.
+    pub(super) fn fetched(start: u64, info: ObjectInfo, bytes: Vec<u8>) -> Held {
+        let range = start..start + bytes.len() as u64;
+        let answer = Some(Arc::new(Answer { info, bytes }));
+        Held {
+            range,
+            bytes: futures_util::future::ready(answer).boxed().shared(),
+            task: None,
+        }
+    }
+
+    /// `range` of the object as `fetcher` knows it: conditional on its version.
+    pub(super) fn known(handle: &Handle, fetcher: &Arc<Fetcher>, range: Range<u64>) -> Held {
+        let fetcher = Arc::clone(fetcher);
+        let (start, len) = (range.start, range.end - range.start);
+        Held::spawn(handle, range, async move {
+            let mut bytes = vec![0u8; usize::try_from(len).ok()?];
+            fetcher
+                .fetch_vectored(start, vec![Dst::Init(&mut bytes)])
+                .await
+                .ok()?;
+            Some(Answer {
+                info: fetcher.info.clone(),
+                bytes,
+            })
+        })
+    }
+
+    /// A load's first round after its first request of `opening` bytes (see the module
+    /// docs): `bytes` of them, in whole pieces.
+    pub(super) fn first_round(
+        handle: &Handle,
+        store: &Arc<dyn ObjectStore>,
+        location: &ObjectPath,
+        opening: u64,
+        bytes: u64,
+    ) -> Vec<Held> {
+        let pieces = bytes / PIECE;
+        (0..pieces)
+            .map(|index| {
+                let start = opening + index * PIECE;
+                let range = start..start + PIECE;
+                let (store, location) = (Arc::clone(store), location.clone());
+                let asked = range.clone();
+                Held::spawn(handle, range, async move {
+                    let (info, bytes) = unconditional(&*store, &location, asked).await.ok()??;
+                    Some(Answer { info, bytes })
+                })
+            })
+            .collect()
+    }
+
+    /// The bytes, once fetched, if they are `info`'s object's from the range's start to
+    /// its end or the object's.
+    pub(super) async fn bytes(&self, info: &ObjectInfo) -> Option<Arc<Answer>> {
+        let answer = self.bytes.clone().await?;
+        let end = self.range.end.min(info.size);
+        let whole = end.checked_sub(self.range.start) == Some(answer.bytes.len() as u64);
+        (answer.info == *info && whole).then_some(answer)
+    }
+
+    /// Where the range starts.
+    pub(super) fn start(&self) -> u64 {
+        self.range.start
+    }
+
+    /// The held range within an object of `size` bytes.
+    fn within(&self, size: u64) -> Range<u64> {
+        self.range.start.min(size)..self.range.end.min(size)
+    }
+}
+
+/// The object's bytes in `range` (fewer when it ends sooner) by one ranged GET conditional
+/// on nothing, and what the answer says of the object: its whole size, ETag and version.
+/// `Ok(None)` when the store did not answer so (a missing object, a range past its end, a
+/// server that ignores ranges, a failed request).
+///
+/// # Errors
+///
+/// [`Error::Malformed`] when the store sent more bytes than the range it reported.
+pub(super) async fn unconditional(
+    store: &dyn ObjectStore,
+    location: &ObjectPath,
+    range: Range<u64>,
+) -> Result<Option<(ObjectInfo, Vec<u8>)>> {
+    let options = GetOptions {
+        range: Some(GetRange::Bounded(range.clone())),
+        ..GetOptions::default()
+    };
+    let Ok(response) = store.get_opts(location, options).await else {
+        return Ok(None);
+    };
+    // `object_store` checked the reported range against the one asked for and the size it
+    // reports; the bytes are bounded by that range, never by the size.
+    let expected = range.start..range.end.min(response.meta.size);
+    if response.range != expected || expected.is_empty() {
+        return Ok(None);
+    }
+    let info = ObjectInfo::from(response.meta.clone());
+    let len = expected.end - expected.start;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    let mut body = response.into_stream();
+    while let Some(chunk) = body.next().await {
+        let Ok(chunk) = chunk else {
+            return Ok(None);
+        };
+        if (bytes.len() + chunk.len()) as u64 > len {
+            return Err(Error::Malformed(
+                "the store sent more bytes than asked".into(),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((bytes.len() as u64 == len).then_some((info, bytes)))
+}
+
+/// A part of a read: held bytes, or a gap to fetch.
+pub(super) enum Segment<'h> {
+    Held(&'h Held, Range<u64>),
+    Gap(Range<u64>),
+}
+
+/// The ranges held for one load, in order and apart.
+#[derive(Default)]
+pub(super) struct HeldRanges {
+    ranges: Vec<Held>,
+}
+
+impl HeldRanges {
+    /// Holds `held` too, unless it overlaps a range held already.
+    pub(super) fn add(&mut self, held: Held) {
+        let apart = self
+            .ranges
+            .iter()
+            .all(|h| h.range.end <= held.range.start || held.range.end <= h.range.start);
+        if apart && !held.range.is_empty() {
+            let at = self
+                .ranges
+                .partition_point(|h| h.range.start < held.range.start);
+            self.ranges.insert(at, held);
+        }
+    }
+
+    /// Where bytes are held from the object's start without a gap (from `from`), within an
+    /// object of `size` bytes.
+    pub(super) fn contiguous_from(&self, from: u64, size: u64) -> u64 {
+        let mut end = from;
+        for held in &self.ranges {
+            let within = held.within(size);
+            if within.start <= end && within.end > end {
+                end = within.end;
+            }
+        }
+        end
+    }
+
+    /// The held range that holds `offset`, within an object of `size` bytes.
+    pub(super) fn at(&self, offset: u64, size: u64) -> Option<(&Held, Range<u64>)> {
+        self.ranges.iter().find_map(|held| {
+            let within = held.within(size);
+            within.contains(&offset).then_some((held, within))
+        })
+    }
+
+    /// `range`, within an object of `size` bytes, as held parts and gaps, in order.
+    pub(super) fn segments(&self, range: Range<u64>, size: u64) -> Vec<Segment<'_>> {
+        let mut segments = Vec::new();
+        let mut at = range.start;
+        for held in &self.ranges {
+            let within = held.within(size);
+            let (start, end) = (within.start.max(at), within.end.min(range.end));
+            if start >= end {
+                continue;
+            }
+            if start > at {
+                segments.push(Segment::Gap(at..start));
+            }
+            segments.push(Segment::Held(held, start..end));
+            at = end;
+        }
+        if at < range.end {
+            segments.push(Segment::Gap(at..range.end));
+        }
+        segments
+    }
+}
