@@ -100,28 +100,38 @@ impl Held {
         })
     }
 
-    /// A load's first round after its first request of `opening` bytes (see the module
-    /// docs): `bytes` of them, in whole pieces.
+    /// A load's first round (see the module docs): `range` in pieces, the last one short
+    /// where `range` ends within one.
     pub(super) fn first_round(
         handle: &Handle,
         store: &Arc<dyn ObjectStore>,
         location: &ObjectPath,
-        opening: u64,
-        bytes: u64,
+        range: Range<u64>,
     ) -> Vec<Held> {
-        let pieces = bytes / PIECE;
+        let pieces = (range.end.saturating_sub(range.start)).div_ceil(PIECE);
         (0..pieces)
             .map(|index| {
-                let start = opening + index * PIECE;
-                let range = start..start + PIECE;
-                let (store, location) = (Arc::clone(store), location.clone());
-                let asked = range.clone();
-                Held::spawn(handle, range, async move {
-                    let (info, bytes) = unconditional(&*store, &location, asked).await.ok()??;
-                    Some(Answer { info, bytes })
-                })
+                let start = range.start + index * PIECE;
+                let piece = start..(start + PIECE).min(range.end);
+                Held::unconditional(handle, store, location, piece)
             })
             .collect()
+    }
+
+    /// `range` of the object by one ranged GET conditional on no version (see
+    /// [`unconditional`]).
+    pub(super) fn unconditional(
+        handle: &Handle,
+        store: &Arc<dyn ObjectStore>,
+        location: &ObjectPath,
+        range: Range<u64>,
+    ) -> Held {
+        let (store, location) = (Arc::clone(store), location.clone());
+        let asked = range.clone();
+        Held::spawn(handle, range, async move {
+            let (info, bytes) = unconditional(&*store, &location, asked).await.ok()??;
+            Some(Answer { info, bytes })
+        })
     }
 
     /// The bytes, once fetched, if they are `info`'s object's from the range's start to
@@ -213,6 +223,11 @@ impl HeldRanges {
                 .partition_point(|h| h.range.start < held.range.start);
             self.ranges.insert(at, held);
         }
+    }
+
+    /// The ranges held, in order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Held> {
+        self.ranges.iter()
     }
 
     /// Where bytes are held from the object's start without a gap (from `from`), within an

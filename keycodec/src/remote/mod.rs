@@ -78,6 +78,7 @@ use upload::UploadWriter;
 pub use cache::{fetch_params, CacheOutcome, Fetched};
 pub use options::RemoteOptions;
 pub(crate) use options::{range_piece, MAX_CONCURRENCY_CEILING};
+pub(crate) use transfer::Opened;
 
 /// What the store says about an object.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -107,6 +107,29 @@ impl ObjectSource {
         }
     }
 
+    /// Writes the bytes held (those that came, of this version) into the tee, if any, and
+    /// notes their ranges as written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] writing the file.
+    pub(super) fn write_held_to_tee(&self) -> Result<()> {
+        let Some(tee) = &self.fetcher.tee else {
+            return Ok(());
+        };
+        for held in self.held.iter() {
+            let Some(answer) = self.handle.block_on(held.bytes(&self.fetcher.info)) else {
+                continue;
+            };
+            keycodec_core::transport::write_all_at(&tee.file, &answer.bytes, held.start())
+                .map_err(|err| Error::io("write the downloaded bytes to", err))?;
+            if let Ok(mut written) = tee.written.lock() {
+                written.push(held.start()..held.start() + answer.bytes.len() as u64);
+            }
+        }
+        Ok(())
+    }
+
     /// Fills `dsts`, one after the other from `offset` (within the object), from the bytes
     /// held where they are and by ranged GETs elsewhere: every gap's GET sent at once, each
     /// part written in its turn. Held bytes that did not come (a failed or refused request)

@@ -245,18 +245,77 @@ impl Remote {
         cs: ConstraintSystem<Fr>,
         options: &LoadOptions,
     ) -> Result<K> {
-        self.load_key(codec, location, cs, options, Some((file, info)))
+        let opened = Opened {
+            info: info.clone(),
+            first: None,
+        };
+        self.load_key(codec, location, cs, options, Some(Miss { file, opened }))
+    }
+
+    /// [`Remote::load_into`] of the object as [`Remote::open`] found it: its first bytes
+    /// are not asked for again.
+    pub(crate) fn load_opened_into<K: HaloKey>(
+        &self,
+        codec: &dyn KeyCodec,
+        location: &ObjectPath,
+        opened: Opened,
+        file: &File,
+        cs: ConstraintSystem<Fr>,
+        options: &LoadOptions,
+    ) -> Result<K> {
+        self.load_key(codec, location, cs, options, Some(Miss { file, opened }))
+    }
+
+    /// The object's version by [`Remote::head`], for a load that will not need its header
+    /// before it downloads it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::head`].
+    pub(crate) fn open_head(&self, location: &ObjectPath) -> Result<Opened> {
+        Ok(Opened {
+            info: self.head(location)?,
+            first: None,
+        })
+    }
+
+    /// The object's version and, when one ranged GET could bring both, its first bytes (see
+    /// [`object::opening`]); else its version by [`Remote::head`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::head`].
+    pub(crate) fn open(&self, location: &ObjectPath) -> Result<Opened> {
+        let (info, first, _) = self.describe(location, false)?;
+        Ok(Opened { info, first })
+    }
+
+    /// The container header of the object as [`Remote::open`] found it: from its first
+    /// bytes, else by [`Remote::header_of`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::header`].
+    pub(crate) fn header_opened(&self, location: &ObjectPath, opened: &Opened) -> Result<Header> {
+        match &opened.first {
+            Some(first) => {
+                let len = first.len().min(HEADER_LEN);
+                Header::from_bytes(first.get(..len).unwrap_or_default())
+                    .map_err(|err| err.in_object(&self.name(location)))
+            }
+            None => self.header_of(location, &opened.info),
+        }
     }
 
     /// A key of kind `K` from any container that holds one ([`Request::for_key`]), written
-    /// into `tee` too when given (see [`Remote::read`]).
+    /// into a cache's file too on a `miss` (see [`Remote::read`]).
     fn load_key<K: HaloKey>(
         &self,
         codec: &dyn KeyCodec,
         location: &ObjectPath,
         cs: ConstraintSystem<Fr>,
         options: &LoadOptions,
-        tee: Option<(&File, &ObjectInfo)>,
+        miss: Option<Miss<'_>>,
     ) -> Result<K> {
         let decoded = self.read(
             codec,
@@ -264,7 +323,7 @@ impl Remote {
             Request::for_key(K::KIND),
             Some(cs),
             options,
-            tee,
+            miss,
         )?;
         into_key(decoded, &self.name(location))
     }
@@ -368,7 +427,8 @@ impl Remote {
             true => self.options.first_round_bytes(),
             false => 0,
         };
-        let held = Held::first_round(handle, &self.store, location, object::OPENING, bytes);
+        let round = object::OPENING..object::OPENING + bytes;
+        let held = Held::first_round(handle, &self.store, location, round);
         let opened = handle
             .block_on(object::opening(&*self.store, location, object::OPENING))
             .map_err(|err| err.in_object(&self.name(location)))?;
@@ -396,9 +456,9 @@ impl Remote {
         }
     }
 
-    /// Reads one container from the object; with `tee`, every byte of the object (the version
-    /// its info describes) ends up in that file too (ranges the load did not need are fetched
-    /// after it); without, the object's version is asked for first.
+    /// Reads one container from the object; on a cache's `miss`, every byte of the object
+    /// (the version it was opened at) ends up in the miss's file too (ranges the load did not
+    /// need are fetched after it); without, the object's version is asked for first.
     fn read(
         &self,
         codec: &dyn KeyCodec,
@@ -406,27 +466,45 @@ impl Remote {
         request: Request,
         cs: Option<ConstraintSystem<Fr>>,
         options: &LoadOptions,
-        tee: Option<(&File, &ObjectInfo)>,
+        miss: Option<Miss<'_>>,
     ) -> Result<Decoded> {
-        let described;
         // Proving keys and parameters are large: their first round is worth its requests.
         let large = request.kind != ArtifactKind::Verifying;
-        let (tee, info, opening, first_round) = match tee {
-            Some((file, info)) => (Some(file), info, None, Vec::new()),
+        let (tee, info, first, first_round) = match miss {
+            Some(Miss { file, opened }) => {
+                // The object's size is known: its first round stops at its end, and starts
+                // with its first bytes where they are not in hand.
+                let (handle, size) = (self.handle()?, opened.info.size);
+                let mut round = Vec::new();
+                if large {
+                    let start = match &opened.first {
+                        Some(first) => first.len() as u64,
+                        None => {
+                            let first = 0..object::OPENING.min(size);
+                            round.push(Held::unconditional(handle, &self.store, location, first));
+                            object::OPENING
+                        }
+                    };
+                    let bytes = self.options.first_round_bytes();
+                    let rest = start..start.saturating_add(bytes).min(size);
+                    round.extend(Held::first_round(handle, &self.store, location, rest));
+                }
+                (Some(file), opened.info, opened.first, round)
+            }
             None => {
-                let (info, opening, first_round) = self.describe(location, large)?;
-                described = info;
-                (None, &described, opening, first_round)
+                let (info, first, round) = self.describe(location, large)?;
+                (None, info, first, round)
             }
         };
+        let info = &info;
         let read = || {
             if let Some(file) = tee {
                 file.set_len(info.size)
                     .map_err(|err| Error::io("size the cache file", err))?;
             }
             let mut source = self.source(location, info, tee)?;
-            let opening = opening.map(|bytes| Held::fetched(0, info.clone(), bytes));
-            source.hold(opening.into_iter().chain(first_round));
+            let first = first.map(|bytes| Held::fetched(0, info.clone(), bytes));
+            source.hold(first.into_iter().chain(first_round));
             source.fetch_tail();
             let decoded = transport::read(
                 codec,
@@ -445,6 +523,7 @@ impl Remote {
                 None => decoded,
             }?;
             if let Some(tee) = &source.fetcher.tee {
+                source.write_held_to_tee()?;
                 for gap in tee.gaps(info.size) {
                     self.fill(&source, gap, &|_| {})?;
                 }
@@ -453,6 +532,20 @@ impl Remote {
         };
         read().map_err(|err: Error| err.in_object(&self.name(location)))
     }
+}
+
+/// An object as its first answer described it: its version, and its first bytes if that
+/// answer brought them.
+pub(crate) struct Opened {
+    pub(crate) info: ObjectInfo,
+    first: Option<Vec<u8>>,
+}
+
+/// A cache's miss: the file every byte of the object goes into as it loads, and the object
+/// as it was opened.
+struct Miss<'f> {
+    file: &'f File,
+    opened: Opened,
 }
 
 /// Reads a file from an offset by positioned reads (its cursor, shared with every clone of

@@ -587,10 +587,20 @@ fn the_cache_downloads_once_and_then_loads_locally() {
     proxy.reset_counts();
     let pk = load(&rawbytes(None));
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
-    assert!(proxy.count("GET", true) > 0, "a miss downloads");
+    // Its first bytes and the rest of a key this small, asked for at once (the load's first
+    // round), each range once: what the load read from them is what the entry holds.
+    assert_eq!(
+        proxy.count("GET", true),
+        2,
+        "a miss downloads each byte once"
+    );
     let entries = cached_keys(cache.path());
     assert_eq!(entries.len(), 1, "a miss caches the object: {entries:?}");
     let cached = entries[0].clone();
+    assert!(
+        std::fs::read(&cached).unwrap() == file,
+        "the entry is the object"
+    );
     proxy.reset_counts();
     let pk = load(&rawbytes(None));
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));

@@ -14,7 +14,7 @@ use super::{first_bytes, pinned_name, remove_damaged, version_name, CacheOutcome
 use crate::backend::Backend;
 use crate::location::Object;
 use crate::remote::object_store::path::Path as ObjectPath;
-use crate::remote::{ObjectInfo, Remote};
+use crate::remote::{Opened, Remote};
 
 /// Loads a key from `location` through the cache directory `cache` (created if missing): a
 /// hit is a file load with every check a file load makes, the pin among them; a miss asks the
@@ -22,7 +22,8 @@ use crate::remote::{ObjectInfo, Remote};
 /// temporary file of the cache (each range as it arrives, each request conditional on the
 /// version), which takes its name only once the key has loaded and every byte of the object
 /// is in it. With a digest pin a hit needs no request to the
-/// store at all. A verifying key may come from a proving key's container.
+/// store at all. A verifying key may come from a proving key's container. `opened`: the
+/// object as [`backend_of`] found it (its version, and the first bytes its header came from).
 ///
 /// # Errors
 ///
@@ -35,20 +36,24 @@ pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
     cache: &Path,
     circuit_params: C::Params,
     options: &LoadOptions,
-    info: Option<ObjectInfo>,
+    opened: Option<Opened>,
 ) -> Result<(K, CacheOutcome)> {
     std::fs::create_dir_all(cache)
         .map_err(|err| Error::io("create the cache directory", err).at_path(cache))?;
-    // Unpinned, the name needs the object's version: asked for once (or given: `info`, the
+    // Unpinned, the name needs the object's version: asked for once (or given: `opened`, the
     // version whose header chose the codec), and the download (on a miss) is of that version.
-    let info = match (options.expected_digest, info) {
-        (_, Some(info)) => Some(info),
+    let opened = match (options.expected_digest, opened) {
+        (_, Some(opened)) => Some(opened),
         (Some(_), None) => None,
-        (None, None) => Some(remote.head(location)?),
+        // A hit needs the version alone.
+        (None, None) => Some(remote.open_head(location)?),
     };
-    let path = cache.join(match (options.expected_digest, &info) {
+    let path = cache.join(match (options.expected_digest, &opened) {
         (Some(digest), _) => pinned_name(digest, codec.name()),
-        (None, Some(info)) => format!("object-{}.kc", version_name(remote, location, info)?),
+        (None, Some(opened)) => format!(
+            "object-{}.kc",
+            version_name(remote, location, &opened.info)?
+        ),
         (None, None) => return Err(Error::Internal("no version of the object".into())),
     });
     let cs = configure::<C>(circuit_params);
@@ -79,16 +84,16 @@ pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
         return Ok((key, CacheOutcome::Hit(path)));
     }
     remove_damaged(&path)?;
-    let info = match info {
-        Some(info) => info,
-        None => remote.head(location)?,
+    let opened = match opened {
+        Some(opened) => opened,
+        None => remote.open_head(location)?,
     };
     // Positioned writes: the writer's buffer stays empty.
     let key = save_atomic(&path, Size::kib(4), |writer| {
-        remote.load_into::<K>(
+        remote.load_opened_into::<K>(
             codec,
             location,
-            &info,
+            opened,
             writer.get_ref().file(),
             cs.clone(),
             options,
@@ -213,13 +218,14 @@ pub(crate) fn generate_lock(object: &Object) -> PathBuf {
 }
 
 /// The backend an object's key is loaded with: the options', else the one whose pinned
-/// entry the cache holds (no request), else the one the object's header names (one HEAD and
-/// one ranged GET of its first bytes, conditional on that version), with the version it read
-/// (for the load to download that one), if the options allow it.
+/// entry the cache holds (no request), else the one the object's header names (one ranged
+/// GET of its first bytes, which also says its version), with the object as it was opened
+/// (for the load to download that version, its first bytes in hand), if the options allow
+/// it.
 pub(crate) fn backend_of(
     object: &Object,
     options: &crate::options::KeyOptions,
-) -> Result<(Backend, Option<ObjectInfo>)> {
+) -> Result<(Backend, Option<Opened>)> {
     if let Some(backend) = options.backend {
         return Ok((backend, None));
     }
@@ -234,13 +240,13 @@ pub(crate) fn backend_of(
             return Ok((backend, None));
         }
     }
-    let info = object.remote.head(&object.path)?;
-    let header = object.remote.header_of(&object.path, &info)?;
+    let opened = object.remote.open(&object.path)?;
+    let header = object.remote.header_opened(&object.path, &opened)?;
     let backend = Backend::of_id(header.codec).ok_or_else(|| {
         Error::UnknownCodec {
             found: header.codec,
         }
         .in_object(&object.name())
     })?;
-    Ok((backend, Some(info)))
+    Ok((backend, Some(opened)))
 }
