@@ -51,7 +51,7 @@ pub fn load_key<C: Circuit<Fr>, K: Key>(
         }
         #[cfg(feature = "remote")]
         Location::Object(object) => {
-            let (backend, info) = crate::remote::cache::key::backend_of(&object, options)?;
+            let (backend, info) = crate::remote::cache::key::backend_of(&object, options, K::KIND)?;
             crate::remote::cache::key::load_cached::<C, K>(
                 &object.remote,
                 backend.codec()?,

@@ -248,6 +248,7 @@ impl Remote {
         let opened = Opened {
             info: info.clone(),
             first: None,
+            round: Vec::new(),
         };
         self.load_key(codec, location, cs, options, Some(Miss { file, opened }))
     }
@@ -276,18 +277,20 @@ impl Remote {
         Ok(Opened {
             info: self.head(location)?,
             first: None,
+            round: Vec::new(),
         })
     }
 
     /// The object's version and, when one ranged GET could bring both, its first bytes (see
-    /// [`object::opening`]); else its version by [`Remote::head`].
+    /// [`object::opening`]); else its version by [`Remote::head`]. With `first_round`, for a
+    /// proving key that will be downloaded, its first round goes with that request.
     ///
     /// # Errors
     ///
     /// As [`Remote::head`].
-    pub(crate) fn open(&self, location: &ObjectPath) -> Result<Opened> {
-        let (info, first, _) = self.describe(location, false)?;
-        Ok(Opened { info, first })
+    pub(crate) fn open(&self, location: &ObjectPath, first_round: bool) -> Result<Opened> {
+        let (info, first, round) = self.describe(location, first_round)?;
+        Ok(Opened { info, first, round })
     }
 
     /// The container header of the object as [`Remote::open`] found it: from its first
@@ -475,8 +478,8 @@ impl Remote {
                 // The object's size is known: its first round stops at its end, and starts
                 // with its first bytes where they are not in hand.
                 let (handle, size) = (self.handle()?, opened.info.size);
-                let mut round = Vec::new();
-                if large {
+                let mut round = opened.round;
+                if large && round.is_empty() {
                     let start = match &opened.first {
                         Some(first) => first.len() as u64,
                         None => {
@@ -539,6 +542,8 @@ impl Remote {
 pub(crate) struct Opened {
     pub(crate) info: ObjectInfo,
     first: Option<Vec<u8>>,
+    /// Its first round, if it went with the first request.
+    round: Vec<Held>,
 }
 
 /// A cache's miss: the file every byte of the object goes into as it loads, and the object

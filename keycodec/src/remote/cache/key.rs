@@ -86,7 +86,8 @@ pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
     remove_damaged(&path)?;
     let opened = match opened {
         Some(opened) => opened,
-        None => remote.open_head(location)?,
+        // Pinned, and not in the cache: downloaded, its first round with its first request.
+        None => remote.open(location, K::KIND == keycodec_core::ArtifactKind::Proving)?,
     };
     // Positioned writes: the writer's buffer stays empty.
     let key = save_atomic(&path, Size::kib(4), |writer| {
@@ -221,10 +222,12 @@ pub(crate) fn generate_lock(object: &Object) -> PathBuf {
 /// entry the cache holds (no request), else the one the object's header names (one ranged
 /// GET of its first bytes, which also says its version), with the object as it was opened
 /// (for the load to download that version, its first bytes in hand), if the options allow
-/// it.
+/// it. A proving key pinned by a digest that no entry of the cache holds will be downloaded:
+/// its first round goes with that first request.
 pub(crate) fn backend_of(
     object: &Object,
     options: &crate::options::KeyOptions,
+    kind: keycodec_core::ArtifactKind,
 ) -> Result<(Backend, Option<Opened>)> {
     if let Some(backend) = options.backend {
         return Ok((backend, None));
@@ -240,7 +243,9 @@ pub(crate) fn backend_of(
             return Ok((backend, None));
         }
     }
-    let opened = object.remote.open(&object.path)?;
+    let missing = matches!(options.pin, Some(crate::options::KeyPin::Digest(_)));
+    let first_round = missing && kind == keycodec_core::ArtifactKind::Proving;
+    let opened = object.remote.open(&object.path, first_round)?;
     let header = object.remote.header_opened(&object.path, &opened)?;
     let backend = Backend::of_id(header.codec).ok_or_else(|| {
         Error::UnknownCodec {
