@@ -12,10 +12,12 @@
 //! [`object_store`] crate: saved by a multipart upload streamed from the key's memory, loaded
 //! by ranged GETs decoded as they arrive (the cache, in `cache`, keeps what they fetched).
 //!
-//! A load is the file load with another source of bytes: the object's metadata first (its
-//! size and ETag), then the header and the small fields from ranges fetched ahead of the
-//! decoder, then the polynomials by ranges fetched straight into the key's memory, as many
-//! at once as the link rewards (see [`RemoteOptions::concurrency`]). Every range is
+//! A load is the file load with another source of bytes: one ranged GET of the object's first
+//! bytes, whose answer also says its size and ETag, sent with the load's first round (a proving
+//! key's or parameters' next megabytes, see [`RemoteOptions::first_round`]); then the small
+//! fields from ranges fetched ahead of the decoder, and the polynomials by ranges fetched
+//! straight into the key's memory, as many at once as the link rewards (see
+//! [`RemoteOptions::concurrency`]). Every range is
 //! requested on the condition that the object is still the version the load started with
 //! (`If-Match`), so a key is never assembled from two versions ([`Error::ObjectChanged`]);
 //! the payload checksum and any digest pin are verified on exactly the bytes decoded, as
