@@ -245,11 +245,7 @@ impl Remote {
         cs: ConstraintSystem<Fr>,
         options: &LoadOptions,
     ) -> Result<K> {
-        let opened = Opened {
-            info: info.clone(),
-            first: None,
-            round: Vec::new(),
-        };
+        let opened = Opened::of(info.clone());
         self.load_key(codec, location, cs, options, Some(Miss { file, opened }))
     }
 
@@ -274,11 +270,7 @@ impl Remote {
     ///
     /// As [`Remote::head`].
     pub(crate) fn open_head(&self, location: &ObjectPath) -> Result<Opened> {
-        Ok(Opened {
-            info: self.head(location)?,
-            first: None,
-            round: Vec::new(),
-        })
+        self.head(location).map(Opened::of)
     }
 
     /// The object's version and, when one ranged GET could bring both, its first bytes (see
@@ -293,6 +285,18 @@ impl Remote {
         Ok(Opened { info, first, round })
     }
 
+    /// The object's version and, when one ranged GET could bring both, its container header's
+    /// bytes (and no more: what the object must be is read from them before its size is
+    /// believed); else its version by [`Remote::head`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Remote::head`].
+    pub(crate) fn open_header(&self, location: &ObjectPath) -> Result<Opened> {
+        let (info, first, round) = self.describe_with(location, HEADER_LEN as u64, false)?;
+        Ok(Opened { info, first, round })
+    }
+
     /// The container header of the object as [`Remote::open`] found it: from its first
     /// bytes, else by [`Remote::header_of`].
     ///
@@ -300,11 +304,9 @@ impl Remote {
     ///
     /// As [`Remote::header`].
     pub(crate) fn header_opened(&self, location: &ObjectPath, opened: &Opened) -> Result<Header> {
-        match &opened.first {
+        match opened.first(HEADER_LEN) {
             Some(first) => {
-                let len = first.len().min(HEADER_LEN);
-                Header::from_bytes(first.get(..len).unwrap_or_default())
-                    .map_err(|err| err.in_object(&self.name(location)))
+                Header::from_bytes(first).map_err(|err| err.in_object(&self.name(location)))
             }
             None => self.header_of(location, &opened.info),
         }
@@ -425,15 +427,25 @@ impl Remote {
         location: &ObjectPath,
         first_round: bool,
     ) -> Result<(ObjectInfo, Option<Vec<u8>>, Vec<Held>)> {
+        self.describe_with(location, object::OPENING, first_round)
+    }
+
+    /// [`Remote::describe`] with a first request of `opening` bytes.
+    fn describe_with(
+        &self,
+        location: &ObjectPath,
+        opening: u64,
+        first_round: bool,
+    ) -> Result<(ObjectInfo, Option<Vec<u8>>, Vec<Held>)> {
         let handle = self.handle()?;
         let bytes = match first_round {
             true => self.options.first_round_bytes(),
             false => 0,
         };
-        let round = object::OPENING..object::OPENING + bytes;
+        let round = opening..opening + bytes;
         let held = Held::first_round(handle, &self.store, location, round);
         let opened = handle
-            .block_on(object::opening(&*self.store, location, object::OPENING))
+            .block_on(object::opening(&*self.store, location, opening))
             .map_err(|err| err.in_object(&self.name(location)))?;
         match opened {
             Some((info, bytes)) => Ok((info, Some(bytes), held)),
@@ -544,6 +556,23 @@ pub(crate) struct Opened {
     first: Option<Vec<u8>>,
     /// Its first round, if it went with the first request.
     round: Vec<Held>,
+}
+
+impl Opened {
+    /// The object as a HEAD described it: no bytes in hand.
+    pub(crate) fn of(info: ObjectInfo) -> Opened {
+        Opened {
+            info,
+            first: None,
+            round: Vec::new(),
+        }
+    }
+
+    /// Its first `len` bytes, if they are in hand (all of them, if it is smaller).
+    pub(crate) fn first(&self, len: usize) -> Option<&[u8]> {
+        let first = self.first.as_deref()?;
+        first.get(..len.min(first.len()))
+    }
 }
 
 /// A cache's miss: the file every byte of the object goes into as it loads, and the object

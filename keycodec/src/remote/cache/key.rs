@@ -162,8 +162,10 @@ pub(crate) fn fetch_key(
         return Ok(CacheOutcome::Hit(path));
     }
     let remote = &object.remote;
-    let info = remote.head(&object.path)?;
-    let first = first_bytes(object, &info)?;
+    // To be downloaded: its version and first bytes by one request.
+    let opened = remote.open_header(&object.path)?;
+    let info = &opened.info;
+    let first = first_bytes(object, &opened)?;
     let first = first.as_slice();
     let check = || {
         let header = keycodec_core::header::Header::from_bytes(first)?;
@@ -190,7 +192,7 @@ pub(crate) fn fetch_key(
     };
     check().map_err(|err| err.in_object(&name))?;
     keycodec_core::replace_atomically(&path, |file| {
-        remote.download_to(&object.path, &info, file, progress)?;
+        remote.download_to(&object.path, info, file, progress)?;
         keycodec_core::header::verify_file(file)
             .and_then(|header| expect(&header))
             .map_err(|err| err.in_object(&name))

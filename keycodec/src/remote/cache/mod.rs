@@ -35,7 +35,7 @@ use keycodec_core::{Error, Result};
 
 use crate::location::Object;
 use crate::remote::object_store::path::Path as ObjectPath;
-use crate::remote::{ObjectInfo, Remote};
+use crate::remote::{ObjectInfo, Opened, Remote};
 
 pub use params::{fetch_params, Fetched};
 
@@ -90,10 +90,15 @@ pub(crate) fn pinned_name(digest: keycodec_core::KeyDigest, codec: &str) -> Stri
     format!("{digest}-{codec}.kc")
 }
 
-/// The object's first bytes (as many as the longest container header, or the whole object):
-/// what it must be is read from them before its size is believed.
-fn first_bytes(object: &Object, info: &ObjectInfo) -> Result<Vec<u8>> {
+/// The object's first bytes (as many as the longest container header, or the whole object),
+/// from those in hand when it was opened, else by a ranged GET: what it must be is read from
+/// them before its size is believed.
+fn first_bytes(object: &Object, opened: &Opened) -> Result<Vec<u8>> {
+    let info = &opened.info;
     let len = usize::try_from(info.size.min(HEADER_LEN as u64)).unwrap_or(HEADER_LEN);
+    if let Some(first) = opened.first(len).filter(|first| first.len() == len) {
+        return Ok(first.to_vec());
+    }
     let mut first = vec![0u8; len];
     object
         .remote

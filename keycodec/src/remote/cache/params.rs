@@ -29,7 +29,7 @@ use super::{first_bytes, remove_damaged, version_name, CacheOutcome};
 use crate::backend::Backend;
 use crate::location::Object;
 use crate::params::{expected_length, read_pinned_file, ParamsOptions, ParamsPin, Shared};
-use crate::remote::ObjectInfo;
+use crate::remote::Opened;
 
 /// Parameters fetched through the cache, and where they are cached.
 #[derive(Debug)]
@@ -124,11 +124,12 @@ pub fn fetch_params(
             options,
         );
     }
-    let info = match info {
-        Some(info) => info,
-        None => object.remote.head(&object.path)?,
+    // To be downloaded: its version and first bytes by one request where no HEAD named it.
+    let opened = match info {
+        Some(info) => Opened::of(info),
+        None => object.remote.open_header(&object.path)?,
     };
-    let params = download(object, &info, &entries.full, options, progress)?;
+    let params = download(object, &opened, &entries.full, options, progress)?;
     // The cache is a copy: parameters checked and in memory are returned even when it cannot
     // be written (a full or read-only disk); the next start downloads them again.
     let _ = save_params(&entries.full, &params);
@@ -268,12 +269,12 @@ impl Entries<'_> {
     }
 }
 
-/// Downloads the parameters of `object` (as `info` describes them) into a temporary file of
-/// the cache named for `full`, after checking the size against their first bytes, and reads
-/// them from that open file, pinned.
+/// Downloads the parameters of `object` (as it was `opened`) into a temporary file of the
+/// cache named for `full`, after checking the size against their first bytes, and reads them
+/// from that open file, pinned.
 fn download(
     object: &Object,
-    info: &ObjectInfo,
+    opened: &Opened,
     full: &Path,
     options: &ParamsOptions,
     progress: &(dyn Fn(u64) + Sync),
@@ -281,7 +282,8 @@ fn download(
     let name = object.name();
     let remote = &object.remote;
     // The first bytes say what the object must be before its size is believed.
-    let first = first_bytes(object, info)?;
+    let info = &opened.info;
+    let first = first_bytes(object, opened)?;
     let (file_k, lengths) =
         expected_length(&first, &options.limits).map_err(|err| err.in_object(&name))?;
     if let Some(k) = options.k.filter(|&k| k > file_k) {
