@@ -1,7 +1,8 @@
-//! One object in object storage as a source of bytes at explicit offsets: every read is one or
-//! more ranged GETs, each conditional on the version the load started with, as many in flight
-//! as the transfer's flow allows ([`Fetcher`]); reads in order (a decoder's stream) are served from
-//! ranges fetched ahead of them.
+//! One object in object storage as a source of bytes at explicit offsets: a read takes what
+//! is held of it ([`HeldRanges`]: the object's first bytes, a load's first round, its end),
+//! and the rest by ranged GETs, each conditional on the version the load started with, as
+//! many in flight as the transfer's flow allows ([`Fetcher`]); reads in order (a decoder's
+//! stream) are served from ranges fetched ahead of them.
 
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -421,7 +421,7 @@ impl Remote {
     /// The object's size, ETag and version, with its first bytes when one ranged GET could
     /// bring both (see [`object::opening`]), else by [`Remote::head`] alone; with
     /// `first_round`, the ranges that follow the first bytes are asked for at the same time
-    /// (see [`held`](super::held)).
+    /// (see [`held`]).
     fn describe(
         &self,
         location: &ObjectPath,
