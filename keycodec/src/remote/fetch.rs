@@ -67,7 +67,8 @@ impl Fetcher {
     ) -> Result<Vec<&'b mut [u8]>> {
         let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
         let mut filling = Filling::new(dsts);
-        self.fetch_into(start..start + len, &mut filling).await?;
+        self.fetch_into(start..start + len, &mut filling, Admission::Flow)
+            .await?;
         filling.finish().ok_or(Error::Truncated {
             context: "a range of the object",
         })
@@ -78,8 +79,9 @@ impl Fetcher {
         &self,
         range: Range<u64>,
         filling: &mut Filling<'_>,
+        admission: Admission,
     ) -> Result<()> {
-        let sent = self.send(range).await?;
+        let sent = self.send(range, admission).await?;
         self.receive(sent, &mut |chunk| write_next(filling, chunk))
             .await
     }
@@ -92,14 +94,17 @@ impl Fetcher {
         range: Range<u64>,
         take: &mut (dyn FnMut(&[u8]) -> Result<()> + Send),
     ) -> Result<()> {
-        let sent = self.send(range).await?;
+        let sent = self.send(range, Admission::Flow).await?;
         self.receive(sent, take).await
     }
 
-    /// Sends a ranged GET of `range` once the flow admits it, conditional on the object's
-    /// version, and waits for its answer to begin (its body is [`Fetcher::receive`]d).
-    pub(super) async fn send(&self, range: Range<u64>) -> Result<Sent<'_>> {
-        let permit = self.flow.admit().await;
+    /// Sends a ranged GET of `range`, conditional on the object's version, once `admission`
+    /// lets it, and waits for its answer to begin (its body is [`Fetcher::receive`]d).
+    pub(super) async fn send(&self, range: Range<u64>, admission: Admission) -> Result<Sent<'_>> {
+        let permit = match admission {
+            Admission::Flow => self.flow.admit().await,
+            Admission::Now => None,
+        };
         let options = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             // `If-Match` compares strongly: a weak ETag (`W/"…"`, a server that may re-encode)
@@ -214,6 +219,18 @@ impl Fetcher {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// When a GET is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Admission {
+    /// Once the transfer's flow has room for it (it holds its place until its body is
+    /// received): a bulk read's or a read-ahead's.
+    Flow,
+    /// At once, outside the flow: the few that bytes held ahead of the reads wait on (a
+    /// held range's own fetch, or its fetch again), so that no read holding a place in the
+    /// flow waits on a request that needs one.
+    Now,
 }
 
 /// A GET sent, its answer begun, holding its place in the flow until its body is received.

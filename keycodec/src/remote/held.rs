@@ -23,10 +23,10 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Handle;
 use tokio::task::AbortHandle;
 
-use keycodec_core::transport::Dst;
+use keycodec_core::transport::{Dst, Filling};
 use keycodec_core::{Error, Result};
 
-use super::fetch::Fetcher;
+use super::fetch::{Admission, Fetcher};
 use super::ObjectInfo;
 
 /// A first round's piece: what one stream of 10 MB/s brings in a tenth of a second.
@@ -83,19 +83,38 @@ impl Held {
         }
     }
 
-    /// `range` of the object as `fetcher` knows it: conditional on its version.
+    /// `range` of the object as `fetcher` knows it, by one ranged GET conditional on its
+    /// version, sent at once (outside the flow: reads that hold a place in it may wait on
+    /// these bytes).
     pub(super) fn known(handle: &Handle, fetcher: &Arc<Fetcher>, range: Range<u64>) -> Held {
         let fetcher = Arc::clone(fetcher);
-        let (start, len) = (range.start, range.end - range.start);
+        let asked = range.clone();
         Held::spawn(handle, range, async move {
-            let mut bytes = vec![0u8; usize::try_from(len).ok()?];
+            let mut bytes = vec![0u8; usize::try_from(asked.end - asked.start).ok()?];
+            let mut filling = Filling::new(vec![Dst::Init(&mut bytes)]);
             fetcher
-                .fetch_vectored(start, vec![Dst::Init(&mut bytes)])
+                .fetch_into(asked, &mut filling, Admission::Now)
                 .await
                 .ok()?;
+            filling.finish()?;
             Some(Answer {
                 info: fetcher.info.clone(),
                 bytes,
+            })
+        })
+    }
+
+    /// The pieces of a first round over `range`: the first `first` bytes long (what the
+    /// load reads first, in hand sooner), the rest of a stream's tenth of a second each.
+    pub(super) fn pieces(range: Range<u64>, first: u64) -> impl Iterator<Item = Range<u64>> {
+        let mut start = range.start;
+        let mut len = first.max(1);
+        std::iter::from_fn(move || {
+            (start < range.end).then(|| {
+                let piece = start..start.saturating_add(len).min(range.end);
+                start = piece.end;
+                len = PIECE;
+                piece
             })
         })
     }
@@ -108,13 +127,8 @@ impl Held {
         location: &ObjectPath,
         range: Range<u64>,
     ) -> Vec<Held> {
-        let pieces = (range.end.saturating_sub(range.start)).div_ceil(PIECE);
-        (0..pieces)
-            .map(|index| {
-                let start = range.start + index * PIECE;
-                let piece = start..(start + PIECE).min(range.end);
-                Held::unconditional(handle, store, location, piece)
-            })
+        Held::pieces(range, PIECE)
+            .map(|piece| Held::unconditional(handle, store, location, piece))
             .collect()
     }
 
@@ -228,19 +242,6 @@ impl HeldRanges {
     /// The ranges held, in order.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Held> {
         self.ranges.iter()
-    }
-
-    /// Where bytes are held from the object's start without a gap (from `from`), within an
-    /// object of `size` bytes.
-    pub(super) fn contiguous_from(&self, from: u64, size: u64) -> u64 {
-        let mut end = from;
-        for held in &self.ranges {
-            let within = held.within(size);
-            if within.start <= end && within.end > end {
-                end = within.end;
-            }
-        }
-        end
     }
 
     /// The held range that holds `offset`, within an object of `size` bytes.

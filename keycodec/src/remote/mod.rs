@@ -17,9 +17,11 @@
 //! key's or parameters' next megabytes, see [`RemoteOptions::first_round`]); then the small
 //! fields from ranges fetched ahead of the decoder, and the polynomials by ranges fetched
 //! straight into the key's memory, as many at once as the link rewards (see
-//! [`RemoteOptions::concurrency`]). Every range is
-//! requested on the condition that the object is still the version the load started with
-//! (`If-Match`), so a key is never assembled from two versions ([`Error::ObjectChanged`]);
+//! [`RemoteOptions::concurrency`]). Every range is requested on the condition that the
+//! object is still the version the load started with (`If-Match`), but for the first request
+//! and a first round sent with it, before any version is known, whose answers must each
+//! describe the object as the first answer did; so a key is never assembled from two
+//! versions ([`Error::ObjectChanged`]);
 //! the payload checksum and any digest pin are verified on exactly the bytes decoded, as
 //! for files. Failed requests and connections broken mid-body are retried by `object_store`
 //! (its [`RetryConfig`](object_store::RetryConfig), with exponential backoff), resuming a

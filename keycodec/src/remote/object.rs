@@ -5,6 +5,7 @@
 //! stream) are served from ranges fetched ahead of them.
 
 use std::io;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use object_store::path::Path as ObjectPath;
@@ -14,8 +15,8 @@ use tokio::runtime::Handle;
 use keycodec_core::transport::{Dst, Filling, ReadAt};
 use keycodec_core::{Error, Result};
 
-use super::fetch::{write_next, Fetcher};
-use super::held::{self, Held, HeldRanges, Segment};
+use super::fetch::{write_next, Admission, Fetcher};
+use super::held::{self, Answer, Held, HeldRanges, Segment};
 use super::readahead::ReadAhead;
 use super::ObjectInfo;
 
@@ -87,16 +88,23 @@ impl ObjectSource {
         self.fetcher.info.size
     }
 
-    /// Starts fetching the object's last bytes (at most [`TAIL`], none of those held from
-    /// its start): reads that fall within them take them instead of a request.
+    /// Starts fetching the object's last bytes (at most [`TAIL`], none of those held):
+    /// reads that fall within them take them instead of a request.
     pub(super) fn fetch_tail(&mut self) {
         let size = self.size();
-        let start = size
-            .saturating_sub(TAIL)
-            .max(self.held.contiguous_from(0, size));
-        if start < size {
-            let tail = Held::known(&self.handle, &self.fetcher, start..size);
+        let end = self.held.segments(size.saturating_sub(TAIL)..size, size);
+        if let Some(Segment::Gap(range)) = end.last() {
+            let tail = Held::known(&self.handle, &self.fetcher, range.clone());
             self.held.add(tail);
+        }
+    }
+
+    /// Starts fetching `ranges` of the object, of the version the load reads, ahead of the
+    /// reads that need them (a first round once the version is known).
+    pub(super) fn fetch_ahead(&mut self, ranges: impl IntoIterator<Item = Range<u64>>) {
+        for range in ranges {
+            let held = Held::known(&self.handle, &self.fetcher, range);
+            self.held.add(held);
         }
     }
 
@@ -132,52 +140,91 @@ impl ObjectSource {
     }
 
     /// Fills `dsts`, one after the other from `offset` (within the object), from the bytes
-    /// held where they are and by ranged GETs elsewhere: every gap's GET sent at once, each
-    /// part written in its turn. Held bytes that did not come (a failed or refused request)
-    /// are fetched in their turn.
+    /// held where they are and by ranged GETs elsewhere, each part written in its turn.
+    ///
+    /// The first gap's GET is sent at once, while the held bytes before it are waited for; a
+    /// later gap's in its turn, once the one before it is received. So a fill holds at most
+    /// one place in the flow, and never while it waits on a request that needs one: held
+    /// ranges are fetched, and fetched again where they did not come, outside the flow
+    /// ([`Admission::Now`]).
     async fn fill<'b>(&self, dsts: Vec<Dst<'b>>, offset: u64) -> Result<Vec<&'b mut [u8]>> {
+        use futures_util::future::{join, join_all};
         let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
         let segments = self.held.segments(offset..offset + len, self.size());
         if let [Segment::Gap(_)] = segments.as_slice() {
             return self.fetcher.fetch_vectored(offset, dsts).await;
         }
         let fetcher = &self.fetcher;
-        let sent = futures_util::future::join_all(segments.iter().map(|segment| async move {
-            match segment {
-                Segment::Gap(range) => Some(fetcher.send(range.clone()).await),
-                Segment::Held(..) => None,
+        let first_gap = segments
+            .iter()
+            .position(|segment| matches!(segment, Segment::Gap(_)))
+            .unwrap_or(segments.len());
+        let (before, after) = segments.split_at(first_gap);
+        let early = async {
+            match after.first() {
+                Some(Segment::Gap(range)) => {
+                    Some(fetcher.send(range.clone(), Admission::Flow).await)
+                }
+                _ => None,
             }
-        }))
-        .await;
+        };
+        let held = join_all(before.iter().map(|segment| async move {
+            match segment {
+                Segment::Held(held, _) => held.bytes(&fetcher.info).await,
+                Segment::Gap(_) => None,
+            }
+        }));
+        let (mut early, held) = join(early, held).await;
         let mut filling = Filling::new(dsts);
-        for (segment, sent) in segments.iter().zip(sent) {
-            match (segment, sent) {
-                (Segment::Gap(_), Some(sent)) => {
+        for (segment, answer) in before.iter().zip(held) {
+            if let Segment::Held(held, range) = segment {
+                self.write_held(held, range, answer, &mut filling).await?;
+            }
+        }
+        for segment in after {
+            match segment {
+                Segment::Gap(range) => {
+                    let sent = match early.take() {
+                        Some(sent) => sent?,
+                        None => fetcher.send(range.clone(), Admission::Flow).await?,
+                    };
                     fetcher
-                        .receive(sent?, &mut |chunk| write_next(&mut filling, chunk))
+                        .receive(sent, &mut |chunk| write_next(&mut filling, chunk))
                         .await?;
                 }
-                (Segment::Held(held, range), _) => match held.bytes(&fetcher.info).await {
-                    Some(answer) => {
-                        let from =
-                            usize::try_from(range.start - held.start()).unwrap_or(usize::MAX);
-                        let len = usize::try_from(range.end - range.start).unwrap_or(usize::MAX);
-                        let bytes = answer
-                            .bytes
-                            .get(from..from.saturating_add(len))
-                            .ok_or_else(|| Error::Internal("held bytes out of place".into()))?;
-                        write_next(&mut filling, bytes)?;
-                    }
-                    None => fetcher.fetch_into(range.clone(), &mut filling).await?,
-                },
-                (Segment::Gap(range), None) => {
-                    fetcher.fetch_into(range.clone(), &mut filling).await?
+                Segment::Held(held, range) => {
+                    let answer = held.bytes(&fetcher.info).await;
+                    self.write_held(held, range, answer, &mut filling).await?;
                 }
             }
         }
         filling.finish().ok_or(Error::Truncated {
             context: "a range of the object",
         })
+    }
+
+    /// Writes `range` of `held` next into `filling`: from its `answer`, or fetched again
+    /// where it did not come (outside the flow, see [`ObjectSource::fill`]).
+    async fn write_held(
+        &self,
+        held: &Held,
+        range: &Range<u64>,
+        answer: Option<Arc<Answer>>,
+        filling: &mut Filling<'_>,
+    ) -> Result<()> {
+        let Some(answer) = answer else {
+            return self
+                .fetcher
+                .fetch_into(range.clone(), filling, Admission::Now)
+                .await;
+        };
+        let from = usize::try_from(range.start - held.start()).unwrap_or(usize::MAX);
+        let len = usize::try_from(range.end - range.start).unwrap_or(usize::MAX);
+        let bytes = answer
+            .bytes
+            .get(from..from.saturating_add(len))
+            .ok_or_else(|| Error::Internal("held bytes out of place".into()))?;
+        write_next(filling, bytes)
     }
 
     /// Copies into `buf` the bytes held from `offset`, as many as are held there in one

@@ -28,17 +28,20 @@ pub struct RemoteOptions {
     /// about 20 Gbit/s, with latency hidden behind the other requests).
     pub concurrency: usize,
     /// The most ranged GETs in flight (each on its own thread, where its bytes are checked
-    /// as they land; at most 256). A load's requests land in the key's own memory, a
-    /// download's in its file: neither holds more for more requests. Default 64.
+    /// as they land; at most 256), besides those of bytes held ahead of the reads (a load's
+    /// first request and first round, the object's end). A load's requests land in the key's
+    /// own memory, a download's in its file: neither holds more for more requests. Default
+    /// 64.
     pub max_concurrency: usize,
     /// Bytes a load of a proving key or parameters asks for with its first request, after
     /// the object's first 64 KiB, before the object's size is known: in ranges of 1 MiB,
     /// conditional on no version (each answer's own account of the object must match the
     /// load's, or its bytes are fetched again). The payload's requests then need not wait a
     /// round trip for the first answer. On a smaller object, the ranges past its end are
-    /// refused by the store: a request each, no bytes. Held until the load ends, within a
-    /// quarter of [`RemoteOptions::memory`]; 0 for none. Default 32 MiB (what a link of
-    /// 400 MB/s carries in 80 ms).
+    /// refused by the store: a request each, no bytes. A load through the cache that must
+    /// learn the object's version first (unpinned) asks for them once it has it, conditional
+    /// on it. Held until the load ends, within a quarter of [`RemoteOptions::memory`]; 0 for
+    /// none. Default 32 MiB (what a link of 400 MB/s carries in 80 ms).
     pub first_round: usize,
     /// Bytes a transfer may hold beyond the key itself: an upload's parts in flight, a
     /// streamed decoder's reads ahead, a load's first round. Default 1 GiB.
@@ -65,8 +68,9 @@ impl Default for RemoteOptions {
     }
 }
 
-/// The most bytes a streamed decoder's reads ahead hold (within [`RemoteOptions::memory`]):
-/// 64 windows of 1 MiB, enough to keep the most requests in flight.
+/// The most bytes a streamed decoder's reads ahead hold (within three quarters of
+/// [`RemoteOptions::memory`], the first round taking at most the last quarter): 64 windows
+/// of 1 MiB, enough to keep the most requests in flight.
 pub(crate) const READ_AHEAD: u64 = 64 << 20;
 
 /// The most requests in flight any transfer keeps (a bound on [`RemoteOptions::max_concurrency`]).
@@ -84,6 +88,11 @@ impl RemoteOptions {
     /// Bytes of a load's first round (see [`RemoteOptions::first_round`]).
     pub(crate) fn first_round_bytes(&self) -> u64 {
         self.first_round.min(self.memory / 4) as u64
+    }
+
+    /// The most bytes a streamed decoder's reads ahead hold ([`READ_AHEAD`]).
+    pub(crate) fn read_ahead_bytes(&self) -> u64 {
+        (self.memory - self.memory / 4) as u64
     }
 
     /// An upload's part for `size` bytes, if known (see [`RemoteOptions::part_size`]).

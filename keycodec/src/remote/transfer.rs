@@ -412,7 +412,7 @@ impl Remote {
             threads: ceiling,
             pool: OnceLock::new(),
             readahead: Mutex::new(ReadAhead::default()),
-            read_ahead: (self.options.memory as u64).min(READ_AHEAD),
+            read_ahead: self.options.read_ahead_bytes().min(READ_AHEAD),
             failure: Mutex::new(None),
             held: HeldRanges::default(),
         })
@@ -485,30 +485,25 @@ impl Remote {
     ) -> Result<Decoded> {
         // Proving keys and parameters are large: their first round is worth its requests.
         let large = request.kind != ArtifactKind::Verifying;
-        let (tee, info, first, first_round) = match miss {
+        let (tee, info, first, first_round, ahead) = match miss {
             Some(Miss { file, opened }) => {
-                // The object's size is known: its first round stops at its end, and starts
-                // with its first bytes where they are not in hand.
-                let (handle, size) = (self.handle()?, opened.info.size);
-                let mut round = opened.round;
-                if large && round.is_empty() {
-                    let start = match &opened.first {
-                        Some(first) => first.len() as u64,
-                        None => {
-                            let first = 0..object::OPENING.min(size);
-                            round.push(Held::unconditional(handle, &self.store, location, first));
-                            object::OPENING
-                        }
-                    };
-                    let bytes = self.options.first_round_bytes();
-                    let rest = start..start.saturating_add(bytes).min(size);
-                    round.extend(Held::first_round(handle, &self.store, location, rest));
-                }
-                (Some(file), opened.info, opened.first, round)
+                // Without a first round sent with its first request: one now, of the
+                // version known, conditional on it, stopping at the object's end and
+                // starting with its first bytes where they are not in hand.
+                let ahead = match large && opened.round.is_empty() {
+                    true => {
+                        let start = opened.first.as_ref().map_or(0, |first| first.len() as u64);
+                        let bytes = self.options.first_round_bytes();
+                        let end = start.saturating_add(bytes).min(opened.info.size);
+                        Held::pieces(start..end, object::OPENING).collect()
+                    }
+                    false => Vec::new(),
+                };
+                (Some(file), opened.info, opened.first, opened.round, ahead)
             }
             None => {
                 let (info, first, round) = self.describe(location, large)?;
-                (None, info, first, round)
+                (None, info, first, round, Vec::new())
             }
         };
         let info = &info;
@@ -520,6 +515,7 @@ impl Remote {
             let mut source = self.source(location, info, tee)?;
             let first = first.map(|bytes| Held::fetched(0, info.clone(), bytes));
             source.hold(first.into_iter().chain(first_round));
+            source.fetch_ahead(ahead.iter().cloned());
             source.fetch_tail();
             let decoded = transport::read(
                 codec,
@@ -664,6 +660,51 @@ mod tests {
         source.hold(round);
         let mut read = vec![0u8; 3 << 20];
         transport::ReadAt::read_exact_at(&source, &mut read, 0).unwrap();
+        assert!(
+            read.iter().all(|&byte| byte == 2),
+            "bytes of the second version only"
+        );
+    }
+
+    /// A read that holds the flow's one place (a gap's GET) while held bytes before the gap
+    /// must be fetched again (another version's) still completes: those are fetched outside
+    /// the flow. (Through the flow, the second request waited for the first's place, which
+    /// is freed only once the bytes before it are written: a hang.)
+    #[test]
+    fn bytes_fetched_again_do_not_wait_for_the_flow() {
+        let (remote, at) = Remote::from_url("memory:///flow.bin").unwrap();
+        let remote = Arc::new(remote.with_options(RemoteOptions {
+            concurrency: 1,
+            max_concurrency: 1,
+            first_round: 1 << 20,
+            ..RemoteOptions::default()
+        }));
+        let handle = remote.handle().unwrap().clone();
+        let put = |byte: u8| {
+            let payload = PutPayload::from(vec![byte; 3 << 20]);
+            handle.block_on(remote.store().put(&at, payload)).unwrap();
+        };
+        put(1);
+        let (first, _, round) = remote.describe(&at, true).unwrap();
+        for held in &round {
+            let _ = handle.block_on(held.bytes(&first));
+        }
+        put(2);
+        let second = remote.head(&at).unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        let reader = Arc::clone(&remote);
+        std::thread::spawn(move || {
+            let mut source = reader.source(&at, &second, None).unwrap();
+            source.hold(round);
+            let start = object::OPENING;
+            let mut read = vec![0u8; (3 << 20) - start as usize];
+            let result = transport::ReadAt::read_exact_at(&source, &mut read, start);
+            let _ = done.send(result.map(|()| read));
+        });
+        let read = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the read completes")
+            .unwrap();
         assert!(
             read.iter().all(|&byte| byte == 2),
             "bytes of the second version only"
