@@ -124,7 +124,7 @@ impl Fetcher {
             }
         }
         Ok(Sent {
-            _permit: permit,
+            permit,
             range,
             response,
         })
@@ -138,7 +138,7 @@ impl Fetcher {
         take: &mut (dyn FnMut(&[u8]) -> Result<()> + Send),
     ) -> Result<()> {
         let Sent {
-            _permit,
+            permit,
             range,
             response,
         } = sent;
@@ -163,7 +163,11 @@ impl Fetcher {
                 context: "a range of the object",
             });
         }
-        self.flow.completed(received);
+        // The flow measures the requests it admitted, not those sent outside it.
+        if permit.is_some() {
+            self.flow.completed(received);
+        }
+        drop(permit);
         if let Some(tee) = &self.tee {
             if let Ok(mut written) = tee.written.lock() {
                 written.push(range);
@@ -235,7 +239,7 @@ pub(super) enum Admission {
 
 /// A GET sent, its answer begun, holding its place in the flow until its body is received.
 pub(super) struct Sent<'f> {
-    _permit: Option<tokio::sync::SemaphorePermit<'f>>,
+    permit: Option<tokio::sync::SemaphorePermit<'f>>,
     range: Range<u64>,
     response: object_store::GetResult,
 }
