@@ -244,6 +244,19 @@ impl HeldRanges {
         self.ranges.iter()
     }
 
+    /// Where the bytes held from `offset` on without a gap end, within an object of `size`
+    /// bytes (`offset` itself where none are held there).
+    pub(super) fn held_until(&self, offset: u64, size: u64) -> u64 {
+        let mut end = offset;
+        for held in &self.ranges {
+            let within = held.within(size);
+            if within.start <= end && within.end > end {
+                end = within.end;
+            }
+        }
+        end
+    }
+
     /// The held range that holds `offset`, within an object of `size` bytes.
     pub(super) fn at(&self, offset: u64, size: u64) -> Option<(&Held, Range<u64>)> {
         self.ranges.iter().find_map(|held| {

@@ -275,8 +275,19 @@ impl ReadAt for ObjectSource {
             return Ok(0);
         }
         let (head, _) = buf.split_at_mut(n);
-        if let Some(held) = self.read_held(head, offset) {
-            return Ok(held);
+        if let Some(n) = self.read_held(head, offset) {
+            if let Ok(mut readahead) = self.readahead.lock() {
+                let held_until = self.held.held_until(offset, self.size());
+                let took = (offset, n as u64);
+                readahead.took_held(
+                    &self.fetcher,
+                    &self.handle,
+                    self.read_ahead,
+                    took,
+                    held_until,
+                );
+            }
+            return Ok(n);
         }
         match self.readahead.lock() {
             Ok(mut readahead) => readahead

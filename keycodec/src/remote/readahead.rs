@@ -56,6 +56,29 @@ impl ReadAhead {
         self.front = None;
     }
 
+    /// Notes that the reader took `n` bytes at `offset` from bytes held elsewhere, which go
+    /// on until `held_until`: windows are fetched from there, as many ahead of the reader as
+    /// it has earned (so a decoder that reads on past a load's first round finds its next
+    /// bytes fetched, not a first window to wait for).
+    pub(super) fn took_held(
+        &mut self,
+        fetcher: &Arc<Fetcher>,
+        handle: &Handle,
+        bound: u64,
+        (offset, n): (u64, u64),
+        held_until: u64,
+    ) {
+        if offset != self.at || self.window == 0 {
+            self.restart(offset);
+        }
+        self.at = offset.saturating_add(n);
+        self.taken = self.taken.saturating_add(n);
+        if self.windows.is_empty() && self.front.is_none() {
+            self.next = self.next.max(held_until);
+        }
+        self.fill(fetcher, handle, bound);
+    }
+
     /// Starts fetching windows until enough are ahead of the reader.
     fn fill(&mut self, fetcher: &Arc<Fetcher>, handle: &Handle, bound: u64) {
         let size = fetcher.info.size;
@@ -93,7 +116,14 @@ impl ReadAhead {
         buf: &mut [u8],
         offset: u64,
     ) -> Result<usize> {
-        if offset != self.at || self.window == 0 {
+        // Windows that start past the reader (fetched beyond bytes held elsewhere, which
+        // did not come) cannot serve it.
+        let ahead_of_reader = self.front.is_none()
+            && self
+                .windows
+                .front()
+                .is_some_and(|(start, _)| *start != offset);
+        if offset != self.at || self.window == 0 || ahead_of_reader {
             self.restart(offset);
         }
         self.fill(fetcher, handle, bound);
@@ -110,7 +140,11 @@ impl ReadAhead {
         let Some((start, bytes)) = &self.front else {
             return Ok(0);
         };
-        let from = usize::try_from(self.at - start).unwrap_or(usize::MAX);
+        let from = self
+            .at
+            .checked_sub(*start)
+            .and_then(|from| usize::try_from(from).ok())
+            .unwrap_or(usize::MAX);
         let rest = bytes.get(from..).unwrap_or_default();
         let n = rest.len().min(buf.len());
         let (head, _) = buf.split_at_mut(n);

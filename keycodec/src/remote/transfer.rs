@@ -711,6 +711,41 @@ mod tests {
         );
     }
 
+    /// A reader that reads in order through held bytes has windows fetched beyond them, and
+    /// reads on, the right bytes, where a held range did not come (another version's): the
+    /// windows past it do not serve it.
+    #[test]
+    fn an_in_order_reader_reads_on_where_held_bytes_did_not_come() {
+        let (remote, at) = Remote::from_url("memory:///in-order.bin").unwrap();
+        let bytes: Vec<u8> = (0..3u32 << 20).map(|i| (i % 253) as u8).collect();
+        let handle = remote.handle().unwrap().clone();
+        handle
+            .block_on(remote.store().put(&at, PutPayload::from(bytes.clone())))
+            .unwrap();
+        let info = remote.head(&at).unwrap();
+        let mut source = remote.source(&at, &info, None).unwrap();
+        let (start, piece) = (object::OPENING as usize, 1usize << 20);
+        let good = Held::fetched(
+            start as u64,
+            info.clone(),
+            bytes[start..start + piece].to_vec(),
+        );
+        let other = ObjectInfo {
+            e_tag: Some("\"another\"".into()),
+            ..info.clone()
+        };
+        let bad = Held::fetched((start + piece) as u64, other, vec![0; piece]);
+        source.hold([good, bad]);
+        let (mut read, mut buf) = (Vec::new(), vec![0u8; 16 << 10]);
+        while start + read.len() < bytes.len() {
+            let offset = (start + read.len()) as u64;
+            let n = transport::ReadAt::read_at(&source, &mut buf, offset).unwrap();
+            assert!(n > 0, "no end of the object at {offset}");
+            read.extend_from_slice(&buf[..n]);
+        }
+        assert!(read == bytes[start..], "the object's bytes, in order");
+    }
+
     /// The object's end, fetched as a load starts, serves the reads that fall in it without
     /// a request of their own: once the object is gone they still read, where a read
     /// elsewhere fails.
