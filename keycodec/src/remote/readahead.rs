@@ -57,9 +57,9 @@ impl ReadAhead {
     }
 
     /// Notes that the reader took `n` bytes at `offset` from bytes held elsewhere, which go
-    /// on until `held_until`: windows are fetched from there, as many ahead of the reader as
-    /// it has earned (so a decoder that reads on past a load's first round finds its next
-    /// bytes fetched, not a first window to wait for).
+    /// on until `held_until`: windows are fetched from there once it has taken a first
+    /// window's worth, as many ahead of it as it has earned (so a decoder that reads on past
+    /// a load's first round finds its next bytes fetched, not a first window to wait for).
     pub(super) fn took_held(
         &mut self,
         fetcher: &Arc<Fetcher>,
@@ -76,7 +76,11 @@ impl ReadAhead {
         if self.windows.is_empty() && self.front.is_none() {
             self.next = self.next.max(held_until);
         }
-        self.fill(fetcher, handle, bound);
+        // A reader that takes a header and a verifying key from held bytes, then reads in
+        // bulk (most backends), has earned nothing past them.
+        if self.taken >= FIRST_WINDOW {
+            self.fill(fetcher, handle, bound);
+        }
     }
 
     /// Starts fetching windows until enough are ahead of the reader.
