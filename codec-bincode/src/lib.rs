@@ -70,6 +70,10 @@ fn options() -> impl Options {
 }
 
 impl KeyCodec for BincodeCodec {
+    fn reads_in_order(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "bincode"
     }

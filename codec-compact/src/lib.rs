@@ -77,6 +77,10 @@ impl KeyCodec for CompactCodec {
         true
     }
 
+    fn reads_in_order(&self) -> bool {
+        true
+    }
+
     fn encode(&self, key: KeyRef<'_>, out: &mut dyn Write) -> Result<()> {
         let parts = VkParts::of(key.vk())?;
         let mut buf = Vec::new();

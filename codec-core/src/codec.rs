@@ -70,6 +70,14 @@ pub trait KeyCodec: Send + Sync {
         false
     }
 
+    /// Whether its decoder reads the payload in order, as a stream (element by element),
+    /// rather than by the bulk reads of [`PayloadReader`]'s polynomials. A load from object
+    /// storage then sends no first round (whose ranges would all arrive together, not the
+    /// first bytes first) and streams from its first answer instead. Default `false`.
+    fn reads_in_order(&self) -> bool {
+        false
+    }
+
     /// Encodes KZG parameters' payload. The default refuses: only backends with a layout for
     /// them implement it.
     ///

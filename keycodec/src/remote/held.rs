@@ -151,7 +151,25 @@ impl Held {
     /// The bytes, once fetched, if they are `info`'s object's from the range's start to
     /// its end or the object's.
     pub(super) async fn bytes(&self, info: &ObjectInfo) -> Option<Arc<Answer>> {
-        let answer = self.bytes.clone().await?;
+        match self.bytes.peek() {
+            Some(answer) => self.of(answer.clone(), info),
+            None => self.of(self.bytes.clone().await, info),
+        }
+    }
+
+    /// [`Held::bytes`] from a thread outside the runtime: without entering it once they are
+    /// in hand (a decoder reading in order asks for every few KiB).
+    pub(super) fn bytes_blocking(&self, handle: &Handle, info: &ObjectInfo) -> Option<Arc<Answer>> {
+        match self.bytes.peek() {
+            Some(answer) => self.of(answer.clone(), info),
+            None => handle.block_on(self.bytes(info)),
+        }
+    }
+
+    /// `answer`, if it is `info`'s object's bytes over the whole range (to its end or the
+    /// object's).
+    fn of(&self, answer: Option<Arc<Answer>>, info: &ObjectInfo) -> Option<Arc<Answer>> {
+        let answer = answer?;
         let end = self.range.end.min(info.size);
         let whole = end.checked_sub(self.range.start) == Some(answer.bytes.len() as u64);
         (answer.info == *info && whole).then_some(answer)

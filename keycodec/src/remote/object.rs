@@ -127,7 +127,7 @@ impl ObjectSource {
             return Ok(());
         };
         for held in self.held.iter() {
-            let Some(answer) = self.handle.block_on(held.bytes(&self.fetcher.info)) else {
+            let Some(answer) = held.bytes_blocking(&self.handle, &self.fetcher.info) else {
                 continue;
             };
             keycodec_core::transport::write_all_at(&tee.file, &answer.bytes, held.start())
@@ -231,7 +231,7 @@ impl ObjectSource {
     /// range (waiting for them); `None` where none are, or they did not come.
     fn read_held(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         let (held, within) = self.held.at(offset, self.size())?;
-        let answer = self.handle.block_on(held.bytes(&self.fetcher.info))?;
+        let answer = held.bytes_blocking(&self.handle, &self.fetcher.info)?;
         let from = usize::try_from(offset - held.start()).ok()?;
         let n = usize::try_from(within.end - offset).map_or(buf.len(), |n| n.min(buf.len()));
         let (head, _) = buf.split_at_mut(n);

@@ -483,8 +483,10 @@ impl Remote {
         options: &LoadOptions,
         miss: Option<Miss<'_>>,
     ) -> Result<Decoded> {
-        // Proving keys and parameters are large: their first round is worth its requests.
-        let large = request.kind != ArtifactKind::Verifying;
+        // Proving keys and parameters are large: their first round is worth its requests,
+        // to a decoder that reads in bulk (one that reads in order is served first things
+        // first by the read-ahead).
+        let large = request.kind != ArtifactKind::Verifying && !codec.reads_in_order();
         let (tee, info, first, first_round, ahead) = match miss {
             Some(Miss { file, opened }) => {
                 // Without a first round sent with its first request: one now, of the
@@ -499,7 +501,11 @@ impl Remote {
                     }
                     false => Vec::new(),
                 };
-                (Some(file), opened.info, opened.first, opened.round, ahead)
+                let round = match large {
+                    true => opened.round,
+                    false => Vec::new(),
+                };
+                (Some(file), opened.info, opened.first, round, ahead)
             }
             None => {
                 let (info, first, round) = self.describe(location, large)?;

@@ -348,7 +348,8 @@ fn a_load_asks_for_its_first_round_with_its_first_request() {
 
 /// A backend that decodes element by element (bincode) reads its stream through a small
 /// buffer; from object storage, its reads are served by ranges fetched ahead, a few large
-/// requests, not one request per buffer.
+/// requests, not one request per buffer, and no first round (whose ranges would arrive all
+/// together rather than its first bytes first).
 #[cfg(feature = "bincode")]
 #[test]
 fn a_decoder_that_reads_in_order_reads_ahead_in_large_ranges() {
@@ -357,7 +358,7 @@ fn a_decoder_that_reads_in_order_reads_ahead_in_large_ranges() {
     let Saved {
         remote, proxy, at, ..
     } = saved_behind_proxy("readahead", codec);
-    let remote = no_first_round(remote);
+    // Default options: a decoder that reads in order is sent no first round.
     let size = remote.head(&at).unwrap().size;
     proxy.reset_counts();
     let pk: ProvingKey<G1Affine> = remote

@@ -87,7 +87,10 @@ pub(crate) fn load_cached<C: Circuit<Fr>, K: HaloKey>(
     let opened = match opened {
         Some(opened) => opened,
         // Pinned, and not in the cache: downloaded, its first round with its first request.
-        None => remote.open(location, K::KIND == keycodec_core::ArtifactKind::Proving)?,
+        None => {
+            let proving = K::KIND == keycodec_core::ArtifactKind::Proving;
+            remote.open(location, proving && !codec.reads_in_order())?
+        }
     };
     // Positioned writes: the writer's buffer stays empty.
     let key = save_atomic(&path, Size::kib(4), |writer| {
