@@ -33,7 +33,8 @@ pub struct RemoteOptions {
     /// own memory, a download's in its file: neither holds more for more requests. Default
     /// 64.
     pub max_concurrency: usize,
-    /// Bytes a load of a proving key or parameters asks for with its first request, after
+    /// Bytes a load of a proving key or parameters (by a codec that reads in bulk, see
+    /// `KeyCodec::reads_in_order`) asks for with its first request, after
     /// the object's first 64 KiB, before the object's size is known: in ranges of 1 MiB,
     /// conditional on no version (each answer's own account of the object must match the
     /// load's, or its bytes are fetched again). The payload's requests then need not wait a
