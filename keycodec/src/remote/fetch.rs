@@ -57,17 +57,18 @@ pub(super) struct Fetcher {
 }
 
 impl Fetcher {
-    /// One ranged GET of the bytes of `dsts`, one after the other from `start`, once the flow
-    /// admits it: the bytes are copied into each destination in turn as they arrive (and
-    /// written to the tee), and the destinations returned initialised.
+    /// One ranged GET of the bytes of `dsts`, one after the other from `start`, once
+    /// `admission` lets it: the bytes are copied into each destination in turn as they arrive
+    /// (and written to the tee), and the destinations returned initialised.
     pub(super) async fn fetch_vectored<'b>(
         &self,
         start: u64,
         dsts: Vec<Dst<'b>>,
+        admission: Admission,
     ) -> Result<Vec<&'b mut [u8]>> {
         let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
         let mut filling = Filling::new(dsts);
-        self.fetch_into(start..start + len, &mut filling, Admission::Flow)
+        self.fetch_into(start..start + len, &mut filling, admission)
             .await?;
         filling.finish().ok_or(Error::Truncated {
             context: "a range of the object",

@@ -23,7 +23,7 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::runtime::Handle;
 use tokio::task::AbortHandle;
 
-use keycodec_core::transport::{Dst, Filling};
+use keycodec_core::transport::Dst;
 use keycodec_core::{Error, Result};
 
 use super::fetch::{Admission, Fetcher};
@@ -88,15 +88,13 @@ impl Held {
     /// these bytes).
     pub(super) fn known(handle: &Handle, fetcher: &Arc<Fetcher>, range: Range<u64>) -> Held {
         let fetcher = Arc::clone(fetcher);
-        let asked = range.clone();
+        let (start, len) = (range.start, range.end - range.start);
         Held::spawn(handle, range, async move {
-            let mut bytes = vec![0u8; usize::try_from(asked.end - asked.start).ok()?];
-            let mut filling = Filling::new(vec![Dst::Init(&mut bytes)]);
+            let mut bytes = vec![0u8; usize::try_from(len).ok()?];
             fetcher
-                .fetch_into(asked, &mut filling, Admission::Now)
+                .fetch_vectored(start, vec![Dst::Init(&mut bytes)], Admission::Now)
                 .await
                 .ok()?;
-            filling.finish()?;
             Some(Answer {
                 info: fetcher.info.clone(),
                 bytes,
@@ -178,6 +176,13 @@ impl Held {
     /// Where the range starts.
     pub(super) fn start(&self) -> u64 {
         self.range.start
+    }
+
+    /// The bytes of `part` (within the range) out of this range's `answer`.
+    pub(super) fn part<'a>(&self, answer: &'a Answer, part: Range<u64>) -> Option<&'a [u8]> {
+        let from = usize::try_from(part.start.checked_sub(self.range.start)?).ok()?;
+        let len = usize::try_from(part.end.checked_sub(part.start)?).ok()?;
+        answer.bytes.get(from..from.checked_add(len)?)
     }
 
     /// The held range within an object of `size` bytes.

@@ -8,39 +8,18 @@ use std::io;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use object_store::path::Path as ObjectPath;
-use object_store::ObjectStore;
 use tokio::runtime::Handle;
 
 use keycodec_core::transport::{Dst, Filling, ReadAt};
 use keycodec_core::{Error, Result};
 
 use super::fetch::{write_next, Admission, Fetcher};
-use super::held::{self, Answer, Held, HeldRanges, Segment};
+use super::held::{Answer, Held, HeldRanges, Segment};
 use super::readahead::ReadAhead;
-use super::ObjectInfo;
 
 /// Bytes the first GET of a load asks for: a container's header and, for most circuits, its
 /// verifying key, so that what a decoder reads first is in hand after one round trip.
 pub(super) const OPENING: u64 = 64 << 10;
-
-/// The object's first `len` bytes (all of them if it is smaller), by one ranged GET, and what
-/// its response says of the object: its whole size, ETag and version. A load's first round
-/// trip thus both describes the object and brings the bytes read first (a HEAD and then a GET
-/// would take two). `Ok(None)` when the store did not answer so (a missing or empty object,
-/// a server that ignores ranges, a failed request): ask with a HEAD, whose answer or error
-/// stands.
-///
-/// # Errors
-///
-/// [`Error::Malformed`] when the store sent more bytes than the range it reported.
-pub(super) async fn opening(
-    store: &dyn ObjectStore,
-    location: &ObjectPath,
-    len: u64,
-) -> Result<Option<(ObjectInfo, Vec<u8>)>> {
-    held::unconditional(store, location, 0..len).await
-}
 
 /// An object read by ranged GETs (see the module docs). A failure of the store is kept (the
 /// first one) for the caller: the reader above sees only that a read failed.
@@ -152,7 +131,10 @@ impl ObjectSource {
         let len: u64 = dsts.iter().map(|dst| dst.len() as u64).sum();
         let segments = self.held.segments(offset..offset + len, self.size());
         if let [Segment::Gap(_)] = segments.as_slice() {
-            return self.fetcher.fetch_vectored(offset, dsts).await;
+            return self
+                .fetcher
+                .fetch_vectored(offset, dsts, Admission::Flow)
+                .await;
         }
         let fetcher = &self.fetcher;
         let first_gap = segments
@@ -218,11 +200,8 @@ impl ObjectSource {
                 .fetch_into(range.clone(), filling, Admission::Now)
                 .await;
         };
-        let from = usize::try_from(range.start - held.start()).unwrap_or(usize::MAX);
-        let len = usize::try_from(range.end - range.start).unwrap_or(usize::MAX);
-        let bytes = answer
-            .bytes
-            .get(from..from.saturating_add(len))
+        let bytes = held
+            .part(&answer, range.clone())
             .ok_or_else(|| Error::Internal("held bytes out of place".into()))?;
         write_next(filling, bytes)
     }
@@ -232,10 +211,9 @@ impl ObjectSource {
     fn read_held(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         let (held, within) = self.held.at(offset, self.size())?;
         let answer = held.bytes_blocking(&self.handle, &self.fetcher.info)?;
-        let from = usize::try_from(offset - held.start()).ok()?;
         let n = usize::try_from(within.end - offset).map_or(buf.len(), |n| n.min(buf.len()));
         let (head, _) = buf.split_at_mut(n);
-        head.copy_from_slice(answer.bytes.get(from..from.checked_add(n)?)?);
+        head.copy_from_slice(held.part(&answer, offset..offset + n as u64)?);
         Some(n)
     }
 

@@ -10,7 +10,7 @@ use keycodec_core::{Error, Result};
 
 use tokio::runtime::Handle;
 
-use super::fetch::Fetcher;
+use super::fetch::{Admission, Fetcher};
 
 /// Ranges fetched ahead of a reader that reads in order (a decoder reading a stream through
 /// a small buffer), so that its reads do not each wait for a round trip: the first window
@@ -95,7 +95,7 @@ impl ReadAhead {
             let task = handle.spawn(async move {
                 let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
                 fetcher
-                    .fetch_vectored(start, vec![Dst::Init(&mut bytes)])
+                    .fetch_vectored(start, vec![Dst::Init(&mut bytes)], Admission::Flow)
                     .await?;
                 Ok(bytes)
             });

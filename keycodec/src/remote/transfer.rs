@@ -274,7 +274,7 @@ impl Remote {
     }
 
     /// The object's version and, when one ranged GET could bring both, its first bytes (see
-    /// [`object::opening`]); else its version by [`Remote::head`]. With `first_round`, for a
+    /// [`Remote::describe`]); else its version by [`Remote::head`]. With `first_round`, for a
     /// proving key that will be downloaded, its first round goes with that request.
     ///
     /// # Errors
@@ -419,7 +419,7 @@ impl Remote {
     }
 
     /// The object's size, ETag and version, with its first bytes when one ranged GET could
-    /// bring both (see [`object::opening`]), else by [`Remote::head`] alone; with
+    /// bring both (one ranged GET of them), else by [`Remote::head`] alone; with
     /// `first_round`, the ranges that follow the first bytes are asked for at the same time
     /// (see [`held`]).
     fn describe(
@@ -444,8 +444,12 @@ impl Remote {
         };
         let round = opening..opening + bytes;
         let held = Held::first_round(handle, &self.store, location, round);
+        // One ranged GET both describes the object and brings the bytes read first (a HEAD
+        // and then a GET would take two); where the store did not answer so (a missing or
+        // empty object, a server that ignores ranges, a failed request), a HEAD's answer or
+        // error stands.
         let opened = handle
-            .block_on(object::opening(&*self.store, location, opening))
+            .block_on(held::unconditional(&*self.store, location, 0..opening))
             .map_err(|err| err.in_object(&self.name(location)))?;
         match opened {
             Some((info, bytes)) => Ok((info, Some(bytes), held)),
@@ -642,26 +646,34 @@ mod tests {
         assert!(transport::ReadAt::read_exact_at(&source, &mut past, held as u64 - 1).is_err());
     }
 
+    /// A first round of the 3 MiB object at `at`, all of whose bytes are 1, answered; then
+    /// the object replaced by one as large whose bytes are 2: that second version, and the
+    /// first version's round.
+    fn round_of_a_replaced_version(remote: &Remote, at: &ObjectPath) -> (ObjectInfo, Vec<Held>) {
+        let handle = remote.handle().unwrap();
+        let put = |byte: u8| {
+            let payload = PutPayload::from(vec![byte; 3 << 20]);
+            handle.block_on(remote.store().put(at, payload)).unwrap();
+        };
+        put(1);
+        let (first, _, round) = remote.describe(at, true).unwrap();
+        for held in &round {
+            let _ = handle.block_on(held.bytes(&first));
+        }
+        put(2);
+        let second = remote.head(at).unwrap();
+        assert_eq!(second.size, first.size);
+        assert_ne!(second, first);
+        (second, round)
+    }
+
     /// A first round's answers are used only where they describe the object as the load's
     /// first answer did: those of a version replaced since are fetched again, of the version
     /// the load reads.
     #[test]
     fn a_first_round_of_another_version_is_not_used() {
         let (remote, at) = Remote::from_url("memory:///version.bin").unwrap();
-        let handle = remote.handle().unwrap().clone();
-        let put = |byte: u8| {
-            let payload = PutPayload::from(vec![byte; 3 << 20]);
-            handle.block_on(remote.store().put(&at, payload)).unwrap();
-        };
-        put(1);
-        let (first, _, round) = remote.describe(&at, true).unwrap();
-        for held in &round {
-            let _ = handle.block_on(held.bytes(&first));
-        }
-        put(2);
-        let second = remote.head(&at).unwrap();
-        assert_eq!(second.size, first.size);
-        assert_ne!(second, first);
+        let (second, round) = round_of_a_replaced_version(&remote, &at);
         let mut source = remote.source(&at, &second, None).unwrap();
         source.hold(round);
         let mut read = vec![0u8; 3 << 20];
@@ -685,18 +697,7 @@ mod tests {
             first_round: 1 << 20,
             ..RemoteOptions::default()
         }));
-        let handle = remote.handle().unwrap().clone();
-        let put = |byte: u8| {
-            let payload = PutPayload::from(vec![byte; 3 << 20]);
-            handle.block_on(remote.store().put(&at, payload)).unwrap();
-        };
-        put(1);
-        let (first, _, round) = remote.describe(&at, true).unwrap();
-        for held in &round {
-            let _ = handle.block_on(held.bytes(&first));
-        }
-        put(2);
-        let second = remote.head(&at).unwrap();
+        let (second, round) = round_of_a_replaced_version(&remote, &at);
         let (done, finished) = std::sync::mpsc::channel();
         let reader = Arc::clone(&remote);
         std::thread::spawn(move || {

@@ -296,9 +296,9 @@ fn a_load_opens_the_object_with_one_ranged_get() {
     );
 }
 
-/// A load of a proving key asks, with its first request, for the megabytes that follow: a
-/// key they hold takes no request after them (no HEAD, no tail, no payload range), whatever
-/// the backend. Pieces the store refuses or fails are fetched again where the key needs them.
+/// A load of a proving key by a backend that reads in bulk asks, with its first request,
+/// for the megabytes that follow: a key they hold takes no request after them (no HEAD, no
+/// tail, no payload range). Pieces the store refuses or fails are fetched again where the key needs them.
 #[test]
 fn a_load_asks_for_its_first_round_with_its_first_request() {
     let fixture = standard_plonk_k10();
