@@ -219,6 +219,9 @@ pub struct Report {
     /// keycodec's loads of a key or parameters from the disk read past the page cache
     /// ([`keycodec_core::reads_past_page_cache`]); halo2's readers never do.
     pub reads_past_page_cache: bool,
+    /// keycodec's checked loads checked G1 points eight at a time
+    /// ([`keycodec_core::checks_points_eight_at_once`]); halo2's readers one at a time.
+    pub points_eight_at_once: bool,
     /// When runs stopped.
     pub stopping: StoppingInfo,
     /// One per `k`, in the order run.

@@ -65,6 +65,7 @@ pub mod test_setup;
 
 pub use codec::KeyCodec;
 pub use error::{Error, Result};
+pub use field::{checks_points_eight_at_once, WIDE_POINT_CHECK_ENV};
 pub use file::{drop_cached_pages, replace_atomically, temp_beside};
 pub use ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest, ParseDigestError, WireMode};
 pub use item::HaloKey;

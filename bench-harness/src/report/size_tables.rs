@@ -55,6 +55,16 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
              three times as long after the machine idled)"
         }
     );
+    let _ = writeln!(
+        out,
+        "{}",
+        if report.points_eight_at_once {
+            "points: keycodec's checked loads check G1 points eight at a time (AVX-512 IFMA)"
+        } else {
+            "points: keycodec's checked loads check G1 points one at a time (this CPU has no \
+             AVX-512 IFMA, or KEYCODEC_WIDE_POINT_CHECK=0)"
+        }
+    );
     let every_cold = report.cold.requested;
     if let Some(cached) = residency(size, false, every_cold) {
         let _ = writeln!(out, "{cached}");

@@ -376,3 +376,38 @@ fn points_in_bulk_are_checked_as_one_by_one() {
         }
     }
 }
+
+/// [`WIDE_POINT_CHECK_ENV`]` = 0` turns the wide check off (in a process of its own: the choice
+/// is made once per process), and points in bulk are then still checked as one by one.
+#[test]
+fn the_wide_check_turns_off_by_the_environment() {
+    const CHILD: &str = "KEYCODEC_TEST_WIDE_CHECK_OFF";
+    if std::env::var_os(CHILD).is_some() {
+        assert!(!checks_points_eight_at_once());
+        points_in_bulk_are_checked_as_one_by_one();
+        return;
+    }
+    if std::env::var_os(WIDE_POINT_CHECK_ENV).is_none() {
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            checks_points_eight_at_once(),
+            ifma::Ifma::detect().is_some()
+        );
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "field::tests::the_wide_check_turns_off_by_the_environment",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env(WIDE_POINT_CHECK_ENV, "0")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && printed.contains("1 passed"),
+        "{printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

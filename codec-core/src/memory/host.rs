@@ -70,9 +70,10 @@ pub fn reads_past_page_cache() -> bool {
 /// it to the probe.
 pub const DIRECT_READS_ENV: &str = "KEYCODEC_DIRECT_READS";
 
-/// What [`HUGE_PAGES_ENV`]'s or [`DIRECT_READS_ENV`]'s value chooses: `Some` for `1` or `0`, `None` (the probe
+/// What an override variable's value ([`HUGE_PAGES_ENV`]'s, [`DIRECT_READS_ENV`]'s,
+/// [`crate::WIDE_POINT_CHECK_ENV`]'s) chooses: `Some` for `1` or `0`, `None` (the probe
 /// decides) for anything else or no value.
-fn parse_override(value: Option<&str>) -> Option<bool> {
+pub(crate) fn parse_override(value: Option<&str>) -> Option<bool> {
     match value.map(str::trim) {
         Some("1") => Some(true),
         Some("0") => Some(false),

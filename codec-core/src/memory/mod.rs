@@ -36,6 +36,7 @@ use halo2curves::serde::SerdeObject;
 use crate::error::{Error, Result};
 
 mod host;
+pub(crate) use host::parse_override;
 pub use host::{asks_for_huge_pages, reads_past_page_cache, DIRECT_READS_ENV, HUGE_PAGES_ENV};
 
 /// Bytes of one scalar in memory, and of its encodings.
