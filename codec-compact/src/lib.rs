@@ -77,10 +77,9 @@ impl KeyCodec for CompactCodec {
         true
     }
 
-    /// After its verifying key, its payload is one read of the rest, in order. A first round
-    /// from object storage would mostly ask past the end of its small object and save one
-    /// round trip beside a recomputation of seconds: measured, it costs the smallest keys
-    /// more than it saves (`docs/performance.md`, "Object storage").
+    /// After its verifying key, its payload is read in order, as one stream: a load from
+    /// object storage streams it from the first answer, with no first round (measured:
+    /// `docs/performance.md`, "Object storage").
     fn reads_in_order(&self) -> bool {
         true
     }

@@ -389,7 +389,7 @@ fn raw_points_on_curve(bytes: &[u8]) -> bool {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(wide) = wide_check() {
+    if let Some(wide) = wide::check() {
         let modulus = base_modulus_limbs();
         let (groups, rest) = bytes.as_chunks::<{ ifma::GROUP_BYTES }>();
         let groups_valid = groups.iter().all(|group| {
@@ -402,40 +402,6 @@ fn raw_points_on_curve(bytes: &[u8]) -> bool {
         return groups_valid && rest.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve);
     }
     bytes.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve)
-}
-
-/// Whether checked loads check G1 points (the bulk of a checked load of parameters) eight at
-/// a time with AVX-512 IFMA: where this CPU has it (x86-64 with AVX-512F and IFMA), unless the
-/// environment variable [`WIDE_POINT_CHECK_ENV`] is `0`. Both ways answer the same (the wide
-/// check only confirms; what it does not confirm is decided point by point); `0` is for
-/// measuring, on a CPU that has the instructions, how one without them loads. Decided once per
-/// process, at the first call (a load's, or a caller's).
-pub fn checks_points_eight_at_once() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return wide_check().is_some();
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
-/// The environment variable that turns [`checks_points_eight_at_once`] off: `0` checks points
-/// one at a time; any other value (or none) leaves it to the CPU. Set it in the process's
-/// environment before it starts.
-pub const WIDE_POINT_CHECK_ENV: &str = "KEYCODEC_WIDE_POINT_CHECK";
-
-/// The wide check, where this CPU has it and [`WIDE_POINT_CHECK_ENV`] does not turn it off.
-#[cfg(target_arch = "x86_64")]
-fn wide_check() -> Option<ifma::Ifma> {
-    static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let allowed = *ALLOWED.get_or_init(|| {
-        let set = std::env::var_os(WIDE_POINT_CHECK_ENV);
-        crate::memory::parse_override(set.as_deref().and_then(std::ffi::OsStr::to_str))
-            != Some(false)
-    });
-    if allowed {
-        ifma::Ifma::detect()
-    } else {
-        None
-    }
 }
 
 /// Whether a raw G1 point (`x || y`, Montgomery limbs) is what halo2curves'
@@ -513,5 +479,7 @@ pub fn write_fr_slice(
 #[allow(unsafe_code)] // CPU-specific instructions, behind their detection
 mod ifma;
 mod mont;
+mod wide;
+pub use wide::{checks_points_eight_at_once, WIDE_POINT_CHECK_ENV};
 #[cfg(test)]
 mod tests;
