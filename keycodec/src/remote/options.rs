@@ -91,9 +91,10 @@ impl RemoteOptions {
         self.first_round.min(self.memory / 4) as u64
     }
 
-    /// The most bytes a streamed decoder's reads ahead hold ([`READ_AHEAD`]).
+    /// The most bytes a streamed decoder's reads ahead hold: [`READ_AHEAD`], within three
+    /// quarters of [`RemoteOptions::memory`].
     pub(crate) fn read_ahead_bytes(&self) -> u64 {
-        (self.memory - self.memory / 4) as u64
+        ((self.memory - self.memory / 4) as u64).min(READ_AHEAD)
     }
 
     /// An upload's part for `size` bytes, if known (see [`RemoteOptions::part_size`]).

@@ -1,7 +1,6 @@
 //! What a [`Remote`] does with objects: heads, headers and ranges, uploads of keys,
 //! parameters and files, loads decoded as their ranges arrive, downloads to a file.
 
-use super::options::READ_AHEAD;
 use super::*;
 
 impl Remote {
@@ -412,7 +411,7 @@ impl Remote {
             threads: ceiling,
             pool: OnceLock::new(),
             readahead: Mutex::new(ReadAhead::default()),
-            read_ahead: self.options.read_ahead_bytes().min(READ_AHEAD),
+            read_ahead: self.options.read_ahead_bytes(),
             failure: Mutex::new(None),
             held: HeldRanges::default(),
         })
@@ -496,19 +495,15 @@ impl Remote {
                 // Without a first round sent with its first request: one now, of the
                 // version known, conditional on it, stopping at the object's end and
                 // starting with its first bytes where they are not in hand.
-                let ahead = match large && opened.round.is_empty() {
-                    true => {
-                        let start = opened.first.as_ref().map_or(0, |first| first.len() as u64);
-                        let bytes = self.options.first_round_bytes();
-                        let end = start.saturating_add(bytes).min(opened.info.size);
-                        Held::pieces(start..end, object::OPENING).collect()
-                    }
-                    false => Vec::new(),
+                let ahead = if large && opened.round.is_empty() {
+                    let start = opened.first.as_ref().map_or(0, |first| first.len() as u64);
+                    let bytes = self.options.first_round_bytes();
+                    let end = start.saturating_add(bytes).min(opened.info.size);
+                    Held::pieces(start..end, object::OPENING).collect()
+                } else {
+                    Vec::new()
                 };
-                let round = match large {
-                    true => opened.round,
-                    false => Vec::new(),
-                };
+                let round = if large { opened.round } else { Vec::new() };
                 (Some(file), opened.info, opened.first, round, ahead)
             }
             None => {
@@ -525,7 +520,7 @@ impl Remote {
             let mut source = self.source(location, info, tee)?;
             let first = first.map(|bytes| Held::fetched(0, info.clone(), bytes));
             source.hold(first.into_iter().chain(first_round));
-            source.fetch_ahead(ahead.iter().cloned());
+            source.fetch_ahead(ahead);
             source.fetch_tail();
             let decoded = transport::read(
                 codec,
