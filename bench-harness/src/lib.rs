@@ -71,7 +71,8 @@
 //!       "read_vs_floor": { "estimate", "low", "high", "runs" } | null,  // load / floor, run
 //!                                      // by run (its floor's typical visit, the lower
 //!                                      // median over the same run and the runs either
-//!                                      // side; from the disk, of its fastest way);
+//!                                      // side; of its fastest way where it takes
+//!                                      // its ways in turn);
 //!                                      // null when below_floor
 //!       "below_floor": bool,           // that interval wholly below 1: a measurement error
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this

@@ -35,8 +35,9 @@ pub fn floor(
     let parameters = polynomial_bytes.is_none();
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
     let cold = keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached * 10 < pages);
+    let past_page_cache = keycodec_core::reads_past_page_cache();
     let mut fastest: Option<Floor> = None;
-    for way in ways(cold, visit, parameters, len) {
+    for way in ways(cold, past_page_cache, visit, parameters, len) {
         let floor = match way {
             Way::ReadToEnd => {
                 timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))
@@ -73,31 +74,45 @@ enum Way {
 }
 
 /// The ways a floor reads a file, by where the file is (`cold`: under a tenth of its pages
-/// cached), the floor's `visit` of its case, whether it is `parameters` and its `len`:
+/// cached), whether loads read such a file `past_page_cache`
+/// ([`keycodec_core::reads_past_page_cache`]), the floor's `visit` of its case, whether it is
+/// `parameters` and its `len`:
 ///
 /// - from the page cache, over every core with keycodec's bulk read; under [`SMALL_FILE`]
 ///   (where starting threads costs more than it saves) also on one thread with
 ///   `read_to_end`, the faster counting;
-/// - from the disk, one way per visit, so that each reads from the disk, in turn:
-///   `read_to_end` on one thread through the page cache, and in order as keycodec loads
-///   such a file ([`FileSource`]: past the page cache where
-///   [`keycodec_core::reads_past_page_cache`], on one thread through it elsewhere; a key
-///   into small pages, parameters into memory allocated as their
-///   load's, which asks for huge pages where loads do: read into small pages while the load
-///   asked for huge ones, a trusted load of parameters from the disk beat it). The reads
-///   through the page cache let the kernel's read-ahead stream the file. (The bulk read over
-///   every core through it, pieces taken in turn by two threads, was a third way for a key:
-///   from this machine's disk the slowest, by 5-25%.)
-fn ways(cold: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
-    match (cold, visit % 2 == 1, parameters) {
-        (true, false, _) => vec![Way::ReadToEnd],
-        (true, true, false) => vec![Way::Polynomials(Ways::InOrder)],
-        (true, true, true) => vec![Way::Parameters],
+/// - from the disk, in order as keycodec loads such a file ([`FileSource`]; a key into small
+///   pages, parameters into memory allocated as their load's, which asks for huge pages where
+///   loads do: read into small pages while the load asked for huge ones, a trusted load of
+///   parameters from the disk beat it). Where loads read it through the page cache, every
+///   other visit reads it with `read_to_end` on one thread instead, letting the kernel's
+///   read-ahead stream the file, and the faster way counts ([`takes_ways_in_turn`]). Where
+///   they read past it, every visit reads as they do: that read's shape (1 MiB requests on
+///   four threads) is the fastest of the shapes measured past the page cache, and
+///   `read_to_end` through it lost to it in 83 of the 90 default-run floors compared, the
+///   other 7 by at most 9% (docs/harness.md, "The cold floor and `O_DIRECT`"), so its
+///   visits only halved the samples of the floor that counted. (The bulk read over every core through the page
+///   cache, pieces taken in turn by two threads, was a third way for a key: from this
+///   machine's disk the slowest, by 5-25%.)
+fn ways(cold: bool, past_page_cache: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
+    let in_turn = takes_ways_in_turn(cold, past_page_cache);
+    match (cold, in_turn && visit.is_multiple_of(2), parameters) {
+        (true, true, _) => vec![Way::ReadToEnd],
+        (true, false, false) => vec![Way::Polynomials(Ways::InOrder)],
+        (true, false, true) => vec![Way::Parameters],
         (false, _, _) if len < SMALL_FILE => {
             vec![Way::Polynomials(Ways::EveryCore), Way::ReadToEnd]
         }
         (false, _, _) => vec![Way::Polynomials(Ways::EveryCore)],
     }
+}
+
+/// Whether a floor takes a way per visit, in turn (a run's first visit one way, its second
+/// the other), so that each way's visits are its own sample: from the disk (`cold`), where
+/// loads read through the page cache (not `past_page_cache`). Elsewhere every visit reads the
+/// same ways, and all of them are one sample.
+pub fn takes_ways_in_turn(cold: bool, past_page_cache: bool) -> bool {
+    cold && !past_page_cache
 }
 
 /// A floor's read: its seconds, whether every byte was read, and the memory read into.
@@ -288,32 +303,41 @@ mod tests {
     use super::*;
     use keycodec_core::backend_api::raw_view::as_raw_elements;
 
-    /// From the disk a floor takes one way per visit, in turn, parameters' in-order way their
-    /// own; from the page cache every core, and a small file one thread too.
+    /// From the disk a floor takes one way per visit, in turn, where loads read through the
+    /// page cache, parameters' in-order way their own; where loads read past it, their in-order
+    /// way at every visit; from the page cache every core, and a small file one thread too.
     #[test]
     fn a_floor_takes_its_ways_by_where_the_file_is_and_the_visit() {
         let large = SMALL_FILE;
         let small = SMALL_FILE - 1;
         for len in [small, large] {
             for parameters in [false, true] {
-                assert_eq!(ways(true, 0, parameters, len), [Way::ReadToEnd]);
-                assert_eq!(ways(true, 2, parameters, len), [Way::ReadToEnd]);
+                assert_eq!(ways(true, false, 0, parameters, len), [Way::ReadToEnd]);
+                assert_eq!(ways(true, false, 2, parameters, len), [Way::ReadToEnd]);
             }
-            assert_eq!(ways(true, 1, false, len), [Way::Polynomials(Ways::InOrder)]);
-            assert_eq!(ways(true, 3, true, len), [Way::Parameters]);
+            for (past, visit) in [(false, 1), (true, 0), (true, 1)] {
+                assert_eq!(
+                    ways(true, past, visit, false, len),
+                    [Way::Polynomials(Ways::InOrder)]
+                );
+                assert_eq!(ways(true, past, visit + 2, true, len), [Way::Parameters]);
+            }
         }
-        for visit in [0, 1] {
+        for (visit, past) in [(0, false), (1, false), (0, true), (1, true)] {
             for parameters in [false, true] {
                 assert_eq!(
-                    ways(false, visit, parameters, large),
+                    ways(false, past, visit, parameters, large),
                     [Way::Polynomials(Ways::EveryCore)]
                 );
                 assert_eq!(
-                    ways(false, visit, parameters, small),
+                    ways(false, past, visit, parameters, small),
                     [Way::Polynomials(Ways::EveryCore), Way::ReadToEnd]
                 );
             }
         }
+        assert!(takes_ways_in_turn(true, false));
+        assert!(!takes_ways_in_turn(true, true));
+        assert!(!takes_ways_in_turn(false, false));
     }
 
     /// A floor reads the whole file whichever visit it is, from the page cache and, where

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use twox_hash::XxHash3_64;
 
-pub use floor_read::{floor, Floor, SMALL_FILE};
+pub use floor_read::{floor, takes_ways_in_turn, Floor, SMALL_FILE};
 #[cfg(test)]
 pub(crate) use fresh::priming;
 pub use fresh::{as_primer, child, run_in_child, ChildRequest};
@@ -108,7 +108,7 @@ pub enum Load {
         polynomial_bytes: Option<u64>,
         /// `(degree, k)` of the key's evaluation domain, built on another thread meanwhile.
         domain: Option<(u32, u32)>,
-        /// Which visit of its case this is (a cold floor takes one way per visit, in turn).
+        /// Which visit of its case this is (a cold floor may take one way per visit, in turn).
         #[serde(default)]
         visit: usize,
     },

@@ -54,7 +54,7 @@ fn cases_of<'a, C: Workload>(
 ) -> Vec<usize> {
     let mut cases = Vec::new();
     for &state in inputs.states {
-        // Each visit of the case numbered: a cold floor takes its ways in turn.
+        // Each visit of the case numbered: a cold floor may take its ways in turn.
         let visits = AtomicUsize::new(0);
         let run: Run<'a> = match state {
             State::Warm => {

@@ -14,7 +14,7 @@ load s: median; min: fastest; spread: (max - min) / median; runs: the runs that 
 the row (after the minimum of runs, only the rows of the widest ratios are measured); x floor: this load over its own \
 file's floor in its state (a floor row's mode names the file; a cold start's, its two files' \
 floors added), run by run (each run's load over its floor's typical visit in that run and the \
-runs either side; from the disk, of its fastest way), median and 95% interval (BELOW: the \
+runs either side; where it takes its ways in turn, of its fastest way), median and 95% interval (BELOW: the \
 interval wholly below 1, a load beat the floor beyond the noise: a measurement error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
@@ -86,10 +86,11 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                     .to_owned()
             },
             if report.reads_past_page_cache {
-                "keycodec's read past the page cache (O_DIRECT), halo2's and the floor's other \
-                 way through it"
+                "keycodec's and the floor's reads past the page cache (O_DIRECT), halo2's \
+                 through it"
             } else {
-                "every load reads through the page cache"
+                "every load reads through the page cache, the floor by two ways in turn, \
+                 the faster counting"
             }
         );
     }

@@ -61,10 +61,11 @@ fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
 /// For each run with samples, the floor of its moment: its typical visit near that run (the
 /// lower median of its visits in that run and the runs either side; at the first and last
 /// runs, or beside a run without samples, with the run two away added where there is one,
-/// so that three runs count where they can). A floor that reads from the disk takes its
-/// ways in turn, a run's first visit one way and its second the other (its samples of one
-/// run are next to each other): `by_way`, each way is taken at its typical visit and the
-/// fastest way counts. Typical, not fastest, because a load is visited once a run: with
+/// so that three runs count where they can). A floor that takes its ways in turn
+/// ([`crate::exec::takes_ways_in_turn`]: from the disk, where loads read through the page
+/// cache), a run's first visit one way and its second the other (its samples of one run are
+/// next to each other): `by_way`, each way is taken at its typical visit and the fastest way
+/// counts. Typical, not fastest, because a load is visited once a run: with
 /// visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x the
 /// fastest of the floor's six visits near its run (docs/harness.md). Near runs, so that the
 /// floor follows the disk as it drifts over several runs, but not one run's slow visits. A
@@ -210,8 +211,11 @@ fn load_ratios(
     // Each run's load over its floor near that run: the disk and the machine drift over the
     // runs, so a load is compared with the floor of its moment, not with the luckiest floor
     // of all the runs.
-    // A floor reads from the disk as its case does: its ways then alternate by visit.
-    let by_way = reads_cold(case, every_cold);
+    // A floor reads from the disk as its case does: its ways may then alternate by visit.
+    let by_way = crate::exec::takes_ways_in_turn(
+        reads_cold(case, every_cold),
+        keycodec_core::reads_past_page_cache(),
+    );
     let vs_floor = floors_near_each_run(&case.floors, by_way, |floor| loads_by_run(samples, floor))
         .and_then(|floor| paired_by_run(&ours, &floor));
     (speedup, vs_floor)
