@@ -86,16 +86,17 @@ enum Way {
 ///   loads do: read into small pages while the load asked for huge ones, a trusted load of
 ///   parameters from the disk beat it). Where loads read it through the page cache, every
 ///   other visit reads it with `read_to_end` on one thread instead, letting the kernel's
-///   read-ahead stream the file, and the faster way counts ([`takes_ways_in_turn`]). Where
-///   they read past it, every visit reads as they do: that read's shape (1 MiB requests on
-///   four threads) is the fastest of the shapes measured past the page cache, and
-///   `read_to_end` through it lost to it in 83 of the 90 default-run floors compared, the
-///   other 7 by at most 9% (docs/harness.md, "The cold floor and `O_DIRECT`"), so its
-///   visits only halved the samples of the floor that counted. (The bulk read over every core through the page
+///   read-ahead stream the file, and the faster way counts ([`takes_ways_in_turn`]); so
+///   too for a file under [`SMALL_FILE`]. Where they read a larger file past it, every visit
+///   reads as they do: that read's shape (1 MiB requests on four threads) is the fastest of
+///   the shapes measured past the page cache, and `read_to_end` through it lost to it in 83
+///   of the 90 default-run floors compared, the other 7 by at most 9% (docs/harness.md,
+///   "The cold floor and `O_DIRECT`"), so its visits only halved the samples of the floor
+///   that counted. (The bulk read over every core through the page
 ///   cache, pieces taken in turn by two threads, was a third way for a key: from this
 ///   machine's disk the slowest, by 5-25%.)
 fn ways(cold: bool, past_page_cache: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
-    let in_turn = takes_ways_in_turn(cold, past_page_cache);
+    let in_turn = takes_ways_in_turn(cold, past_page_cache, len);
     match (cold, in_turn && visit.is_multiple_of(2), parameters) {
         (true, true, _) => vec![Way::ReadToEnd],
         (true, false, false) => vec![Way::Polynomials(Ways::InOrder)],
@@ -107,12 +108,14 @@ fn ways(cold: bool, past_page_cache: bool, visit: usize, parameters: bool, len: 
     }
 }
 
-/// Whether a floor takes a way per visit, in turn (a run's first visit one way, its second
-/// the other), so that each way's visits are its own sample: from the disk (`cold`), where
-/// loads read through the page cache (not `past_page_cache`). Elsewhere every visit reads the
-/// same ways, and all of them are one sample.
-pub fn takes_ways_in_turn(cold: bool, past_page_cache: bool) -> bool {
-    cold && !past_page_cache
+/// Whether a floor of a file of `len` bytes takes a way per visit, in turn (a run's first
+/// visit one way, its second the other), so that each way's visits are its own sample: from
+/// the disk (`cold`), where loads read through the page cache (not `past_page_cache`), or
+/// the file is under [`SMALL_FILE`] (read past the page cache, the k = 14 parameters, 2 MB,
+/// took 2.8-3.0 ms in the median of a run where `read_to_end` through it took 2.1-2.2 ms,
+/// the faster in 48 of 52 runs). Elsewhere every visit reads the same ways, and all of them are one sample.
+pub fn takes_ways_in_turn(cold: bool, past_page_cache: bool, len: u64) -> bool {
+    cold && (!past_page_cache || len < SMALL_FILE)
 }
 
 /// A floor's read: its seconds, whether every byte was read, and the memory read into.
@@ -304,8 +307,9 @@ mod tests {
     use keycodec_core::backend_api::raw_view::as_raw_elements;
 
     /// From the disk a floor takes one way per visit, in turn, where loads read through the
-    /// page cache, parameters' in-order way their own; where loads read past it, their in-order
-    /// way at every visit; from the page cache every core, and a small file one thread too.
+    /// page cache or the file is small, parameters' in-order way their own; where loads read a
+    /// large file past it, their in-order way at every visit; from the page cache every core,
+    /// and a small file one thread too.
     #[test]
     fn a_floor_takes_its_ways_by_where_the_file_is_and_the_visit() {
         let large = SMALL_FILE;
@@ -315,13 +319,21 @@ mod tests {
                 assert_eq!(ways(true, false, 0, parameters, len), [Way::ReadToEnd]);
                 assert_eq!(ways(true, false, 2, parameters, len), [Way::ReadToEnd]);
             }
-            for (past, visit) in [(false, 1), (true, 0), (true, 1)] {
-                assert_eq!(
-                    ways(true, past, visit, false, len),
-                    [Way::Polynomials(Ways::InOrder)]
-                );
-                assert_eq!(ways(true, past, visit + 2, true, len), [Way::Parameters]);
-            }
+            assert_eq!(
+                ways(true, false, 1, false, len),
+                [Way::Polynomials(Ways::InOrder)]
+            );
+            assert_eq!(ways(true, false, 3, true, len), [Way::Parameters]);
+        }
+        // Past the page cache, a small file's ways take turns; a large file's does not.
+        assert_eq!(ways(true, true, 0, false, small), [Way::ReadToEnd]);
+        assert_eq!(ways(true, true, 1, true, small), [Way::Parameters]);
+        for visit in [0, 1] {
+            assert_eq!(
+                ways(true, true, visit, false, large),
+                [Way::Polynomials(Ways::InOrder)]
+            );
+            assert_eq!(ways(true, true, visit, true, large), [Way::Parameters]);
         }
         for (visit, past) in [(0, false), (1, false), (0, true), (1, true)] {
             for parameters in [false, true] {
@@ -335,9 +347,10 @@ mod tests {
                 );
             }
         }
-        assert!(takes_ways_in_turn(true, false));
-        assert!(!takes_ways_in_turn(true, true));
-        assert!(!takes_ways_in_turn(false, false));
+        assert!(takes_ways_in_turn(true, false, large));
+        assert!(takes_ways_in_turn(true, true, small));
+        assert!(!takes_ways_in_turn(true, true, large));
+        assert!(!takes_ways_in_turn(false, false, small));
     }
 
     /// A floor reads the whole file whichever visit it is, from the page cache and, where

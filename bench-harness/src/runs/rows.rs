@@ -63,9 +63,9 @@ fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
 /// runs, or beside a run without samples, with the run two away added where there is one,
 /// so that three runs count where they can). A floor that takes its ways in turn
 /// ([`crate::exec::takes_ways_in_turn`]: from the disk, where loads read through the page
-/// cache), a run's first visit one way and its second the other (its samples of one run are
-/// next to each other): `by_way`, each way is taken at its typical visit and the fastest way
-/// counts. Typical, not fastest, because a load is visited once a run: with
+/// cache or the file is small), a run's first visit one way and its second the other (its
+/// samples of one run are next to each other): `by_way`, each way is taken at its typical
+/// visit and the fastest way counts. Typical, not fastest, because a load is visited once a run: with
 /// visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x the
 /// fastest of the floor's six visits near its run (docs/harness.md). Near runs, so that the
 /// floor follows the disk as it drifts over several runs, but not one run's slow visits. A
@@ -125,17 +125,17 @@ fn lower_median(values: &[f64]) -> f64 {
 }
 
 /// For each run that every floor of `floors` has, the sum of each floor's near that run
-/// ([`floor_near_each_run`], `by_way` for floors read from the disk): the floor of a row reading
-/// several files (a cold start reads the parameters and the key, one after the other).
-/// `None` without floors.
+/// ([`floor_near_each_run`], `by_way` for floors whose ways take turns): the floor of a row
+/// reading several files (a cold start reads the parameters and the key, one after the
+/// other). `None` without floors.
 fn floors_near_each_run(
     floors: &[usize],
-    by_way: bool,
+    by_way: impl Fn(usize) -> bool,
     by_run: impl Fn(usize) -> ByRun,
 ) -> Option<ByRun> {
     floors
         .iter()
-        .map(|&floor| floor_near_each_run(&by_run(floor), by_way))
+        .map(|&floor| floor_near_each_run(&by_run(floor), by_way(floor)))
         .reduce(|sum, next| {
             same_runs(&sum, &next)
                 .map(|(run, seconds, more)| (run, seconds + more))
@@ -197,6 +197,7 @@ pub(super) fn reads_cold(case: &Case<'_>, every_cold: bool) -> bool {
 /// its load over its floors' (`every_cold`: `--cold`, every case read from the disk).
 fn load_ratios(
     plan: &Plan<'_>,
+    bytes: &[u64],
     samples: &[Vec<Taken>],
     index: usize,
     every_cold: bool,
@@ -212,10 +213,16 @@ fn load_ratios(
     // runs, so a load is compared with the floor of its moment, not with the luckiest floor
     // of all the runs.
     // A floor reads from the disk as its case does: its ways may then alternate by visit.
-    let by_way = crate::exec::takes_ways_in_turn(
-        reads_cold(case, every_cold),
-        keycodec_core::reads_past_page_cache(),
-    );
+    let by_way = |floor: usize| {
+        let len = plan.cases.get(floor).map_or(0, |floor| {
+            floor.files.iter().filter_map(|&f| bytes.get(f)).sum()
+        });
+        crate::exec::takes_ways_in_turn(
+            reads_cold(case, every_cold),
+            keycodec_core::reads_past_page_cache(),
+            len,
+        )
+    };
     let vs_floor = floors_near_each_run(&case.floors, by_way, |floor| loads_by_run(samples, floor))
         .and_then(|floor| paired_by_run(&ours, &floor));
     (speedup, vs_floor)
@@ -271,7 +278,7 @@ pub(super) fn claims(
         if case.backend == FLOOR {
             continue;
         }
-        let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
+        let (speedup, vs_floor) = load_ratios(plan, &saved.bytes, samples, index, every_cold);
         let runs = median_per_run(&loads_by_run(samples, index)).len();
         if let (Some(ratio), Some(reference)) = (speedup, case.reference) {
             claims.push(Claim {
@@ -354,7 +361,7 @@ pub(super) fn rows(
                 })
                 .sum::<f64>()
         });
-        let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
+        let (speedup, vs_floor) = load_ratios(plan, &saved.bytes, samples, index, every_cold);
         let below_floor = vs_floor.is_some_and(|ratio| ratio.high < 1.0);
         rows.push(Row {
             kind: case.kind,
@@ -612,10 +619,14 @@ mod tests {
         );
         // Two floors added only in the runs both have.
         let floors = [0, 1];
-        let sum = floors_near_each_run(&floors, true, |floor| match floor {
-            0 => vec![(1, 1.0), (3, 1.0)],
-            _ => vec![(3, 2.0), (4, 5.0)],
-        });
+        let sum = floors_near_each_run(
+            &floors,
+            |_| true,
+            |floor| match floor {
+                0 => vec![(1, 1.0), (3, 1.0)],
+                _ => vec![(3, 2.0), (4, 5.0)],
+            },
+        );
         assert_eq!(sum, Some(vec![(3, 3.0)]));
         // A save's runs, each run's median.
         assert_eq!(
