@@ -79,6 +79,9 @@
 //!       "reference": { "backend", "mode", "validation" } | null,  // halo2's reader, same state
 //!       "peak_rss_bytes": u64 | null,  // rise of resident memory during the load (max)
 //!       "huge_pages_runs": [u64],  // in huge pages after each load (empty: not measured)
+//!       "read_ways": [string],  // a floor's way at each of read_runs ("read_to_end", "in
+//!                                      // order", "every core", "parameters in order";
+//!                                      // empty for a load)
 //!       "compact_stalls": u64 | null,  // the machine's compaction stalls during the loads
 //!       "cached_before": f64 | null,  // its files' pages cached as a load began (mincore):
 //!                                      // most where read from the disk, else least

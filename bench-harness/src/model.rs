@@ -73,6 +73,9 @@ pub struct Row {
     /// run (in the order of `read_runs`; empty unless every load measured it): a fresh load's
     /// key in huge pages or not is what makes its time bimodal.
     pub huge_pages_runs: Vec<u64>,
+    /// A floor's way of reading at each of `read_runs` (empty for a load): from the disk a
+    /// floor may take its ways in turn, and this says which was which.
+    pub read_ways: Vec<&'static str>,
     /// The machine's compaction stalls during this row's loads, all runs together.
     pub compact_stalls: Option<u64>,
     /// The share of its files' pages in the page cache as its loads began (`mincore`) that

@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
 use halo2_proofs::poly::EvaluationDomain;
 use halo2curves::bn256::Fr;
 use keycodec::Validation;
@@ -40,12 +42,12 @@ pub fn floor(
     for way in ways(cold, past_page_cache, visit, parameters, len) {
         let floor = match way {
             Way::ReadToEnd => {
-                timed_with_domain(domain, || read_in_order(path, len, polynomial_bytes))
+                timed_with_domain(way, domain, || read_in_order(path, len, polynomial_bytes))
             }
-            Way::Polynomials(ways) => timed_with_domain(domain, || {
+            Way::Polynomials(ways) => timed_with_domain(way, domain, || {
                 read_as_polynomials(path, len, polynomial_bytes, ways)
             }),
-            Way::Parameters => timed_with_domain(domain, || read_as_parameters(path, len)),
+            Way::Parameters => timed_with_domain(way, domain, || read_as_parameters(path, len)),
         }?;
         if fastest
             .as_ref()
@@ -58,8 +60,8 @@ pub fn floor(
 }
 
 /// A way the floor reads a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Way {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Way {
     /// `read_to_end` on one thread into each vector's spare capacity ([`read_in_order`]):
     /// small pages.
     ReadToEnd,
@@ -118,10 +120,25 @@ pub fn takes_ways_in_turn(cold: bool, past_page_cache: bool, len: u64) -> bool {
     cold && (!past_page_cache || len < SMALL_FILE)
 }
 
-/// A floor's read: its seconds, whether every byte was read, and the memory read into.
+impl Way {
+    /// The way's name, as the harness's JSON gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Way::ReadToEnd => "read_to_end",
+            Way::Polynomials(Ways::EveryCore) => "every core",
+            Way::Polynomials(Ways::InOrder) => "in order",
+            Way::Parameters => "parameters in order",
+        }
+    }
+}
+
+/// A floor's read: its seconds, the way that took them, whether every byte was read, and the
+/// memory read into.
 pub struct Floor {
     /// Seconds the read took (the domain's build beside it included).
     pub seconds: f64,
+    /// The way that took them (of those tried, the fastest).
+    pub way: Way,
     /// Whether every byte was read (and the domain built).
     pub complete: bool,
     /// The memory read into, held until the floor is dropped.
@@ -131,9 +148,10 @@ pub struct Floor {
 /// Below this, the floor also reads on one thread.
 pub const SMALL_FILE: u64 = 256 << 20;
 
-/// Times `read` while the domain is built on another thread, its twiddles on a pool of its
-/// own as a load builds them ([`on_a_pool_of_its_own`]).
+/// Times `read`, the floor's `way`, while the domain is built on another thread, its twiddles
+/// on a pool of its own as a load builds them ([`on_a_pool_of_its_own`]).
 fn timed_with_domain<T: 'static>(
+    way: Way,
     domain: Option<(u32, u32)>,
     read: impl FnOnce() -> Result<(bool, T), String>,
 ) -> Result<Floor, String> {
@@ -157,6 +175,7 @@ fn timed_with_domain<T: 'static>(
     })?;
     Ok(Floor {
         seconds: started.elapsed().as_secs_f64(),
+        way,
         complete,
         _held: Box::new(held),
     })
@@ -242,9 +261,11 @@ fn read_header(reader: &mut PayloadReader<'_>) -> Result<(), String> {
 
 /// How keycodec's bulk read reads a file: pieces on every core, or as a load of a file out
 /// of the page cache does, in order ([`FileSource`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ways {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ways {
+    /// Pieces taken by every core.
     EveryCore,
+    /// In order, as [`FileSource`] reads a file out of the page cache.
     InOrder,
 }
 
@@ -369,12 +390,24 @@ mod tests {
                     } else {
                         let _ = std::fs::read(&path).unwrap();
                     }
+                    let dropped = keycodec_core::cached_pages(&path)
+                        .is_some_and(|(cached, pages)| cached * 10 < pages);
                     let floor = floor(&path, polynomial_bytes, Some((4, 4)), visit).unwrap();
                     assert!(
                         floor.complete,
                         "{polynomial_bytes:?} visit {visit} cold {cold}"
                     );
                     assert!(floor.seconds > 0.0);
+                    // The way it names is one it took: where the pages were dropped, the
+                    // visit's one way; from the page cache, one of its two.
+                    let took = ways(
+                        dropped,
+                        keycodec_core::reads_past_page_cache(),
+                        visit,
+                        polynomial_bytes.is_none(),
+                        len as u64,
+                    );
+                    assert!(took.contains(&floor.way), "{:?} not in {took:?}", floor.way);
                 }
             }
         }

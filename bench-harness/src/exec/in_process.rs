@@ -70,10 +70,10 @@ pub fn run_here<C: Workload>(
     let stalls_before = rss::compact_stalls();
     let started = Instant::now();
     let loaded = execute::<C>(load, paths, circuit_params, target, buffer)?;
-    let seconds = match loaded {
-        // The floor times itself: the faster of its two ways.
-        Loaded::Read(Floor { seconds, .. }) => seconds,
-        _ => started.elapsed().as_secs_f64(),
+    let (seconds, way) = match loaded {
+        // The floor times itself: the fastest of the ways it took.
+        Loaded::Read(Floor { seconds, way, .. }) => (seconds, Some(way)),
+        _ => (started.elapsed().as_secs_f64(), None),
     };
     let compact_stalls = rss::compact_stalls()
         .zip(stalls_before)
@@ -91,6 +91,7 @@ pub fn run_here<C: Workload>(
         huge_pages,
         compact_stalls,
         cached_before: None,
+        way,
     })
 }
 

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use twox_hash::XxHash3_64;
 
-pub use floor_read::{floor, takes_ways_in_turn, Floor, SMALL_FILE};
+pub use floor_read::{floor, takes_ways_in_turn, Floor, Way, SMALL_FILE};
 #[cfg(test)]
 pub(crate) use fresh::priming;
 pub use fresh::{as_primer, child, run_in_child, ChildRequest};
@@ -205,6 +205,9 @@ pub struct Sample {
     /// by the runner, which drops them first for a cold load).
     #[serde(default)]
     pub cached_before: Option<f64>,
+    /// A floor's way of reading that took these seconds; `None` for a load.
+    #[serde(default)]
+    pub way: Option<Way>,
 }
 
 #[cfg(test)]

@@ -130,6 +130,7 @@ fn sample(seconds: f64, verified: bool) -> Sample {
         huge_pages: None,
         compact_stalls: None,
         cached_before: None,
+        way: None,
     }
 }
 

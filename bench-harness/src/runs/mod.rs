@@ -634,6 +634,7 @@ mod tests {
             huge_pages: None,
             compact_stalls: None,
             cached_before: None,
+            way: None,
         }
     }
 

@@ -388,6 +388,11 @@ pub(super) fn rows(
                 .map(|taken| taken.sample.huge_pages)
                 .collect::<Option<Vec<u64>>>()
                 .unwrap_or_default(),
+            read_ways: taken
+                .iter()
+                .map(|taken| taken.sample.way.map(crate::exec::Way::name))
+                .collect::<Option<Vec<_>>>()
+                .unwrap_or_default(),
             compact_stalls: taken
                 .iter()
                 .map(|taken| taken.sample.compact_stalls)
@@ -577,6 +582,7 @@ mod tests {
                         huge_pages: None,
                         compact_stalls: None,
                         cached_before: None,
+                        way: None,
                     },
                 })
                 .collect()
