@@ -91,12 +91,11 @@ pub enum Way {
 ///   read-ahead stream the file, and the faster way counts ([`takes_ways_in_turn`]); so
 ///   too for a file under [`SMALL_FILE`]. Where they read a larger file past it, every visit
 ///   reads as they do: that read's shape (1 MiB requests on four threads) is the fastest of
-///   the shapes measured past the page cache, and `read_to_end` through it lost to it in 83
-///   of the 90 default-run floors compared, the other 7 by at most 9% (docs/harness.md,
-///   "The cold floor and `O_DIRECT`"), so its visits only halved the samples of the floor
-///   that counted. (The bulk read over every core through the page
-///   cache, pieces taken in turn by two threads, was a third way for a key: from this
-///   machine's disk the slowest, by 5-25%.)
+///   the shapes measured past the page cache, and `read_to_end` through it was the slower in
+///   83 of the 90 default-run floors compared (docs/harness.md, "The cold floor and
+///   `O_DIRECT`"), so its visits only halved the samples of the floor that counted. (The
+///   bulk read over every core through the page cache, pieces taken in turn by two threads,
+///   was a third way for a key: from this machine's disk the slowest, by 5-25%.)
 fn ways(cold: bool, past_page_cache: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
     let in_turn = takes_ways_in_turn(cold, past_page_cache, len);
     match (cold, in_turn && visit.is_multiple_of(2), parameters) {
@@ -114,8 +113,8 @@ fn ways(cold: bool, past_page_cache: bool, visit: usize, parameters: bool, len: 
 /// visit one way, its second the other), so that each way's visits are its own sample: from
 /// the disk (`cold`), where loads read through the page cache (not `past_page_cache`), or
 /// the file is under [`SMALL_FILE`] (read past the page cache, the k = 14 parameters, 2 MB,
-/// took 2.8-3.0 ms in the median of a run where `read_to_end` through it took 2.1-2.2 ms,
-/// the faster in 48 of 52 runs). Elsewhere every visit reads the same ways, and all of them are one sample.
+/// took 2.37 ms in the median where `read_to_end` through it took 1.46 ms). Elsewhere every
+/// visit reads the same ways, and all of them are one sample.
 pub fn takes_ways_in_turn(cold: bool, past_page_cache: bool, len: u64) -> bool {
     cold && (!past_page_cache || len < SMALL_FILE)
 }

@@ -49,11 +49,11 @@ pub const HUGE_PAGES_ENV: &str = "KEYCODEC_HUGE_PAGES";
 /// buffers of its own, in aligned blocks), rather than through it: as the environment
 /// variable [`DIRECT_READS_ENV`] says where it is `1` (past it) or `0` (through it);
 /// otherwise only where this machine's memory balloon reports free memory to its host (see
-/// [`asks_for_huge_pages`]). A file read past the page cache is not left in it: the next
-/// process to load it reads it from the disk again. Where the file system refuses a read
-/// past the page cache, the file is read through it. Never off Linux. Decided once per
-/// process, as
-/// [`asks_for_huge_pages`] is.
+/// [`asks_for_huge_pages`]). A file under 4 MiB is read through the page cache all the same
+/// (reading past it costs more to start than such a file takes to read). A file read past
+/// the page cache is not left in it: the next process to load it reads it from the disk
+/// again. Where the file system refuses a read past the page cache, the file is read
+/// through it. Never off Linux. Decided once per process, as [`asks_for_huge_pages`] is.
 pub fn reads_past_page_cache() -> bool {
     static PAST: OnceLock<bool> = OnceLock::new();
     *PAST.get_or_init(|| {

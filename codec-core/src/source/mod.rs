@@ -213,14 +213,23 @@ const CACHE_SAMPLE_RUNS: usize = 64;
 /// length prefix, a section's frame): one block each would be read twice otherwise.
 const DIRECT_SMALLEST: usize = 64 << 10;
 
+/// Files smaller than this are read through the page cache even where
+/// [`crate::reads_past_page_cache`]: reading past it costs about a millisecond more to start
+/// (its readers and their buffers), which a small file does not earn back. From this
+/// project's disk, pages dropped, the k = 14 parameters (2 MB) read past the page cache in
+/// 2.4 ms and through it in 1.5 ms; the k = 16 parameters (8 MB) in 5.5 ms and 6.2 ms
+/// (medians of 8-24 visits of the harness's floor; `docs/performance.md`).
+pub(crate) const DIRECT_SMALLEST_FILE: u64 = 4 << 20;
+
 impl<'f> FileSource<'f> {
     /// `file` as a source, read in order when under half of its pages are in the page cache,
-    /// and then past the page cache where [`crate::reads_past_page_cache`] (and the file can
-    /// be opened so).
+    /// and then past the page cache where [`crate::reads_past_page_cache`] and the file is at
+    /// least [`DIRECT_SMALLEST_FILE`] long (and can be opened so).
     pub fn new(file: &'f File) -> Self {
         let in_order = crate::memory::cached_pages_of(file, Some(CACHE_SAMPLE_RUNS))
             .is_some_and(|(cached, pages)| cached.saturating_mul(2) < pages);
-        let past = in_order && crate::reads_past_page_cache();
+        let len = file.metadata().map_or(0, |meta| meta.len());
+        let past = in_order && crate::reads_past_page_cache() && len >= DIRECT_SMALLEST_FILE;
         Self::with(file, in_order, past)
     }
 

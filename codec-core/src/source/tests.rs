@@ -201,6 +201,28 @@ fn vectored_reads_fill_every_destination() {
     assert!(filling.finish().is_none(), "a short response is no fill");
 }
 
+/// A file whose pages were dropped but smaller than [`DIRECT_SMALLEST_FILE`] is read in
+/// order through the page cache, whatever the machine does with larger ones.
+#[test]
+fn a_small_file_out_of_the_page_cache_is_read_through_it() {
+    let data = pattern(DIRECT_SMALLEST_FILE as usize - 1);
+    let (_dir, path, file) = file_in_a_directory(&data);
+    file.sync_all().unwrap();
+    crate::drop_cached_pages(&path);
+    let dropped =
+        crate::memory::cached_pages_of(&file, None).is_some_and(|(cached, _)| cached == 0);
+    let source = FileSource::new(&file);
+    assert_eq!(source.reads_in_order(), dropped);
+    assert!(!source.reads_past_page_cache());
+    if dropped {
+        let (piece, pool) = source.bulk_plan().unwrap();
+        assert_eq!((piece, pool.current_num_threads()), (BULK_STEP, 1));
+    }
+    let mut out = vec![0; data.len()];
+    source.read_exact_at(&mut out, 0).unwrap();
+    assert_eq!(out, data);
+}
+
 /// A file in the page cache is read by every core; one whose pages were dropped (where the
 /// kernel drops them: a file on a disk, not tmpfs) in order, by one thread, with the same
 /// bytes and the same checks on the pieces' own boundaries, the buffered head used first.
