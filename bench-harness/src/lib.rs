@@ -29,8 +29,9 @@
 //! run (checked after each run, before the minimum of runs: every size gets at least one;
 //! after it, a run takes as many of the widest ratios' rows as fit). When standard error is
 //! not a terminal (a log), each phase and each finished run is a line there. A row whose loads
-//! beat their floor beyond the noise (its `x floor` interval wholly below 1) is flagged as a
-//! measurement error rather than given a ratio.
+//! beat their floor beyond the noise (its `x floor` interval wholly below 0.95: within 5% of
+//! it, a load that reads as its floor reads ties with it) is flagged as a measurement error
+//! rather than given a ratio.
 //!
 //! # JSON schema (`--json PATH`)
 //!
@@ -74,7 +75,8 @@
 //!                                      // side; of its fastest way where it takes
 //!                                      // its ways in turn);
 //!                                      // null when below_floor
-//!       "below_floor": bool,           // that interval wholly below 1: a measurement error
+//!       "below_floor": bool,           // that interval wholly below 0.95: a measurement
+//!                                      // error (within 5% below 1: a tie)
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this
 //!       "reference": { "backend", "mode", "validation" } | null,  // halo2's reader, same state
 //!       "peak_rss_bytes": u64 | null,  // rise of resident memory during the load (max)

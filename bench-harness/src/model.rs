@@ -58,7 +58,8 @@ pub struct Row {
     /// its fastest way), with its 95% interval; `None` when [`Row::below_floor`].
     pub read_vs_floor: Option<Ratio>,
     /// Its loads beat their floor beyond the noise (the interval of
-    /// [`Row::read_vs_floor`] wholly below 1): a measurement error, not a ratio.
+    /// [`Row::read_vs_floor`] wholly below 0.95: within 5% below 1, a load reading as its
+    /// floor reads ties with it): a measurement error, not a ratio.
     pub below_floor: bool,
     /// The reference's load over this one, run by run: how many times faster than halo2's
     /// reader in the same state this row is, with its 95% interval.

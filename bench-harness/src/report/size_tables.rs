@@ -15,7 +15,8 @@ the row (after the minimum of runs, only the rows of the widest ratios are measu
 file's floor in its state (a floor row's mode names the file; a cold start's, its two files' \
 floors added), run by run (each run's load over its floor's typical visit in that run and the \
 runs either side; where it takes its ways in turn, of its fastest way), median and 95% interval (BELOW: the \
-interval wholly below 1, a load beat the floor beyond the noise: a measurement error); speedup: the reference's load over this one (halo2's reader of \
+interval wholly below 0.95, a load beat the floor beyond the noise and a 5% tie: a measurement \
+error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
 this save over halo2's pk.write + sync_all, run by run; no speedup is given for a BELOW row, and * marks an interval wider than --interval asked (a range, not a result)";

@@ -113,6 +113,23 @@ fn floor_near_each_run(samples: &[(usize, f64)], by_way: bool) -> ByRun {
         .collect()
 }
 
+/// How far below its floor a load's interval must lie to say it beat the floor (a
+/// measurement error): a load reading as its floor reads ties with it, and its ratio's
+/// interval then lies wholly below 1 as often as wholly above. At five runs the interval is
+/// the range of the five run-by-run ratios, all below 1 one time in 32 for a ratio at 1; a
+/// default run has about ten rows at their floor (cold keys, parameters and starts), so
+/// some row read `BELOW` in 3 of the last 4 default runs and in 3 of 12 runs from the disk in
+/// one session, while cold key loads over the in-order visit of the same run were 1.008x
+/// (the median of 638 load-runs). A load more than this fraction faster than its floor
+/// beyond the noise is an error; one within it, a tie.
+pub(super) const FLOOR_TIE: f64 = 0.05;
+
+/// Whether a load's ratio to its floor says it beat the floor beyond the noise and the tie
+/// ([`FLOOR_TIE`]): its interval wholly below `1 - FLOOR_TIE`.
+fn beats_its_floor(ratio: &Ratio) -> bool {
+    ratio.high < 1.0 - FLOOR_TIE
+}
+
 /// The middle value of a sample, the lower of the two middle ones for an even count;
 /// infinite when empty.
 fn lower_median(values: &[f64]) -> f64 {
@@ -288,7 +305,7 @@ pub(super) fn claims(
                 files: Vec::new(),
             });
         }
-        if let Some(ratio) = vs_floor.filter(|ratio| ratio.high >= 1.0) {
+        if let Some(ratio) = vs_floor.filter(|ratio| !beats_its_floor(ratio)) {
             claims.push(Claim {
                 ratio,
                 runs,
@@ -362,7 +379,7 @@ pub(super) fn rows(
                 .sum::<f64>()
         });
         let (speedup, vs_floor) = load_ratios(plan, &saved.bytes, samples, index, every_cold);
-        let below_floor = vs_floor.is_some_and(|ratio| ratio.high < 1.0);
+        let below_floor = vs_floor.as_ref().is_some_and(beats_its_floor);
         rows.push(Row {
             kind: case.kind,
             backend: case.backend,
@@ -536,6 +553,22 @@ mod tests {
         let pooled = floor_near_each_run(&by_run(&same_way, 2), false);
         assert_eq!(pooled.first(), Some(&(1, 0.95)));
         assert_eq!(pooled.get(3), Some(&(4, 0.95)));
+    }
+
+    /// A load at its floor whose five runs all read a little under it ties with the floor
+    /// (its ratio is printed); one beyond the tie beat it (a measurement error, flagged).
+    /// The five runs of the rkyv trusted cold row of a default run, over its floor's typical
+    /// visit near each run: within the tie.
+    #[test]
+    fn a_load_at_its_floor_ties_and_one_beyond_the_tie_beat_it() {
+        let floor = by_run(&[0.474, 0.474, 0.477, 0.48, 0.48], 1);
+        let at_floor = by_run(&[0.448, 0.409, 0.468, 0.455, 0.414], 1);
+        let ratio = paired_by_run(&at_floor, &floor).unwrap();
+        assert!(ratio.high < 1.0, "{ratio:?}");
+        assert!(!beats_its_floor(&ratio), "{ratio:?}");
+        let faster: Vec<(usize, f64)> = at_floor.iter().map(|&(run, s)| (run, s * 0.9)).collect();
+        let ratio = paired_by_run(&faster, &floor).unwrap();
+        assert!(beats_its_floor(&ratio), "{ratio:?}");
     }
 
     /// A row's share of its files in the page cache is the one farthest from what its loads
