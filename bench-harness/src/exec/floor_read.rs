@@ -62,16 +62,16 @@ pub fn floor(
 /// A way the floor reads a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Way {
-    /// `read_to_end` on one thread into each vector's spare capacity ([`read_in_order`]):
+    /// `read_to_end` on one thread into each vector's spare capacity (`read_in_order` here):
     /// small pages.
     ReadToEnd,
-    /// keycodec's bulk read into a vector per polynomial ([`read_as_polynomials`]): the
+    /// keycodec's bulk read into a vector per polynomial (`read_as_polynomials` here): the
     /// header first, then positioned reads into memory not zeroed first, pages mapped a piece
     /// at a time; huge pages asked for only from the page cache, and only where loads ask
     /// for them ([`keycodec_core::asks_for_huge_pages`]).
     Polynomials(Ways),
     /// In order into one vector from the allocator zeroed, huge pages asked for where loads
-    /// ask for them, as a parameters load reads its points ([`read_as_parameters`]).
+    /// ask for them, as a parameters load reads its points (`read_as_parameters` here).
     Parameters,
 }
 

@@ -224,7 +224,7 @@ pub(crate) const DIRECT_SMALLEST_FILE: u64 = 4 << 20;
 impl<'f> FileSource<'f> {
     /// `file` as a source, read in order when under half of its pages are in the page cache,
     /// and then past the page cache where [`crate::reads_past_page_cache`] and the file is at
-    /// least [`DIRECT_SMALLEST_FILE`] long (and can be opened so).
+    /// least 4 MiB long (and can be opened so).
     pub fn new(file: &'f File) -> Self {
         let in_order = crate::memory::cached_pages_of(file, Some(CACHE_SAMPLE_RUNS))
             .is_some_and(|(cached, pages)| cached.saturating_mul(2) < pages);
