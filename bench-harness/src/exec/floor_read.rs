@@ -36,7 +36,7 @@ pub fn floor(
     let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
     let parameters = polynomial_bytes.is_none();
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
-    let cold = keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached * 10 < pages);
+    let cold = from_the_disk(path);
     let past_page_cache = keycodec_core::reads_past_page_cache();
     let mut fastest: Option<Floor> = None;
     for way in ways(cold, past_page_cache, visit, parameters, len) {
@@ -57,6 +57,11 @@ pub fn floor(
         }
     }
     fastest.ok_or_else(|| "a floor with no way to read its file".to_owned())
+}
+
+/// Whether a floor of `path` reads it from the disk: under a tenth of its pages cached.
+fn from_the_disk(path: &Path) -> bool {
+    keycodec_core::cached_pages(path).is_some_and(|(cached, pages)| cached * 10 < pages)
 }
 
 /// A way the floor reads a file.
@@ -389,8 +394,7 @@ mod tests {
                     } else {
                         let _ = std::fs::read(&path).unwrap();
                     }
-                    let dropped = keycodec_core::cached_pages(&path)
-                        .is_some_and(|(cached, pages)| cached * 10 < pages);
+                    let dropped = from_the_disk(&path);
                     let floor = floor(&path, polynomial_bytes, Some((4, 4)), visit).unwrap();
                     assert!(
                         floor.complete,

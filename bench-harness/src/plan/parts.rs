@@ -93,6 +93,12 @@ pub struct Case<'a> {
 }
 
 impl Case<'_> {
+    /// Bytes of the files it reads, each file's length in `bytes` (indexed as
+    /// [`Plan::files`]; a file not written yet counts nothing).
+    pub fn bytes_read(&self, bytes: &[u64]) -> u64 {
+        self.files.iter().filter_map(|&file| bytes.get(file)).sum()
+    }
+
     /// Loads and checks what it loaded.
     ///
     /// # Errors

@@ -285,11 +285,9 @@ pub(super) fn needs_priming(before: Option<After>, state: State, huge_pages: boo
 /// new process, preferring one with its files in the page cache (a load from the disk would
 /// only be slower), then one of a single file with its values trusted (the cheapest, as a
 /// cold start of two files checked took twice as long for the same memory), then the
-/// largest by `bytes` (each file's last save); not a floor (a cold floor takes its ways in
-/// turn by visit).
+/// largest by `bytes` (each file's last save); not a floor (a cold floor may take its ways
+/// in turn by visit).
 pub(super) fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Case<'a>> {
-    let reads =
-        |case: &Case<'_>| -> u64 { case.files.iter().filter_map(|&file| bytes.get(file)).sum() };
     plan.cases
         .iter()
         .filter(|case| case.state != State::Warm)
@@ -298,7 +296,7 @@ pub(super) fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Ca
             (
                 case.state == State::Fresh,
                 case.files.len() == 1 && case.validation == "trusted",
-                reads(case),
+                case.bytes_read(bytes),
             )
         })
 }

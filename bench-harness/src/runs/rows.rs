@@ -231,9 +231,10 @@ fn load_ratios(
     // of all the runs.
     // A floor reads from the disk as its case does: its ways may then alternate by visit.
     let by_way = |floor: usize| {
-        let len = plan.cases.get(floor).map_or(0, |floor| {
-            floor.files.iter().filter_map(|&f| bytes.get(f)).sum()
-        });
+        let len = plan
+            .cases
+            .get(floor)
+            .map_or(0, |floor| floor.bytes_read(bytes));
         crate::exec::takes_ways_in_turn(
             reads_cold(case, every_cold),
             keycodec_core::reads_past_page_cache(),
@@ -360,11 +361,7 @@ pub(super) fn rows(
         let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
         let ours: Vec<f64> = taken.iter().map(|taken| taken.sample.seconds).collect();
         let read = Summary::of(&ours);
-        let file_bytes = case
-            .files
-            .iter()
-            .filter_map(|&f| saved.bytes.get(f))
-            .sum::<u64>();
+        let file_bytes = case.bytes_read(&saved.bytes);
         // The floors of the files it reads (a cold start's two), added.
         let floor_min = (!case.floors.is_empty()).then(|| {
             case.floors
