@@ -274,7 +274,21 @@ fn runs_stop_when_the_intervals_or_the_bounds_say() {
         .iter()
         .filter_map(|row| row.speedup.as_ref())
         .all(|speedup| speedup.runs <= 3));
-    assert!(rows.iter().any(|row| row.read_run_numbers == [1, 2, 3]));
+    // Run 3 measured the widest ratio's rows: loads, or saves where a save's ratio (noisy at
+    // k = 6) was the widest, so that no load was in it.
+    assert!(
+        rows.iter().any(|row| row.read_run_numbers == [1, 2, 3])
+            || size
+                .saves
+                .iter()
+                .any(|save| save.save_run_numbers == [1, 2, 3]),
+        "{:?}",
+        size.rows
+            .iter()
+            .map(|row| &row.read_run_numbers)
+            .chain(size.saves.iter().map(|save| &save.save_run_numbers))
+            .collect::<Vec<_>>()
+    );
     let easy = Args {
         repeat: None,
         interval: 1e9,
