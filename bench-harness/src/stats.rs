@@ -107,7 +107,6 @@ const BOOTSTRAP_DRAWS: usize = 2000;
 
 /// [`Ratio`] of `ours` over `theirs`, run by run; `None` when they share no run.
 pub fn paired(ours: &[f64], theirs: &[f64]) -> Option<Ratio> {
-    use rand::{Rng, SeedableRng};
     let ratios: Vec<f64> = ours
         .iter()
         .zip(theirs)
@@ -117,32 +116,48 @@ pub fn paired(ours: &[f64], theirs: &[f64]) -> Option<Ratio> {
     if ratios.is_empty() {
         return None;
     }
-    // Deterministic: the same runs give the same interval.
+    Some(bootstrapped(median(&ratios), ratios.len(), |rng| {
+        resampled_median(&ratios, rng)
+    }))
+}
+
+/// A [`Ratio`] of `estimate` over `runs` runs, its interval the 2.5th and 97.5th percentiles
+/// of [`BOOTSTRAP_DRAWS`] bootstrap estimates, each `draw`n from a generator seeded alike
+/// every time (the same runs give the same interval).
+pub fn bootstrapped(
+    estimate: f64,
+    runs: usize,
+    mut draw: impl FnMut(&mut rand::rngs::StdRng) -> f64,
+) -> Ratio {
+    use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x6b63_626f_6f74);
-    let mut medians: Vec<f64> = (0..BOOTSTRAP_DRAWS)
-        .map(|_| {
-            let draw: Vec<f64> = (0..ratios.len())
-                .map(|_| {
-                    ratios
-                        .get(rng.gen_range(0..ratios.len()))
-                        .copied()
-                        .unwrap_or(f64::NAN)
-                })
-                .collect();
-            median(&draw)
-        })
-        .collect();
+    let mut medians: Vec<f64> = (0..BOOTSTRAP_DRAWS).map(|_| draw(&mut rng)).collect();
     medians.sort_by(f64::total_cmp);
     let at = |quantile: f64| {
         let index = ((medians.len() - 1) as f64 * quantile).round() as usize;
         medians.get(index).copied().unwrap_or(f64::NAN)
     };
-    Some(Ratio {
-        estimate: median(&ratios),
+    Ratio {
+        estimate,
         low: at(0.025),
         high: at(0.975),
-        runs: ratios.len(),
-    })
+        runs,
+    }
+}
+
+/// The median of `values` drawn again with replacement, as many as there are (NaN when
+/// empty): one bootstrap estimate of their median.
+pub fn resampled_median(values: &[f64], rng: &mut rand::rngs::StdRng) -> f64 {
+    use rand::Rng;
+    let draw: Vec<f64> = (0..values.len())
+        .map(|_| {
+            values
+                .get(rng.gen_range(0..values.len()))
+                .copied()
+                .unwrap_or(f64::NAN)
+        })
+        .collect();
+    median(&draw)
 }
 
 /// The order in which run `run` visits `count` rows: each run starts at another row, the

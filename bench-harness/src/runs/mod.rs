@@ -6,8 +6,10 @@
 //! time left.
 //!
 //! This module runs them; `order` says in which order a run takes the cases and which load
-//! primes the memory before one, and `rows` makes the rows of the samples.
+//! primes the memory before one, `rows` makes the rows of the samples, and `by_run` pairs
+//! their timings run by run.
 
+mod by_run;
 mod order;
 mod rows;
 

@@ -1,10 +1,11 @@
 //! The rows of a plan's samples: a load row per case, its ratios paired run by run with its
 //! reference and its floor, and a save row per file.
 
+use super::by_run::{median_per_run, over_floors, paired_by_run, ByRun, Floors};
 use crate::exec::Sample;
 use crate::measure::Written;
 use crate::plan::{durable_save_name, Case, File, Plan, State, FLOOR, HALO2_NATIVE};
-use crate::stats::{median, paired, Ratio, Summary};
+use crate::stats::{Ratio, Summary};
 use crate::{Row, RowId, SaveRow};
 use keycodec_core::Size;
 
@@ -43,76 +44,6 @@ pub(super) fn saves_per_run(file: &File<'_>, bytes: u64) -> usize {
     }
 }
 
-/// Timings of the runs that took them: `(run, seconds)`, in run order.
-type ByRun = Vec<(usize, f64)>;
-
-/// The median of each run's timings (a file saved several times a run, a floor visited
-/// twice).
-fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
-    timings
-        .chunk_by(|a, b| a.0 == b.0)
-        .map(|run| {
-            let seconds: Vec<f64> = run.iter().map(|&(_, seconds)| seconds).collect();
-            (run.first().map_or(0, |&(run, _)| run), median(&seconds))
-        })
-        .collect()
-}
-
-/// For each run with samples, the floor of its moment: its typical visit near that run (the
-/// lower median of its visits in that run and the runs either side; at the first and last
-/// runs, or beside a run without samples, with the run two away added where there is one,
-/// so that three runs count where they can). A floor that takes its ways in turn
-/// ([`crate::exec::takes_ways_in_turn`]: from the disk, where loads read through the page
-/// cache or the file is small), a run's first visit one way and its second the other (its
-/// samples of one run are next to each other): `by_way`, each way is taken at its typical
-/// visit and the fastest way counts. Typical, not fastest, because a load is visited once a run: with
-/// visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x the
-/// fastest of the floor's six visits near its run (docs/harness.md). Near runs, so that the
-/// floor follows the disk as it drifts over several runs, but not one run's slow visits. A
-/// run the floor was not measured in has no floor.
-fn floor_near_each_run(samples: &[(usize, f64)], by_way: bool) -> ByRun {
-    let by_run: std::collections::BTreeMap<usize, Vec<f64>> =
-        samples
-            .iter()
-            .fold(Default::default(), |mut by_run, &(run, seconds)| {
-                by_run.entry(run).or_default().push(seconds);
-                by_run
-            });
-    by_run
-        .keys()
-        .map(|&run| {
-            let mut near: Vec<&Vec<f64>> = by_run
-                .range(run.saturating_sub(1)..=run + 1)
-                .map(|(_, visits)| visits)
-                .collect();
-            for further in [run.checked_sub(2), run.checked_add(2)] {
-                if near.len() < 3 {
-                    near.extend(further.and_then(|further| by_run.get(&further)));
-                }
-            }
-            let floor = if by_way {
-                let ways = near.iter().map(|visits| visits.len()).max().unwrap_or(0);
-                (0..ways)
-                    .map(|way| {
-                        let visits: Vec<f64> = near
-                            .iter()
-                            .filter_map(|visits| visits.get(way).copied())
-                            .collect();
-                        lower_median(&visits)
-                    })
-                    .fold(f64::INFINITY, f64::min)
-            } else {
-                let visits: Vec<f64> = near
-                    .iter()
-                    .flat_map(|visits| visits.iter().copied())
-                    .collect();
-                lower_median(&visits)
-            };
-            (run, floor)
-        })
-        .collect()
-}
-
 /// How far below its floor a load's interval must lie to say it beat the floor (a
 /// measurement error): a load reading as its floor reads ties with it, and its ratio's
 /// interval then lies wholly below 1 as often as wholly above. At five runs the interval is
@@ -128,58 +59,6 @@ pub(super) const FLOOR_TIE: f64 = 0.05;
 /// ([`FLOOR_TIE`]): its interval wholly below `1 - FLOOR_TIE`.
 fn beats_its_floor(ratio: &Ratio) -> bool {
     ratio.high < 1.0 - FLOOR_TIE
-}
-
-/// The middle value of a sample, the lower of the two middle ones for an even count;
-/// infinite when empty.
-fn lower_median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted
-        .get(sorted.len().saturating_sub(1) / 2)
-        .copied()
-        .unwrap_or(f64::INFINITY)
-}
-
-/// For each run that every floor of `floors` has, the sum of each floor's near that run
-/// ([`floor_near_each_run`], `by_way` for floors whose ways take turns): the floor of a row
-/// reading several files (a cold start reads the parameters and the key, one after the
-/// other). `None` without floors.
-fn floors_near_each_run(
-    floors: &[usize],
-    by_way: impl Fn(usize) -> bool,
-    by_run: impl Fn(usize) -> ByRun,
-) -> Option<ByRun> {
-    floors
-        .iter()
-        .map(|&floor| floor_near_each_run(&by_run(floor), by_way(floor)))
-        .reduce(|sum, next| {
-            same_runs(&sum, &next)
-                .map(|(run, seconds, more)| (run, seconds + more))
-                .collect()
-        })
-}
-
-/// The runs `a` and `b` both have, in `a`'s order: each run with its timing in `a` and in
-/// `b` (one timing a run each).
-fn same_runs<'s>(
-    a: &'s [(usize, f64)],
-    b: &'s [(usize, f64)],
-) -> impl Iterator<Item = (usize, f64, f64)> + 's {
-    a.iter().filter_map(|&(run, first)| {
-        b.iter()
-            .find(|&&(other, _)| other == run)
-            .map(|&(_, second)| (run, first, second))
-    })
-}
-
-/// [`paired`] over the runs both sides were measured in: `ours[i] / theirs[i]` of each such
-/// run. `None` when they share no run.
-fn paired_by_run(ours: &[(usize, f64)], theirs: &[(usize, f64)]) -> Option<Ratio> {
-    let (ours, theirs): (Vec<f64>, Vec<f64>) = same_runs(ours, theirs)
-        .map(|(_, ours, theirs)| (ours, theirs))
-        .unzip();
-    paired(&ours, &theirs)
 }
 
 /// Each load of case `index`, with its run.
@@ -241,8 +120,12 @@ fn load_ratios(
             len,
         )
     };
-    let vs_floor = floors_near_each_run(&case.floors, by_way, |floor| loads_by_run(samples, floor))
-        .and_then(|floor| paired_by_run(&ours, &floor));
+    let floors: Floors = case
+        .floors
+        .iter()
+        .map(|&floor| (loads_by_run(samples, floor), by_way(floor)))
+        .collect();
+    let vs_floor = over_floors(&ours, &floors);
     (speedup, vs_floor)
 }
 
@@ -501,56 +384,8 @@ pub(super) fn row_line(row: &Row) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::by_run::runs_from_one as by_run;
     use super::*;
-
-    /// `(run, seconds)` of `seconds` taken `visits` times a run, from run 1.
-    fn by_run(seconds: &[f64], visits: usize) -> ByRun {
-        seconds
-            .iter()
-            .enumerate()
-            .map(|(at, &seconds)| (at / visits + 1, seconds))
-            .collect()
-    }
-
-    #[test]
-    fn a_load_is_compared_with_the_floor_of_its_moment() {
-        // Two visits a run, a way each: the second way is the slower. Run 2's visits are
-        // both slow (noise); from run 5 on the disk is slower for the floor and the load
-        // alike (drift).
-        let floor = [
-            1.0, 1.2, 1.9, 2.1, 1.0, 1.1, 1.0, 1.2, 1.5, 1.6, 1.5, 1.5, 1.6, 1.5, 1.5, 1.6,
-        ];
-        let near = floor_near_each_run(&by_run(&floor, 2), true);
-        assert_eq!(near, by_run(&[1.0, 1.0, 1.0, 1.0, 1.5, 1.5, 1.5, 1.5], 1));
-        let loads = by_run(&[1.05, 1.05, 1.05, 1.05, 1.6, 1.6, 1.6, 1.6], 1);
-        let ratio = paired_by_run(&loads, &near).unwrap();
-        // The noisy run reads 1.05x, not 0.55x; the drift's runs 1.07x from its first run
-        // (against the fastest floor of all runs: 1.6x).
-        assert!((ratio.estimate - 1.06).abs() < 0.02, "{ratio:?}");
-        assert!(ratio.low > 1.0, "{ratio:?}");
-    }
-
-    /// A load exactly as fast as its floor's faster way, both varying by 10% from one visit
-    /// to the next, reads about 1x: the floor near a run is its ways' typical visit, not the
-    /// fastest of its six visits there (which read 1.11x here).
-    #[test]
-    fn a_load_as_fast_as_its_floor_reads_about_one() {
-        let fast = [0.9, 1.0, 1.1, 1.0, 0.9, 1.1, 1.0, 0.9];
-        let floor: Vec<f64> = fast.iter().flat_map(|&way| [way, way + 0.2]).collect();
-        let loads = by_run(&[1.0, 1.1, 0.9, 1.1, 1.0, 0.9, 0.9, 1.1], 1);
-        let near = floor_near_each_run(&by_run(&floor, 2), true);
-        // Each run's floor is its faster way's typical visit, at the first and last runs
-        // too (three runs counting there as elsewhere).
-        assert_eq!(near, by_run(&[1.0; 8], 1));
-        let ratio = paired_by_run(&loads, &near).unwrap();
-        assert!((ratio.estimate - 1.0).abs() < 0.02, "{ratio:?}");
-        assert!(ratio.low <= 1.0 && ratio.high >= 1.0, "{ratio:?}");
-        // From the page cache both visits read the same way: all six count as one way's.
-        let same_way: Vec<f64> = fast.iter().flat_map(|&way| [way, way - 0.05]).collect();
-        let pooled = floor_near_each_run(&by_run(&same_way, 2), false);
-        assert_eq!(pooled.first(), Some(&(1, 0.95)));
-        assert_eq!(pooled.get(3), Some(&(4, 0.95)));
-    }
 
     /// A load at its floor whose five runs all read a little under it ties with the floor
     /// (its ratio is printed); one beyond the tie beat it (a measurement error, flagged).
@@ -633,41 +468,5 @@ mod tests {
         assert_eq!(claim.cases, [0, 1, 2]);
         assert_eq!(claim.ratio.runs, 2);
         assert_eq!(claim.runs, 3);
-    }
-
-    /// Rows measured in different runs (a later run measures only the rows still wide) are
-    /// paired by run: each ratio over the runs both sides have, a floor near a run only from
-    /// the runs either side that it has.
-    #[test]
-    fn rows_measured_in_different_runs_are_paired_by_run() {
-        // Ours in runs 1-5, the reference in runs 1, 2 and 5 only.
-        let ours = by_run(&[1.0, 1.0, 9.0, 9.0, 1.0], 1);
-        let theirs = vec![(1, 2.0), (2, 2.0), (5, 2.0)];
-        let ratio = paired_by_run(&ours, &theirs).unwrap();
-        assert_eq!(ratio.runs, 3);
-        assert!((ratio.estimate - 0.5).abs() < 1e-9, "{ratio:?}");
-        assert!(paired_by_run(&ours, &[(7, 1.0)]).is_none());
-        // A floor measured in runs 1, 2 and 6: run 6's is not near runs 1 and 2.
-        let floor = vec![(1, 3.0), (1, 2.0), (2, 4.0), (6, 1.0)];
-        assert_eq!(
-            floor_near_each_run(&floor, true),
-            vec![(1, 2.0), (2, 2.0), (6, 1.0)]
-        );
-        // Two floors added only in the runs both have.
-        let floors = [0, 1];
-        let sum = floors_near_each_run(
-            &floors,
-            |_| true,
-            |floor| match floor {
-                0 => vec![(1, 1.0), (3, 1.0)],
-                _ => vec![(3, 2.0), (4, 5.0)],
-            },
-        );
-        assert_eq!(sum, Some(vec![(3, 3.0)]));
-        // A save's runs, each run's median.
-        assert_eq!(
-            median_per_run(&[(1, 3.0), (1, 1.0), (1, 2.0), (4, 7.0)]),
-            vec![(1, 2.0), (4, 7.0)]
-        );
     }
 }
