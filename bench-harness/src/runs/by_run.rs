@@ -21,6 +21,19 @@ pub(super) fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
 
 /// A floor's visits by run, and the runs near each run whose visits its floor of that run
 /// counts.
+///
+/// The floor of a run's moment is its typical visit near that run: the lower median of its
+/// visits in that run and the runs either side (at the first and last runs, or beside a run
+/// without visits, with the run two away added where there is one, so that three runs count
+/// where they can). A floor that takes its ways in turn
+/// ([`crate::exec::takes_ways_in_turn`]: from the disk, where loads read through the page
+/// cache or the file is small), a run's first visit one way and its second the other:
+/// `by_way`, each way is taken at its typical visit and the fastest way counts. Typical, not
+/// fastest, because a load is visited once a run: with visits that vary by 10-20%, a load
+/// exactly as fast as its floor read 1.13-1.27x the fastest of the floor's six visits near
+/// its run (docs/harness.md). Near runs, so that the floor follows the disk as it drifts over
+/// several runs, but not one run's slow visits. A run the floor was not visited in has no
+/// floor.
 struct Visits {
     /// The runs the floor was visited in, in order.
     runs: Vec<usize>,
@@ -127,18 +140,7 @@ impl Visits {
     }
 }
 
-/// For each run with samples, the floor of its moment: its typical visit near that run (the
-/// lower median of its visits in that run and the runs either side; at the first and last
-/// runs, or beside a run without samples, with the run two away added where there is one,
-/// so that three runs count where they can). A floor that takes its ways in turn
-/// ([`crate::exec::takes_ways_in_turn`]: from the disk, where loads read through the page
-/// cache or the file is small), a run's first visit one way and its second the other (its
-/// samples of one run are next to each other): `by_way`, each way is taken at its typical
-/// visit and the fastest way counts. Typical, not fastest, because a load is visited once a
-/// run: with visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x
-/// the fastest of the floor's six visits near its run (docs/harness.md). Near runs, so that
-/// the floor follows the disk as it drifts over several runs, but not one run's slow visits.
-/// A run the floor was not measured in has no floor.
+/// Each run's floor of its moment from its own visits ([`Visits::floor_at`]).
 #[cfg(test)]
 fn floor_near_each_run(samples: &[(usize, f64)], by_way: bool) -> ByRun {
     Visits::new(samples, by_way).near_each_run()
