@@ -122,7 +122,7 @@ pub fn paired(ours: &[f64], theirs: &[f64]) -> Option<Ratio> {
 }
 
 /// A [`Ratio`] of `estimate` over `runs` runs, its interval the 2.5th and 97.5th percentiles
-/// of [`BOOTSTRAP_DRAWS`] bootstrap estimates, each `draw`n from a generator seeded alike
+/// of 2,000 bootstrap estimates, each `draw`n from a generator seeded alike
 /// every time (the same runs give the same interval).
 pub fn bootstrapped(
     estimate: f64,

@@ -62,9 +62,8 @@ impl Visits {
         let near = runs
             .iter()
             .map(|&run| {
-                let mut near: Vec<usize> = (run.saturating_sub(1)..=run + 1)
-                    .filter_map(&at)
-                    .collect();
+                let mut near: Vec<usize> =
+                    (run.saturating_sub(1)..=run + 1).filter_map(&at).collect();
                 for further in [run.checked_sub(2), run.checked_add(2)] {
                     if near.len() < 3 {
                         near.extend(further.and_then(at));
