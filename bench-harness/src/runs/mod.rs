@@ -26,6 +26,13 @@ use crate::{Row, SaveRow};
 use order::{needs_priming, primer, visiting_order, wide_claims, After, Costs, Selection};
 use rows::{claims, row_line, rows, saves_per_run, Claim, Saved, Taken, SAVES_OF_SMALL_FILES};
 
+/// Runs of every row's worth of time that the widest rows need after the minimum of runs to
+/// narrow: on the project's machine a run of every row took about 25 s (15 s of it timed),
+/// the default run left the widest rows six or more such runs' worth, and none of its ratios
+/// to halo2 was wider than +-25%; on a host where a run took a minute, under one left 11
+/// and 12 of 19 wide, and five to six (`--time-cap 10m`) 3 and 0.
+const NARROWING_RUNS: f64 = 5.0;
+
 /// When a plan's runs stop.
 #[derive(Clone, Copy, Debug)]
 pub struct Stopping {
@@ -479,10 +486,23 @@ impl Runner {
             None => {
                 let runs = (1 + (left / per_run).floor() as usize).min(stopping.max_runs.max(1));
                 let wanted = stopping.min_runs;
-                let verdict = if runs >= wanted {
+                // Time left for the widest rows once the minimum of runs is done, and the
+                // cap that would leave them the runs that narrowed them elsewhere.
+                let after_minimum = left - (wanted - 1) as f64 * per_run;
+                let enough = elapsed + (wanted - 1) as f64 * per_run + NARROWING_RUNS * per_run;
+                let verdict = if runs >= wanted && after_minimum >= NARROWING_RUNS * per_run {
                     format!(
                         "{runs} runs of every row fit in the time cap (runs of the widest rows \
                          only, after the first {wanted}, are shorter)"
+                    )
+                } else if runs >= wanted {
+                    format!(
+                        "{runs} runs of every row fit in the time cap, leaving about {:.0} s \
+                         for the widest rows after the first {wanted}, under the {NARROWING_RUNS} \
+                         runs' worth that narrowed them elsewhere: intervals may stay wide \
+                         (--time-cap {}m would leave that)",
+                        after_minimum.max(0.0),
+                        (enough / 60.0).ceil()
                     )
                 } else {
                     format!(
@@ -643,6 +663,35 @@ mod tests {
     /// Measures `plan` in exactly `runs` runs, no warm-up.
     fn measure_runs(plan: &Plan<'_>, runs: usize) -> Measured {
         fixed_runner(runs).measure(plan, Size(1 << 20)).unwrap()
+    }
+
+    /// After its first run, a run of the default five minutes says whether the widest rows
+    /// will have time to narrow: with runs of every row of 25 s, yes; of 55 s (a host where
+    /// the five minimum runs took the whole cap), no, and which cap would give them it.
+    #[test]
+    fn a_slow_first_run_says_which_cap_leaves_the_widest_rows_time() {
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: None,
+            min_runs: 5,
+            max_runs: 20,
+            interval: 0.1,
+            time_cap: Duration::from_secs(300),
+        };
+        let runner = Runner::new(stopping, false, false);
+        let quick = runner.estimate(Duration::from_secs(25));
+        assert!(
+            quick.contains("runs of every row fit in the time cap ("),
+            "{quick}"
+        );
+        assert!(!quick.contains("--time-cap"), "{quick}");
+        let slow = runner.estimate(Duration::from_secs(55));
+        assert!(slow.contains("6 runs of every row fit"), "{slow}");
+        assert!(slow.contains("intervals may stay wide"), "{slow}");
+        // Four more runs of every row and five runs' worth for the widest: 495 s.
+        assert!(slow.contains("--time-cap 9m"), "{slow}");
+        let slower = runner.estimate(Duration::from_secs(80));
+        assert!(slower.contains("4 of the 5 runs wanted fit"), "{slower}");
     }
 
     /// A runner that makes exactly `runs` runs, no warm-up.
