@@ -107,18 +107,6 @@ impl Visits {
         }
     }
 
-    /// For each run, the floor of its moment ([`Visits::floor_at`]) from its own visits.
-    #[cfg(test)]
-    fn near_each_run(&self) -> ByRun {
-        let mut scratch = Vec::new();
-        (0..self.runs.len())
-            .filter_map(|at| {
-                let floor = self.floor_at(at, &self.visits, &mut scratch);
-                self.runs.get(at).map(|&run| (run, floor))
-            })
-            .collect()
-    }
-
     /// Draws the visits again into `drawn` (shaped as the floor's own): each replaced by a
     /// visit at the same place (a run's first visit by a first visit) of its run or a run
     /// near it, drawn at random. The floor near a run rests on a few visits of a few runs,
@@ -142,7 +130,14 @@ impl Visits {
 /// Each run's floor of its moment from its own visits ([`Visits::floor_at`]).
 #[cfg(test)]
 fn floor_near_each_run(samples: &[(usize, f64)], by_way: bool) -> ByRun {
-    Visits::new(samples, by_way).near_each_run()
+    let floor = Visits::new(samples, by_way);
+    let mut scratch = Vec::new();
+    floor
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(at, &run)| (run, floor.floor_at(at, &floor.visits, &mut scratch)))
+        .collect()
 }
 
 /// A row's floors: each floor's visits, `(run, seconds)`, and whether its ways take turns.

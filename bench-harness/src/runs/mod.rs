@@ -486,16 +486,16 @@ impl Runner {
             None => {
                 let runs = (1 + (left / per_run).floor() as usize).min(stopping.max_runs.max(1));
                 let wanted = stopping.min_runs;
-                // Time left for the widest rows once the minimum of runs is done, and the
-                // cap that would leave them the runs that narrowed them elsewhere.
+                // Time left for the widest rows once the minimum of runs is done.
                 let after_minimum = left - (wanted - 1) as f64 * per_run;
-                let enough = elapsed + (wanted - 1) as f64 * per_run + NARROWING_RUNS * per_run;
                 let verdict = if runs >= wanted && after_minimum >= NARROWING_RUNS * per_run {
                     format!(
                         "{runs} runs of every row fit in the time cap (runs of the widest rows \
                          only, after the first {wanted}, are shorter)"
                     )
                 } else if runs >= wanted {
+                    // The cap that would leave them the runs that narrowed them elsewhere.
+                    let enough = elapsed + (wanted - 1) as f64 * per_run + NARROWING_RUNS * per_run;
                     format!(
                         "{runs} runs of every row fit in the time cap, leaving about {:.0} s \
                          for the widest rows after the first {wanted}, under the {NARROWING_RUNS} \
