@@ -37,9 +37,8 @@ pub fn floor(
     let parameters = polynomial_bytes.is_none();
     let polynomial_bytes = polynomial_bytes.unwrap_or(len);
     let cold = from_the_disk(path);
-    let past_page_cache = keycodec_core::reads_past_page_cache();
     let mut fastest: Option<Floor> = None;
-    for way in ways(cold, past_page_cache, visit, parameters, len) {
+    for way in ways(cold, visit, parameters, len) {
         let floor = match way {
             Way::ReadToEnd => {
                 timed_with_domain(way, domain, || read_in_order(path, len, polynomial_bytes))
@@ -81,29 +80,25 @@ pub enum Way {
 }
 
 /// The ways a floor reads a file, by where the file is (`cold`: under a tenth of its pages
-/// cached), whether loads read such a file `past_page_cache`
-/// ([`keycodec_core::reads_past_page_cache`]), the floor's `visit` of its case, whether it is
-/// `parameters` and its `len`:
+/// cached), the floor's `visit` of its case, whether it is `parameters` and its `len`:
 ///
 /// - from the page cache, over every core with keycodec's bulk read; under [`SMALL_FILE`]
 ///   (where starting threads costs more than it saves) also on one thread with
 ///   `read_to_end`, the faster counting;
-/// - from the disk, in order as keycodec loads such a file ([`FileSource`]; a key into small
-///   pages, parameters into memory allocated as their load's, which asks for huge pages where
-///   loads do: read into small pages while the load asked for huge ones, a trusted load of
-///   parameters from the disk beat it). Where loads read it through the page cache, every
-///   other visit reads it with `read_to_end` on one thread instead, letting the kernel's
-///   read-ahead stream the file, and the faster way counts ([`takes_ways_in_turn`]); so
-///   too for a file under [`SMALL_FILE`]. Where they read a larger file past it, every visit
-///   reads as they do: that read's shape (1 MiB requests on four threads) is the fastest of
-///   the shapes measured past the page cache, and `read_to_end` through it was the slower in
-///   83 of the 90 default-run floors compared (docs/harness.md, "The cold floor and
-///   `O_DIRECT`"), so its visits only halved the samples of the floor that counted. (The
-///   bulk read over every core through the page cache, pieces taken in turn by two threads,
-///   was a third way for a key: from this machine's disk the slowest, by 5-25%.)
-fn ways(cold: bool, past_page_cache: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
-    let in_turn = takes_ways_in_turn(cold, past_page_cache, len);
-    match (cold, in_turn && visit.is_multiple_of(2), parameters) {
+/// - from the disk, one way per visit, in turn, each way's visits its own sample and the
+///   faster way counting: `read_to_end` on one thread, through the page cache with the
+///   kernel's read-ahead streaming the file; and in order as keycodec loads such a file
+///   ([`FileSource`]: past the page cache where it reads so; a key into small pages,
+///   parameters into memory allocated as their load's, which asks for huge pages where loads
+///   do: read into small pages while the load asked for huge ones, a trusted load of
+///   parameters from the disk beat it). Both ways, whichever way loads read: on one VM
+///   reading past the page cache was the faster (`read_to_end` the slower in 83 of 90
+///   default-run floors), on another `read_to_end` by 1.3-1.6x, because its host served
+///   buffered reads from a cache of its own (`docs/performance.md`). (The bulk read over
+///   every core through the page cache, pieces taken in turn by two threads, was a third way
+///   for a key: from the first VM's disk the slowest, by 5-25%.)
+fn ways(cold: bool, visit: usize, parameters: bool, len: u64) -> Vec<Way> {
+    match (cold, visit.is_multiple_of(2), parameters) {
         (true, true, _) => vec![Way::ReadToEnd],
         (true, false, false) => vec![Way::Polynomials(Ways::InOrder)],
         (true, false, true) => vec![Way::Parameters],
@@ -112,16 +107,6 @@ fn ways(cold: bool, past_page_cache: bool, visit: usize, parameters: bool, len: 
         }
         (false, _, _) => vec![Way::Polynomials(Ways::EveryCore)],
     }
-}
-
-/// Whether a floor of a file of `len` bytes takes a way per visit, in turn (a run's first
-/// visit one way, its second the other), so that each way's visits are its own sample: from
-/// the disk (`cold`), where loads read through the page cache (not `past_page_cache`), or
-/// the file is under [`SMALL_FILE`] (read past the page cache, the k = 14 parameters, 2 MB,
-/// took 2.37 ms in the median where `read_to_end` through it took 1.46 ms). Elsewhere every
-/// visit reads the same ways, and all of them are one sample.
-pub fn takes_ways_in_turn(cold: bool, past_page_cache: bool, len: u64) -> bool {
-    cold && (!past_page_cache || len < SMALL_FILE)
 }
 
 impl Way {
@@ -331,51 +316,32 @@ mod tests {
     use super::*;
     use keycodec_core::backend_api::raw_view::as_raw_elements;
 
-    /// From the disk a floor takes one way per visit, in turn, where loads read through the
-    /// page cache or the file is small, parameters' in-order way their own; where loads read a
-    /// large file past it, their in-order way at every visit; from the page cache every core,
-    /// and a small file one thread too.
+    /// From the disk a floor takes one way per visit, in turn, parameters' in-order way their
+    /// own; from the page cache every core, and a small file one thread too.
     #[test]
     fn a_floor_takes_its_ways_by_where_the_file_is_and_the_visit() {
         let large = SMALL_FILE;
         let small = SMALL_FILE - 1;
         for len in [small, large] {
             for parameters in [false, true] {
-                assert_eq!(ways(true, false, 0, parameters, len), [Way::ReadToEnd]);
-                assert_eq!(ways(true, false, 2, parameters, len), [Way::ReadToEnd]);
+                assert_eq!(ways(true, 0, parameters, len), [Way::ReadToEnd]);
+                assert_eq!(ways(true, 2, parameters, len), [Way::ReadToEnd]);
             }
-            assert_eq!(
-                ways(true, false, 1, false, len),
-                [Way::Polynomials(Ways::InOrder)]
-            );
-            assert_eq!(ways(true, false, 3, true, len), [Way::Parameters]);
+            assert_eq!(ways(true, 1, false, len), [Way::Polynomials(Ways::InOrder)]);
+            assert_eq!(ways(true, 3, true, len), [Way::Parameters]);
         }
-        // Past the page cache, a small file's ways take turns; a large file's does not.
-        assert_eq!(ways(true, true, 0, false, small), [Way::ReadToEnd]);
-        assert_eq!(ways(true, true, 1, true, small), [Way::Parameters]);
         for visit in [0, 1] {
-            assert_eq!(
-                ways(true, true, visit, false, large),
-                [Way::Polynomials(Ways::InOrder)]
-            );
-            assert_eq!(ways(true, true, visit, true, large), [Way::Parameters]);
-        }
-        for (visit, past) in [(0, false), (1, false), (0, true), (1, true)] {
             for parameters in [false, true] {
                 assert_eq!(
-                    ways(false, past, visit, parameters, large),
+                    ways(false, visit, parameters, large),
                     [Way::Polynomials(Ways::EveryCore)]
                 );
                 assert_eq!(
-                    ways(false, past, visit, parameters, small),
+                    ways(false, visit, parameters, small),
                     [Way::Polynomials(Ways::EveryCore), Way::ReadToEnd]
                 );
             }
         }
-        assert!(takes_ways_in_turn(true, false, large));
-        assert!(takes_ways_in_turn(true, true, small));
-        assert!(!takes_ways_in_turn(true, true, large));
-        assert!(!takes_ways_in_turn(false, false, small));
     }
 
     /// A floor reads the whole file whichever visit it is, from the page cache and, where
@@ -403,13 +369,7 @@ mod tests {
                     assert!(floor.seconds > 0.0);
                     // The way it names is one it took: where the pages were dropped, the
                     // visit's one way; from the page cache, one of its two.
-                    let took = ways(
-                        dropped,
-                        keycodec_core::reads_past_page_cache(),
-                        visit,
-                        polynomial_bytes.is_none(),
-                        len as u64,
-                    );
+                    let took = ways(dropped, visit, polynomial_bytes.is_none(), len as u64);
                     assert!(took.contains(&floor.way), "{:?} not in {took:?}", floor.way);
                 }
             }

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use twox_hash::XxHash3_64;
 
-pub use floor_read::{floor, takes_ways_in_turn, Floor, Way, SMALL_FILE};
+pub use floor_read::{floor, Floor, Way, SMALL_FILE};
 #[cfg(test)]
 pub(crate) use fresh::priming;
 pub use fresh::{as_primer, child, run_in_child, ChildRequest};

@@ -109,9 +109,8 @@ impl Case<'_> {
     }
 }
 
-/// Samples a floor takes per run: its fastest over the runs is the floor, and a cold floor
-/// whose ways take turns ([`crate::exec::takes_ways_in_turn`]) takes each of its two ways once
-/// a run.
+/// Samples a floor takes per run: its fastest over the runs is the floor, and a cold floor,
+/// whose ways take turns ([`crate::exec::floor`]), takes each of its two ways once a run.
 pub const FLOOR_VISITS: usize = 2;
 
 /// The files and cases runs take.

@@ -25,10 +25,9 @@ pub(super) fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
 /// The floor of a run's moment is its typical visit near that run: the lower median of its
 /// visits in that run and the runs either side (at the first and last runs, or beside a run
 /// without visits, with the run two away added where there is one, so that three runs count
-/// where they can). A floor that takes its ways in turn
-/// ([`crate::exec::takes_ways_in_turn`]: from the disk, where loads read through the page
-/// cache or the file is small), a run's first visit one way and its second the other:
-/// `by_way`, each way is taken at its typical visit and the fastest way counts. Typical, not
+/// where they can). A floor that takes its ways in turn (from the disk,
+/// [`crate::exec::floor`]), a run's first visit one way and its second the other: `by_way`,
+/// each way is taken at its typical visit and the fastest way counts. Typical, not
 /// fastest, because a load is visited once a run: with visits that vary by 10-20%, a load
 /// exactly as fast as its floor read 1.13-1.27x the fastest of the floor's six visits near
 /// its run (docs/harness.md). Near runs, so that the floor follows the disk as it drifts over
@@ -43,8 +42,8 @@ struct Visits {
     /// at the first and last runs, or beside a run without visits, with the run two away
     /// added where there is one, so that three runs count where they can.
     near: Vec<Vec<usize>>,
-    /// Whether its ways take turns ([`crate::exec::takes_ways_in_turn`]): a run's first
-    /// visit one way, its second the other.
+    /// Whether its ways take turns (from the disk): a run's first visit one way, its second
+    /// the other.
     by_way: bool,
 }
 

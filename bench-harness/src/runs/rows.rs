@@ -93,7 +93,6 @@ pub(super) fn reads_cold(case: &Case<'_>, every_cold: bool) -> bool {
 /// its load over its floors' (`every_cold`: `--cold`, every case read from the disk).
 fn load_ratios(
     plan: &Plan<'_>,
-    bytes: &[u64],
     samples: &[Vec<Taken>],
     index: usize,
     every_cold: bool,
@@ -108,22 +107,13 @@ fn load_ratios(
     // Each run's load over its floor near that run: the disk and the machine drift over the
     // runs, so a load is compared with the floor of its moment, not with the luckiest floor
     // of all the runs.
-    // A floor reads from the disk as its case does: its ways may then alternate by visit.
-    let by_way = |floor: usize| {
-        let len = plan
-            .cases
-            .get(floor)
-            .map_or(0, |floor| floor.bytes_read(bytes));
-        crate::exec::takes_ways_in_turn(
-            reads_cold(case, every_cold),
-            keycodec_core::reads_past_page_cache(),
-            len,
-        )
-    };
+    // A floor reads from the disk as its case does, and from there its ways take turns by
+    // visit (`crate::exec::floor`).
+    let by_way = reads_cold(case, every_cold);
     let floors: Floors = case
         .floors
         .iter()
-        .map(|&floor| (loads_by_run(samples, floor), by_way(floor)))
+        .map(|&floor| (loads_by_run(samples, floor), by_way))
         .collect();
     let vs_floor = over_floors(&ours, &floors);
     (speedup, vs_floor)
@@ -179,7 +169,7 @@ pub(super) fn claims(
         if case.backend == FLOOR {
             continue;
         }
-        let (speedup, vs_floor) = load_ratios(plan, &saved.bytes, samples, index, every_cold);
+        let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
         let runs = median_per_run(&loads_by_run(samples, index)).len();
         if let (Some(ratio), Some(reference)) = (speedup, case.reference) {
             claims.push(Claim {
@@ -258,7 +248,7 @@ pub(super) fn rows(
                 })
                 .sum::<f64>()
         });
-        let (speedup, vs_floor) = load_ratios(plan, &saved.bytes, samples, index, every_cold);
+        let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
         let below_floor = vs_floor.as_ref().is_some_and(beats_its_floor);
         rows.push(Row {
             kind: case.kind,

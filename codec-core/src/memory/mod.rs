@@ -36,8 +36,8 @@ use halo2curves::serde::SerdeObject;
 use crate::error::{Error, Result};
 
 mod host;
-pub(crate) use host::parse_override;
 pub use host::{asks_for_huge_pages, reads_past_page_cache, DIRECT_READS_ENV, HUGE_PAGES_ENV};
+pub(crate) use host::{page_cache_way, parse_override, PageCacheWay};
 
 /// Bytes of one scalar in memory, and of its encodings.
 pub const FR_BYTES: usize = 32;

@@ -186,11 +186,15 @@ pub trait ReadAt: Sync {
 /// (from this project's disk 10-25% faster than two threads taking pieces in turn,
 /// `docs/performance-history.md`); or, where [`crate::reads_past_page_cache`], past it
 /// (`O_DIRECT`) by four threads taking pieces (a key's in payload order), each through a
-/// buffer of its own. What the page cache holds is asked once, when made (`mincore`).
+/// buffer of its own (a file of 256 MiB or more where a first look at it finds that pays).
+/// What the page cache holds is asked once, when made (`mincore`).
 pub struct FileSource<'f> {
     file: &'f File,
     in_order: bool,
     direct: Option<Direct>,
+    /// The file's first bytes, this many, are in the page cache (read by the first look):
+    /// read through it even where the rest is read past it.
+    cached: u64,
 }
 
 /// Threads reading a file past the page cache at once: requests in flight, each waiting on
@@ -221,16 +225,52 @@ const DIRECT_SMALLEST: usize = 64 << 10;
 /// (medians of 8-24 visits of the harness's floor; `docs/performance.md`).
 pub(crate) const DIRECT_SMALLEST_FILE: u64 = 4 << 20;
 
+/// Files at least this long are read past the page cache, where
+/// [`crate::reads_past_page_cache`] leaves it to the file, only where a first look at them
+/// ([`first_look`]) finds that pays: the look reads [`LOOK_THROUGH`] bytes, a share of a
+/// smaller file that would leave little of it to choose for.
+pub(crate) const LOOKED_AT_FILE: u64 = 256 << 20;
+
+/// Bytes the first look reads past the page cache: requests past it are as many at once
+/// from the first, so a few rounds of them show their pace.
+const LOOK_PAST: usize = 8 << 20;
+
+/// Bytes the first look reads through the page cache, from the file's start: the kernel's
+/// read-ahead grows over the first tens of MiB (from one VM's disk, 32 MiB from a dropped
+/// file read at 1.1-1.4 GB/s, 64 MiB at 1.9, the whole 1.1 GB file at 3.5), and these bytes
+/// are the load's first, left in the page cache for it.
+const LOOK_THROUGH: usize = 64 << 20;
+
+/// How many times the pace past the page cache the pace through it must be for a file to
+/// be read through it: past it, memory the host took back is faulted in once (the load's
+/// own), through it twice (the page cache's too), which the look pays at its own scale
+/// only; and where the two are near, reading past the page cache keeps its steadiness
+/// (`crate::memory`'s host notes).
+const THROUGH_WINS_BY: f64 = 1.5;
+
 impl<'f> FileSource<'f> {
     /// `file` as a source, read in order when under half of its pages are in the page cache,
     /// and then past the page cache where [`crate::reads_past_page_cache`] and the file is at
-    /// least 4 MiB long (and can be opened so).
+    /// least 4 MiB long (and can be opened so), a file of 256 MiB or more where the first
+    /// look that function describes finds it pays (unless the environment asks for it
+    /// always).
     pub fn new(file: &'f File) -> Self {
+        use crate::memory::PageCacheWay;
         let in_order = crate::memory::cached_pages_of(file, Some(CACHE_SAMPLE_RUNS))
             .is_some_and(|(cached, pages)| cached.saturating_mul(2) < pages);
         let len = file.metadata().map_or(0, |meta| meta.len());
-        let past = in_order && crate::reads_past_page_cache() && len >= DIRECT_SMALLEST_FILE;
-        Self::with(file, in_order, past)
+        let way = crate::memory::page_cache_way();
+        let past = in_order && way != PageCacheWay::Through && len >= DIRECT_SMALLEST_FILE;
+        let mut source = Self::with(file, in_order, past);
+        if way == PageCacheWay::PastWherePays && len >= LOOKED_AT_FILE {
+            if let Some(direct) = &source.direct {
+                match first_look(file, direct) {
+                    Look::Through => source.direct = None,
+                    Look::Past { cached } => source.cached = cached,
+                }
+            }
+        }
+        source
     }
 
     /// `file` as a source read in order or not, and past the page cache or not (where it
@@ -241,22 +281,24 @@ impl<'f> FileSource<'f> {
             file,
             in_order,
             direct,
+            cached: 0,
         }
     }
 
     /// The reader past the page cache, for a read of `len` bytes: none for a small read, nor
     /// once the file system refused a read past it (reads then go straight to their
     /// destination through the page cache).
-    fn direct_for(&self, len: usize) -> Option<&Direct> {
+    fn direct_for(&self, len: usize, offset: u64) -> Option<&Direct> {
+        let cached = offset.saturating_add(len as u64) <= self.cached;
         self.direct
             .as_ref()
-            .filter(|direct| len >= DIRECT_SMALLEST && !direct.refused())
+            .filter(|direct| len >= DIRECT_SMALLEST && !cached && !direct.refused())
     }
 }
 
 impl ReadAt for FileSource<'_> {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        match self.direct_for(buf.len()) {
+        match self.direct_for(buf.len(), offset) {
             Some(direct) => {
                 self.read_past_page_cache(direct, vec![Dst::Init(buf)], offset)?;
                 Ok(())
@@ -274,7 +316,7 @@ impl ReadAt for FileSource<'_> {
         buf: &'b mut [MaybeUninit<u8>],
         offset: u64,
     ) -> io::Result<&'b mut [u8]> {
-        match self.direct_for(buf.len()) {
+        match self.direct_for(buf.len(), offset) {
             Some(direct) => {
                 let mut filled =
                     self.read_past_page_cache(direct, vec![Dst::Uninit(buf)], offset)?;
@@ -292,7 +334,7 @@ impl ReadAt for FileSource<'_> {
         offset: u64,
     ) -> io::Result<Vec<&'b mut [u8]>> {
         let len: usize = dsts.iter().map(Dst::len).sum();
-        match self.direct_for(len) {
+        match self.direct_for(len, offset) {
             Some(direct) => self.read_past_page_cache(direct, dsts, offset),
             None => read_one_after_another(self, dsts, offset),
         }
@@ -334,6 +376,75 @@ impl FileSource<'_> {
             .finish()
             .ok_or_else(|| io::ErrorKind::UnexpectedEof.into())
     }
+}
+
+/// What the first look at a file found.
+#[derive(Debug, PartialEq, Eq)]
+enum Look {
+    /// Read it through the page cache.
+    Through,
+    /// Read it past the page cache, but for its first `cached` bytes, in it now.
+    Past { cached: u64 },
+}
+
+/// Which way `file` (at least [`LOOKED_AT_FILE`] bytes) is best read here: [`LOOK_PAST`]
+/// bytes after its first [`LOOK_THROUGH`] read past the page cache as a load reads them
+/// (pieces of [`DIRECT_PIECE`] on [`readers`]), then its first [`LOOK_THROUGH`] bytes
+/// read through it as a load reads them (in [`BULK_STEP`] reads on one thread, the kernel's
+/// read-ahead ahead of them), each through a buffer of its own used again, so that the page
+/// cache's pages are what the second way faults in and the first does not. Through the page
+/// cache where its pace was over [`THROUGH_WINS_BY`] times the other's; past it otherwise,
+/// and where either read failed (the load then meets the error itself).
+#[cfg(target_os = "linux")]
+fn first_look(file: &File, direct: &Direct) -> Look {
+    use std::time::Instant;
+    let failed = Look::Past { cached: 0 };
+    let Some(pool) = readers(true) else {
+        return failed;
+    };
+    let started = Instant::now();
+    let read = pool.install(|| {
+        (0..LOOK_PAST / DIRECT_PIECE)
+            .into_par_iter()
+            .try_for_each_init(
+                || vec![0u8; DIRECT_PIECE],
+                |piece, i| {
+                    let at = (LOOK_THROUGH + i * DIRECT_PIECE) as u64;
+                    let mut filling = Filling::new(vec![Dst::Init(piece)]);
+                    direct.read(file, &mut filling, at, DIRECT_PIECE as u64)
+                },
+            )
+    });
+    let past = started.elapsed().as_secs_f64() / LOOK_PAST as f64;
+    if read.is_err() || direct.refused() {
+        return failed;
+    }
+    let mut piece = vec![0u8; BULK_STEP];
+    let started = Instant::now();
+    let read = (0..LOOK_THROUGH / BULK_STEP)
+        .try_for_each(|i| ReadAt::read_exact_at(file, &mut piece, (i * BULK_STEP) as u64));
+    let through = started.elapsed().as_secs_f64() / LOOK_THROUGH as f64;
+    if read.is_err() {
+        return failed;
+    }
+    match through_wins(past, through) {
+        true => Look::Through,
+        false => Look::Past {
+            cached: LOOK_THROUGH as u64,
+        },
+    }
+}
+
+/// Never called: no [`Direct`] is made off Linux.
+#[cfg(not(target_os = "linux"))]
+fn first_look(_: &File, direct: &Direct) -> Look {
+    match *direct {}
+}
+
+/// Whether reading past the page cache at `past` seconds a byte loses to reading through it
+/// at `through`: by over [`THROUGH_WINS_BY`] times.
+fn through_wins(past: f64, through: f64) -> bool {
+    past > through * THROUGH_WINS_BY
 }
 
 /// [`ReadAt::read_exact_vectored_at`] by one read per destination.

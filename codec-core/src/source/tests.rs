@@ -481,6 +481,51 @@ fn reads_past_the_page_cache_give_the_files_bytes() {
     }
 }
 
+/// The first look at a large file chooses the page cache only where its pace through it
+/// was over 1.5 times its pace past it; where its reads fail (a file shorter than the bytes
+/// it reads), it keeps reading past it; and a load after it reads the file's bytes either
+/// way, its first bytes through the page cache where the rest is read past it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_first_look_reads_through_the_page_cache_only_where_that_is_clearly_faster() {
+    // Seconds a byte past the page cache, then through it.
+    assert!(through_wins(3.0, 1.0));
+    assert!(through_wins(1.51, 1.0));
+    assert!(!through_wins(1.49, 1.0));
+    assert!(!through_wins(1.0, 1.0));
+    assert!(!through_wins(0.5, 1.0));
+    for len in [
+        LOOK_THROUGH,
+        LOOK_THROUGH + LOOK_PAST + 3 * direct::BLOCK + 17,
+    ] {
+        let data = pattern(len);
+        let (_dir, path, file) = file_in_a_directory(&data);
+        let Some(direct) = Direct::open(&file) else {
+            eprintln!("no O_DIRECT here: not tested");
+            return;
+        };
+        let _ = crate::drop_cached_pages(&path);
+        let look = first_look(&file, &direct);
+        eprintln!("{len} bytes: {look:?}");
+        let mut source = FileSource::with(&file, true, true);
+        match look {
+            Look::Through => source.direct = None,
+            Look::Past { cached } => {
+                // Past its first bytes, the look reads beyond this file's end.
+                assert!(
+                    len > LOOK_THROUGH || cached == 0,
+                    "{look:?} of a failed look"
+                );
+                assert!(cached == 0 || cached == LOOK_THROUGH as u64, "{look:?}");
+                source.cached = cached;
+            }
+        }
+        let (head, out, _) = head_then_parallel(&source, len - 32);
+        assert_eq!(head, data[..32]);
+        assert!(out == data[32..], "{len} bytes after {look:?}");
+    }
+}
+
 /// A read the file system refuses past the page cache (a buffer off a block boundary, as a
 /// file system with larger blocks would refuse an aligned one) is read through it, with the
 /// same bytes, and so is every read after it.
@@ -529,6 +574,7 @@ fn a_refused_read_past_the_page_cache_is_read_through_it() {
         file: &file,
         in_order: true,
         direct: Some(direct),
+        cached: 0,
     };
     assert_eq!(source.reads_past_page_cache(), !refused);
     let mut whole = vec![std::mem::MaybeUninit::new(0u8); data.len()];
