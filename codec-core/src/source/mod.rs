@@ -233,6 +233,7 @@ pub(crate) const LOOKED_AT_FILE: u64 = 256 << 20;
 
 /// Bytes the first look reads past the page cache: requests past it are as many at once
 /// from the first, so a few rounds of them show their pace.
+#[cfg(target_os = "linux")]
 const LOOK_PAST: usize = 8 << 20;
 
 /// Bytes the first look reads through the page cache, from the file's start: the kernel's
@@ -246,6 +247,7 @@ const LOOK_THROUGH: usize = 64 << 20;
 /// own), through it twice (the page cache's too), which the look pays at its own scale
 /// only; and where the two are near, reading past the page cache keeps its steadiness
 /// (`crate::memory`'s host notes).
+#[cfg(target_os = "linux")]
 const THROUGH_WINS_BY: f64 = 1.5;
 
 impl<'f> FileSource<'f> {
@@ -443,6 +445,7 @@ fn first_look(_: &File, direct: &Direct) -> Look {
 
 /// Whether reading past the page cache at `past` seconds a byte loses to reading through it
 /// at `through`: by over [`THROUGH_WINS_BY`] times.
+#[cfg(target_os = "linux")]
 fn through_wins(past: f64, through: f64) -> bool {
     past > through * THROUGH_WINS_BY
 }
