@@ -60,10 +60,11 @@ pub const HUGE_PAGES_ENV: &str = "KEYCODEC_HUGE_PAGES";
 /// whose host serves its disk's buffered reads from a cache of its own, for one: there
 /// 0.7-0.9 GB/s past the page cache, 1.8-2.5 GB/s through it). A file under 4 MiB is read
 /// through the page cache all the same (reading past it costs more to start than such a
-/// file takes to read). A file read past the page cache is not left in it: the next process to load it
-/// reads it from the disk again. Where the file system refuses a read past the page cache,
-/// the file is read through it. Never off Linux. Decided once per process, as
-/// [`asks_for_huge_pages`] is (the first look, once per file).
+/// file takes to read). A file read past the page cache is not left in it (but for the
+/// first look's 64 MiB): the next process to load it reads it from the disk again. Where
+/// the file system refuses a read past the page cache, the file is read through it. Never
+/// off Linux. Decided once per process, as [`asks_for_huge_pages`] is (the first look, once
+/// per file).
 pub fn reads_past_page_cache() -> bool {
     page_cache_way() != PageCacheWay::Through
 }
