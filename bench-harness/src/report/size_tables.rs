@@ -74,7 +74,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         let _ = writeln!(out, "{cold}");
         let _ = writeln!(
             out,
-            "cold loads: {}; {}",
+            "cold loads: {}; {}; the floor by two ways in turn, the faster counting",
             if report.cold.idle_s > 0.0 {
                 format!(
                     "each {:.1} s after its files' pages were dropped, unprimed (memory freed \
@@ -88,13 +88,9 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             },
             if report.reads_past_page_cache {
                 "keycodec's reads past the page cache (O_DIRECT) where a first look at a \
-                 large file finds that pays, halo2's through it; the floor by two ways in \
-                 turn, the faster counting"
-                    .to_owned()
+                 large file finds that pays, halo2's through it"
             } else {
-                "every load reads through the page cache, the floor by two ways in turn, the \
-                 faster counting"
-                    .to_owned()
+                "every load reads through the page cache"
             }
         );
     }

@@ -265,14 +265,24 @@ impl<'f> FileSource<'f> {
         let past = in_order && way != PageCacheWay::Through && len >= DIRECT_SMALLEST_FILE;
         let mut source = Self::with(file, in_order, past);
         if way == PageCacheWay::PastWherePays && len >= LOOKED_AT_FILE {
-            if let Some(direct) = &source.direct {
-                match first_look(file, direct) {
-                    Look::Through => source.direct = None,
-                    Look::Past { cached } => source.cached = cached,
-                }
+            if let Some(look) = source
+                .direct
+                .as_ref()
+                .map(|direct| first_look(file, direct))
+            {
+                source.follow(look);
             }
         }
         source
+    }
+
+    /// Reads as `look` found: through the page cache, or past it but for the bytes the look
+    /// left in it.
+    fn follow(&mut self, look: Look) {
+        match look {
+            Look::Through => self.direct = None,
+            Look::Past { cached } => self.cached = cached,
+        }
     }
 
     /// `file` as a source read in order or not, and past the page cache or not (where it
@@ -381,7 +391,7 @@ impl FileSource<'_> {
 }
 
 /// What the first look at a file found.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Look {
     /// Read it through the page cache.
     Through,

@@ -507,19 +507,21 @@ fn a_first_look_reads_through_the_page_cache_only_where_that_is_clearly_faster()
         let _ = crate::drop_cached_pages(&path);
         let look = first_look(&file, &direct);
         eprintln!("{len} bytes: {look:?}");
-        let mut source = FileSource::with(&file, true, true);
-        match look {
-            Look::Through => source.direct = None,
-            Look::Past { cached } => {
-                // Past its first bytes, the look reads beyond this file's end.
-                assert!(
-                    len > LOOK_THROUGH || cached == 0,
-                    "{look:?} of a failed look"
-                );
-                assert!(cached == 0 || cached == LOOK_THROUGH as u64, "{look:?}");
-                source.cached = cached;
-            }
+        if let Look::Past { cached } = look {
+            // Past its first bytes, the look reads beyond this file's end.
+            assert!(
+                len > LOOK_THROUGH || cached == 0,
+                "{look:?} of a failed look"
+            );
+            assert!(cached == 0 || cached == LOOK_THROUGH as u64, "{look:?}");
         }
+        let mut source = FileSource::with(&file, true, true);
+        source.follow(look);
+        assert_eq!(
+            source.direct.is_some(),
+            look != Look::Through,
+            "{look:?} followed"
+        );
         let (head, out, _) = head_then_parallel(&source, len - 32);
         assert_eq!(head, data[..32]);
         assert!(out == data[32..], "{len} bytes after {look:?}");
