@@ -64,7 +64,8 @@ pub const HUGE_PAGES_ENV: &str = "KEYCODEC_HUGE_PAGES";
 /// first look's 64 MiB): the next process to load it reads it from the disk again. Where
 /// the file system refuses a read past the page cache, the file is read through it. Never
 /// off Linux. Decided once per process, as [`asks_for_huge_pages`] is (the first look, once
-/// per file).
+/// per file, by the load's first read that would go past the page cache: after its header
+/// is checked, and never for a load that reads only a file's small parts).
 pub fn reads_past_page_cache() -> bool {
     page_cache_way() != PageCacheWay::Through
 }

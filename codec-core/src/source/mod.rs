@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io;
 use std::mem::MaybeUninit;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
@@ -187,14 +188,18 @@ pub trait ReadAt: Sync {
 /// `docs/performance-history.md`); or, where [`crate::reads_past_page_cache`], past it
 /// (`O_DIRECT`) by four threads taking pieces (a key's in payload order), each through a
 /// buffer of its own (a file of 256 MiB or more where a first look at it finds that pays).
-/// What the page cache holds is asked once, when made (`mincore`).
+/// What the page cache holds is asked once, when made (`mincore`); the first look, when a
+/// read would first go past the page cache.
 pub struct FileSource<'f> {
     file: &'f File,
     in_order: bool,
     direct: Option<Direct>,
-    /// The file's first bytes, this many, are in the page cache (read by the first look):
-    /// read through it even where the rest is read past it.
-    cached: u64,
+    /// The first look at the file ([`first_look`]), where it decides whether reads go past
+    /// the page cache: made by the first read that would, so that a load its header refuses,
+    /// or one that reads only small parts of the file (a verifying key from a proving key's
+    /// file, its checksum skipped), reads nothing for it. `None`: no look; `direct` alone
+    /// decides.
+    look: Option<OnceLock<Look>>,
 }
 
 /// Threads reading a file past the page cache at once: requests in flight, each waiting on
@@ -255,7 +260,7 @@ impl<'f> FileSource<'f> {
     /// and then past the page cache where [`crate::reads_past_page_cache`] and the file is at
     /// least 4 MiB long (and can be opened so), a file of 256 MiB or more where the first
     /// look that function describes finds it pays (unless the environment asks for it
-    /// always).
+    /// always). The look is made by the first read that would go past the page cache.
     pub fn new(file: &'f File) -> Self {
         use crate::memory::PageCacheWay;
         let in_order = crate::memory::cached_pages_of(file, Some(CACHE_SAMPLE_RUNS))
@@ -264,25 +269,18 @@ impl<'f> FileSource<'f> {
         let way = crate::memory::page_cache_way();
         let past = in_order && way != PageCacheWay::Through && len >= DIRECT_SMALLEST_FILE;
         let mut source = Self::with(file, in_order, past);
-        if way == PageCacheWay::PastWherePays && len >= LOOKED_AT_FILE {
-            if let Some(look) = source
-                .direct
-                .as_ref()
-                .map(|direct| first_look(file, direct))
-            {
-                source.follow(look);
-            }
+        if way == PageCacheWay::PastWherePays && len >= LOOKED_AT_FILE && source.direct.is_some() {
+            source.look = Some(OnceLock::new());
         }
         source
     }
 
-    /// Reads as `look` found: through the page cache, or past it but for the bytes the look
-    /// left in it.
-    fn follow(&mut self, look: Look) {
-        match look {
-            Look::Through => self.direct = None,
-            Look::Past { cached } => self.cached = cached,
-        }
+    /// The first look's verdict, the look made now if it was not yet: `None` where the file
+    /// gets no look.
+    fn looked(&self, direct: &Direct) -> Option<Look> {
+        self.look
+            .as_ref()
+            .map(|look| *look.get_or_init(|| first_look(self.file, direct)))
     }
 
     /// `file` as a source read in order or not, and past the page cache or not (where it
@@ -293,18 +291,24 @@ impl<'f> FileSource<'f> {
             file,
             in_order,
             direct,
-            cached: 0,
+            look: None,
         }
     }
 
     /// The reader past the page cache, for a read of `len` bytes: none for a small read, nor
     /// once the file system refused a read past it (reads then go straight to their
-    /// destination through the page cache).
+    /// destination through the page cache), nor where the first look chose the page cache
+    /// or left these bytes in it.
     fn direct_for(&self, len: usize, offset: u64) -> Option<&Direct> {
-        let cached = offset.saturating_add(len as u64) <= self.cached;
-        self.direct
+        let direct = self
+            .direct
             .as_ref()
-            .filter(|direct| len >= DIRECT_SMALLEST && !cached && !direct.refused())
+            .filter(|direct| len >= DIRECT_SMALLEST && !direct.refused())?;
+        match self.looked(direct) {
+            Some(Look::Through) => None,
+            Some(Look::Past { cached }) if offset.saturating_add(len as u64) <= cached => None,
+            Some(Look::Past { .. }) | None => Some(direct),
+        }
     }
 }
 
@@ -369,7 +373,9 @@ impl ReadAt for FileSource<'_> {
     }
 
     fn reads_past_page_cache(&self) -> bool {
-        self.direct.as_ref().is_some_and(|direct| !direct.refused())
+        self.direct
+            .as_ref()
+            .is_some_and(|direct| !direct.refused() && self.looked(direct) != Some(Look::Through))
     }
 }
 
@@ -488,7 +494,7 @@ fn read_one_after_another<'b>(
 /// [`DIRECT_READERS`] past it (`None` if the system refused the threads: the read then takes
 /// every core). Each is made when first used.
 fn readers(past_page_cache: bool) -> Option<&'static rayon::ThreadPool> {
-    type Pool = std::sync::OnceLock<Option<rayon::ThreadPool>>;
+    type Pool = OnceLock<Option<rayon::ThreadPool>>;
     static ONE: Pool = Pool::new();
     static PAST: Pool = Pool::new();
     let (pool, threads) = match past_page_cache {
@@ -819,8 +825,15 @@ impl<'a> AtSource<'a> {
             })
         };
         let longest = dsts.iter().map(|dst| dst.len()).max().unwrap_or(0);
+        // A read too small to go past the page cache does not ask the source's plan, which
+        // may cost a file its first look (`FileSource::looked`): a verifying key's few points
+        // read from a proving key's file.
+        let plan = match total < DIRECT_SMALLEST {
+            true => None,
+            false => source.bulk_plan(),
+        };
         // Whether each piece was handed on as it landed (else each destination is, after).
-        let handed_on = match source.bulk_plan() {
+        let handed_on = match plan {
             // In order: past the page cache, a request per thread of the source's pool in
             // flight (nothing reads ahead there but requests in flight), each piece checked on
             // every core as it lands; through it, a piece at a time on this thread (its

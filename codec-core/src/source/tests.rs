@@ -516,16 +516,43 @@ fn a_first_look_reads_through_the_page_cache_only_where_that_is_clearly_faster()
             assert!(cached == 0 || cached == LOOK_THROUGH as u64, "{look:?}");
         }
         let mut source = FileSource::with(&file, true, true);
-        source.follow(look);
+        source.look = Some(OnceLock::from(look));
         assert_eq!(
-            source.direct.is_some(),
-            look != Look::Through,
+            source.reads_past_page_cache(),
+            look != Look::Through && !source.direct.as_ref().is_some_and(Direct::refused),
             "{look:?} followed"
         );
         let (head, out, _) = head_then_parallel(&source, len - 32);
         assert_eq!(head, data[..32]);
         assert!(out == data[32..], "{len} bytes after {look:?}");
     }
+}
+
+/// The first look waits for the first read that would go past the page cache: a load's
+/// header, and the small fields of a verifying key read from a proving key's file, read
+/// nothing for it; the large read that makes it gets the file's bytes.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_first_look_waits_for_a_read_past_the_page_cache() {
+    let data = pattern(4 * DIRECT_SMALLEST + 5);
+    let (_dir, _path, file) = file_in_a_directory(&data);
+    let mut source = FileSource::with(&file, true, true);
+    if source.direct.is_none() {
+        eprintln!("no O_DIRECT here: not tested");
+        return;
+    }
+    source.look = Some(OnceLock::new());
+    let looked =
+        |source: &FileSource<'_>| source.look.as_ref().and_then(|look| look.get().copied());
+    let mut small = vec![0u8; DIRECT_SMALLEST - 1];
+    source.read_exact_at(&mut small, 7).unwrap();
+    assert!(small == data[7..7 + small.len()]);
+    assert_eq!(looked(&source), None, "a small read looked");
+    let (head, out, _) = head_then_parallel(&source, data.len() - 32);
+    assert_eq!(head, data[..32]);
+    assert!(out == data[32..]);
+    // The look's reads go beyond this file's end: it keeps reading past the page cache.
+    assert_eq!(looked(&source), Some(Look::Past { cached: 0 }));
 }
 
 /// A read the file system refuses past the page cache (a buffer off a block boundary, as a
@@ -576,7 +603,7 @@ fn a_refused_read_past_the_page_cache_is_read_through_it() {
         file: &file,
         in_order: true,
         direct: Some(direct),
-        cached: 0,
+        look: None,
     };
     assert_eq!(source.reads_past_page_cache(), !refused);
     let mut whole = vec![std::mem::MaybeUninit::new(0u8); data.len()];
