@@ -195,10 +195,11 @@ pub struct FileSource<'f> {
     in_order: bool,
     direct: Option<Direct>,
     /// The first look at the file ([`first_look`]), where it decides whether reads go past
-    /// the page cache: made by the first read that would, so that a load its header refuses,
-    /// or one that reads only small parts of the file (a verifying key from a proving key's
-    /// file, its checksum skipped), reads nothing for it. `None`: no look; `direct` alone
-    /// decides.
+    /// the page cache: made by the first read that would, or the first question about it
+    /// ([`ReadAt::bulk_plan`], [`ReadAt::reads_past_page_cache`], which a bulk read of 64
+    /// KiB or more asks before it starts), so that a load its header refuses,
+    /// or one that reads only small parts of the file (a pinned verifying key from a proving
+    /// key's file), reads nothing for it. `None`: no look; `direct` alone decides.
     look: Option<OnceLock<Look>>,
 }
 
