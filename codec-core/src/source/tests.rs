@@ -529,8 +529,9 @@ fn a_first_look_reads_through_the_page_cache_only_where_that_is_clearly_faster()
 }
 
 /// The first look waits for the first read that would go past the page cache: a load's
-/// header, and the small fields of a verifying key read from a proving key's file, read
-/// nothing for it; the large read that makes it gets the file's bytes.
+/// header, and the small fields and points of a verifying key read from a proving key's
+/// file (a small bulk read), read nothing for it; the large read that makes it gets the
+/// file's bytes.
 #[cfg(target_os = "linux")]
 #[test]
 fn the_first_look_waits_for_a_read_past_the_page_cache() {
@@ -548,6 +549,11 @@ fn the_first_look_waits_for_a_read_past_the_page_cache() {
     source.read_exact_at(&mut small, 7).unwrap();
     assert!(small == data[7..7 + small.len()]);
     assert_eq!(looked(&source), None, "a small read looked");
+    // A bulk read as small (a verifying key's points) does not ask the source's plan.
+    let (head, out, _) = head_then_parallel(&source, DIRECT_SMALLEST - 1);
+    assert_eq!(head, data[..32]);
+    assert!(out == data[32..32 + DIRECT_SMALLEST - 1]);
+    assert_eq!(looked(&source), None, "a small bulk read looked");
     let (head, out, _) = head_then_parallel(&source, data.len() - 32);
     assert_eq!(head, data[..32]);
     assert!(out == data[32..]);
