@@ -207,12 +207,10 @@ pub(super) fn visiting_order(plan: &Plan<'_>, run: usize) -> Vec<usize> {
 ///
 /// Drawn, not rotated: a rotation keeps every case behind the same neighbour in every run
 /// but the one it starts, and a load from the disk depends on what the one before it read
-/// (on a VM whose host caches its disk, a default run's k = 18 rawbytes key checked, first
-/// of the plan's cold cases and so behind its last, the cold start of the same key, in
-/// every run but those its group started with: a median of 1.01 s from the disk, where the
-/// cold start, parameters and that key checked, took 0.77 s). Drawn anew, each case
-/// follows others from run to run, and what one neighbour does to it is spread over its
-/// runs, not kept in its median.
+/// (on a VM whose host caches its disk, the k = 18 rawbytes key checked, always visited
+/// right after the cold start of the same key, loaded in 0.88-1.10 s where the cold start
+/// itself took 0.71-0.81 s). Drawn anew, each case follows others from run to run, and
+/// what one neighbour does to it is spread over its runs, not kept in its median.
 fn group_visits(plan: &Plan<'_>, state: State, run: usize) -> Vec<usize> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
