@@ -177,8 +177,8 @@ impl Costs {
 }
 
 /// The order in which run `run` takes the plan's cases (indices, a case visited several
-/// times a run as often): grouped by state, the groups' order rotated run by run
-/// ([`rotation`]), the order within each drawn anew each run ([`group_visits`]).
+/// times a run as often): grouped by state, the groups' order and the order within each
+/// rotated run by run ([`rotation`]).
 ///
 /// Grouped because a new process's load depends on what the machine did just before. This
 /// machine's balloon reports memory that has been free for about two seconds to its host,
@@ -191,29 +191,19 @@ impl Costs {
 pub(super) fn visiting_order(plan: &Plan<'_>, run: usize) -> Vec<usize> {
     let groups: Vec<Vec<usize>> = [State::Warm, State::Fresh, State::Cold]
         .into_iter()
-        .map(|state| group_visits(plan, state, run))
+        .map(|state| group_visits(plan, state))
         .filter(|group| !group.is_empty())
         .collect();
     rotation(groups.len(), run)
         .filter_map(|group| groups.get(group))
-        .flat_map(|group| group.iter().copied())
+        .flat_map(|group| rotation(group.len(), run).filter_map(|at| group.get(at).copied()))
         .collect()
 }
 
-/// The visits of `state`'s cases in run `run`: each case visited once a run, in an order
-/// drawn for the run (the same for a run and state whatever else runs), and between them,
-/// spread evenly, the visits of those visited several times (the floors), a round of each
-/// before the next round.
-///
-/// Drawn, not rotated: a rotation keeps every case behind the same neighbour in every run
-/// but the one it starts, and a load from the disk depends on what the one before it read
-/// (on a VM whose host caches its disk, the k = 18 rawbytes key checked, always visited
-/// right after the cold start of the same key, loaded in 0.88-1.10 s where the cold start
-/// itself took 0.71-0.81 s). Drawn anew, each case follows others from run to run, and
-/// what one neighbour does to it is spread over its runs, not kept in its median.
-fn group_visits(plan: &Plan<'_>, state: State, run: usize) -> Vec<usize> {
-    use rand::seq::SliceRandom;
-    use rand::SeedableRng;
+/// The visits of `state`'s cases in plan order: each case visited once a run, and between
+/// them, spread evenly, the visits of those visited several times (the floors), a round of
+/// each before the next round.
+fn group_visits(plan: &Plan<'_>, state: State) -> Vec<usize> {
     let of_state = || {
         plan.cases
             .iter()
@@ -224,8 +214,6 @@ fn group_visits(plan: &Plan<'_>, state: State, run: usize) -> Vec<usize> {
         .filter(|(_, case)| case.visits == 1)
         .map(|(index, _)| index)
         .collect();
-    let seed = (run as u64) << 8 | state as u64;
-    visits.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
     let rounds = of_state().map(|(_, case)| case.visits).max().unwrap_or(1);
     let repeated: Vec<usize> = (0..rounds)
         .flat_map(|round| {
@@ -376,29 +364,6 @@ mod tests {
     /// The cases a selection takes.
     fn cases_of(selection: &Selection) -> Vec<usize> {
         (0..6).filter(|&case| selection.case(case)).collect()
-    }
-
-    /// Each run visits every case once, the order drawn per run: over twelve runs, a case
-    /// follows several others (a rotation kept it behind the same one in all but one), and
-    /// a run's order is the same each time it is asked for.
-    #[test]
-    fn each_run_visits_the_cases_in_an_order_of_its_own() {
-        let plan = six_cases();
-        let mut before_first = std::collections::BTreeSet::new();
-        for run in 0..12 {
-            let order = visiting_order(&plan, run);
-            assert_eq!(order, visiting_order(&plan, run));
-            let mut sorted = order.clone();
-            sorted.sort_unstable();
-            assert_eq!(sorted, (0..6).collect::<Vec<_>>(), "run {run}: {order:?}");
-            if let Some(at) = order.iter().position(|&case| case == 0) {
-                before_first.insert(at.checked_sub(1).and_then(|at| order.get(at).copied()));
-            }
-        }
-        assert!(
-            before_first.len() >= 3,
-            "case 0 came after only {before_first:?}"
-        );
     }
 
     /// Wider than +-25%: those alone. Then those wider than four fifths of the widest, never
