@@ -162,9 +162,10 @@ pub fn resampled_median(values: &[f64], rng: &mut rand::rngs::StdRng) -> f64 {
 
 /// The order in which run `run` visits `count` rows: each run starts at another row, the
 /// starts spread over the rows by the golden ratio (run 1 starts 62% of the way in, run 2
-/// 24%, ...), so that no row always follows the same neighbour or always comes soon after
-/// the files are written, when the kernel is still settling them (rotating by one row a
-/// run left the first rows of a plan of 40 within the first 8 every run of a default run).
+/// 24%, ...), so that no row always comes soon after the files are written, when the
+/// kernel is still settling them (rotating by one row a run left the first rows of a plan
+/// of 40 within the first 8 every run of a default run). A rotation keeps each row behind
+/// the same neighbour in every run but the one it starts.
 pub fn rotation(count: usize, run: usize) -> impl Iterator<Item = usize> {
     let golden = (run as f64 * 0.618_033_988_749_895).fract();
     let start = (golden * count as f64) as usize;
