@@ -276,12 +276,20 @@ impl<'f> FileSource<'f> {
         source
     }
 
-    /// The first look's verdict, the look made now if it was not yet: `None` where the file
-    /// gets no look.
-    fn looked(&self, direct: &Direct) -> Option<Look> {
-        self.look
+    /// The reader past the page cache, and how many of the file's first bytes the first look
+    /// left in the page cache, where reads go past it: not once the file system refused a
+    /// read so, nor where the first look (made now if it was not yet) chose the page cache.
+    fn past_page_cache(&self) -> Option<(&Direct, u64)> {
+        let direct = self.direct.as_ref().filter(|direct| !direct.refused())?;
+        let look = self
+            .look
             .as_ref()
-            .map(|look| *look.get_or_init(|| first_look(self.file, direct)))
+            .map(|look| *look.get_or_init(|| first_look(self.file, direct)));
+        match look {
+            Some(Look::Through) => None,
+            Some(Look::Past { cached }) => Some((direct, cached)),
+            None => Some((direct, 0)),
+        }
     }
 
     /// `file` as a source read in order or not, and past the page cache or not (where it
@@ -301,15 +309,11 @@ impl<'f> FileSource<'f> {
     /// destination through the page cache), nor where the first look chose the page cache
     /// or left these bytes in it.
     fn direct_for(&self, len: usize, offset: u64) -> Option<&Direct> {
-        let direct = self
-            .direct
-            .as_ref()
-            .filter(|direct| len >= DIRECT_SMALLEST && !direct.refused())?;
-        match self.looked(direct) {
-            Some(Look::Through) => None,
-            Some(Look::Past { cached }) if offset.saturating_add(len as u64) <= cached => None,
-            Some(Look::Past { .. }) | None => Some(direct),
+        if len < DIRECT_SMALLEST {
+            return None;
         }
+        let (direct, cached) = self.past_page_cache()?;
+        (offset.saturating_add(len as u64) > cached).then_some(direct)
     }
 }
 
@@ -374,9 +378,7 @@ impl ReadAt for FileSource<'_> {
     }
 
     fn reads_past_page_cache(&self) -> bool {
-        self.direct
-            .as_ref()
-            .is_some_and(|direct| !direct.refused() && self.looked(direct) != Some(Look::Through))
+        self.past_page_cache().is_some()
     }
 }
 
@@ -827,8 +829,8 @@ impl<'a> AtSource<'a> {
         };
         let longest = dsts.iter().map(|dst| dst.len()).max().unwrap_or(0);
         // A read too small to go past the page cache does not ask the source's plan, which
-        // may cost a file its first look (`FileSource::looked`): a verifying key's few points
-        // read from a proving key's file.
+        // may cost a file its first look (`FileSource::past_page_cache`): a verifying key's
+        // few points read from a proving key's file.
         let plan = match total < DIRECT_SMALLEST {
             true => None,
             false => source.bulk_plan(),
