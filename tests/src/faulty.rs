@@ -40,6 +40,9 @@ pub struct Rule {
     pub target_contains: &'static str,
     /// Only requests carrying a `Range` header (the ranged GETs of a load).
     pub ranged: bool,
+    /// Only requests conditional on no version (without `If-Match`): a load's opening GET
+    /// and its first round's, not the ranges it fetches once it knows the object.
+    pub unconditional: bool,
     /// Matching requests let through before the fault applies.
     pub skip: usize,
     /// Matching requests the fault applies to after that (then the rule is spent).
@@ -52,8 +55,18 @@ pub struct Rule {
 struct State {
     rules: Vec<Rule>,
     injected: usize,
-    /// (method, target, ranged) of every request seen.
-    seen: Vec<(String, String, bool)>,
+    /// Every request seen.
+    seen: Vec<Seen>,
+}
+
+/// What a request was.
+struct Seen {
+    method: String,
+    target: String,
+    /// It carried a `Range` header.
+    ranged: bool,
+    /// It carried an `If-Match` header.
+    conditional: bool,
 }
 
 /// The proxy; it runs until the process ends.
@@ -104,7 +117,18 @@ impl FaultyProxy {
             .unwrap()
             .seen
             .iter()
-            .filter(|(m, _, r)| m == method && (*r || !ranged))
+            .filter(|seen| seen.method == method && (seen.ranged || !ranged))
+            .count()
+    }
+
+    /// Requests seen with this method and an `If-Match` header.
+    pub fn count_conditional(&self, method: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .seen
+            .iter()
+            .filter(|seen| seen.method == method && seen.conditional)
             .count()
     }
 
@@ -115,7 +139,7 @@ impl FaultyProxy {
             .unwrap()
             .seen
             .iter()
-            .filter(|(m, t, _)| m == method && t.contains(text))
+            .filter(|seen| seen.method == method && seen.target.contains(text))
             .count()
     }
 
@@ -147,14 +171,21 @@ fn serve(client: TcpStream, upstream: SocketAddr, state: &Mutex<State>) -> std::
             words.next().unwrap_or_default().to_owned(),
         );
         let ranged = header(&head, "range").is_some();
+        let conditional = header(&head, "if-match").is_some();
         let fault = {
             let mut state = state.lock().unwrap();
-            state.seen.push((method.clone(), target.clone(), ranged));
+            state.seen.push(Seen {
+                method: method.clone(),
+                target: target.clone(),
+                ranged,
+                conditional,
+            });
             let rule = state.rules.iter_mut().find(|rule| {
                 rule.times > 0
                     && rule.method == method
                     && target.contains(rule.target_contains)
                     && (ranged || !rule.ranged)
+                    && (!conditional || !rule.unconditional)
             });
             match rule {
                 Some(rule) if rule.skip > 0 => {

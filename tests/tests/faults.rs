@@ -133,6 +133,7 @@ impl Bucket {
             method: "GET",
             target_contains: target,
             ranged: true,
+            unconditional: false,
             skip: 0,
             times: usize::MAX,
             fault,
@@ -391,6 +392,7 @@ fn an_object_replaced_mid_load_is_not_uploaded_over() {
         method: "GET",
         target_contains: "prover.pk",
         ranged: true,
+        unconditional: false,
         skip: 0,
         times: 1,
         fault: Fault::Hook(Box::new(move || {

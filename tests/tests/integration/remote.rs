@@ -298,7 +298,13 @@ fn a_load_opens_the_object_with_one_ranged_get() {
 
 /// A load of a proving key by a backend that reads in bulk asks, with its first request,
 /// for the megabytes that follow: a key they hold takes no request after them (no HEAD, no
-/// tail, no payload range). Pieces the store refuses or fails are fetched again where the key needs them.
+/// tail, no payload range). Pieces the store refuses or fails are fetched again where the key
+/// needs them.
+///
+/// The first round's pieces run as tasks of their own: those past the key's end may still
+/// be on their way when the load ends (and are then dropped), so the counts below bound them
+/// rather than name them, and the faults match only the requests of the first round (the
+/// unconditional ones), whichever order they reach the server in.
 #[test]
 fn a_load_asks_for_its_first_round_with_its_first_request() {
     let fixture = standard_plonk_k10();
@@ -319,10 +325,11 @@ fn a_load_asks_for_its_first_round_with_its_first_request() {
     let round = RemoteOptions::default().first_round >> 20;
     assert_eq!(proxy.count("HEAD", false), 0);
     assert_eq!(
-        proxy.count("GET", true),
-        1 + round,
+        proxy.count_conditional("GET"),
+        0,
         "the first request and its round, nothing after them"
     );
+    assert!(proxy.count("GET", true) <= 1 + round);
 
     // Every piece of the first round refused (as a store refuses a range past the end):
     // the key's bytes past the first request are fetched in their turn.
@@ -330,6 +337,7 @@ fn a_load_asks_for_its_first_round_with_its_first_request() {
         method: "GET",
         target_contains: "circuit.pk",
         ranged: true,
+        unconditional: true,
         skip: 0,
         times: round + 1,
         fault: Fault::Status(416),
@@ -339,9 +347,16 @@ fn a_load_asks_for_its_first_round_with_its_first_request() {
         .load::<StandardPlonk, _>(codec, &at, (), &checked())
         .unwrap();
     assert_eq!(pk_bytes(&pk), pk_bytes(&fixture.pk));
-    assert_eq!(proxy.injected(), round + 1);
+    // The first request and the piece after it (which holds the rest of the key) were
+    // refused: the load waited for both.
+    assert!(proxy.injected() >= 2, "{} refused", proxy.injected());
+    assert_eq!(
+        proxy.count("HEAD", false),
+        1,
+        "the HEAD after a refused range"
+    );
     assert!(
-        proxy.count("GET", true) > round + 1,
+        proxy.count_conditional("GET") >= 1,
         "refused bytes fetched again"
     );
 }
@@ -453,6 +468,7 @@ fn failed_requests_and_broken_connections_are_retried() {
             method: "GET",
             target_contains: "circuit.pk",
             ranged: true,
+            unconditional: false,
             skip,
             times: 1,
             fault,
@@ -496,6 +512,7 @@ fn an_object_replaced_during_a_load_is_refused() {
         method: "GET",
         target_contains: "circuit.pk",
         ranged: true,
+        unconditional: false,
         skip: 1,
         times: 1,
         fault: Fault::Hook(Box::new(move || {
@@ -526,6 +543,7 @@ fn an_interrupted_upload_leaves_no_object() {
         method: "PUT",
         target_contains: "uploadId=",
         ranged: false,
+        unconditional: false,
         skip: 0,
         times: usize::MAX,
         fault: Fault::Status(500),
@@ -869,6 +887,7 @@ fn a_tampered_or_truncated_download_is_refused_and_never_cached() {
         method: "GET",
         target_contains: "kzg_bn254_4.srs",
         ranged: true,
+        unconditional: false,
         skip: 0,
         times: 2,
         fault: Fault::Status(503),

@@ -722,6 +722,7 @@ mod remote {
             method: "GET",
             target_contains: "kzg_bn254_4.srs",
             ranged: true,
+            unconditional: false,
             skip: 1,
             times: 1,
             fault: Fault::Hook(Box::new(move || names.lock().unwrap().extend(files(&dir)))),
@@ -809,6 +810,7 @@ mod remote {
             method: "HEAD",
             target_contains: "prover.pk",
             ranged: false,
+            unconditional: false,
             skip: 1,
             times: 1,
             fault: Fault::Hook(Box::new(move || {
