@@ -112,34 +112,27 @@ impl FaultyProxy {
 
     /// Requests seen with this method (and a `Range` header, if `ranged`).
     pub fn count(&self, method: &str, ranged: bool) -> usize {
-        self.state
-            .lock()
-            .unwrap()
-            .seen
-            .iter()
-            .filter(|seen| seen.method == method && (seen.ranged || !ranged))
-            .count()
+        self.count_seen(|seen| seen.method == method && (seen.ranged || !ranged))
     }
 
     /// Requests seen with this method and an `If-Match` header.
     pub fn count_conditional(&self, method: &str) -> usize {
-        self.state
-            .lock()
-            .unwrap()
-            .seen
-            .iter()
-            .filter(|seen| seen.method == method && seen.conditional)
-            .count()
+        self.count_seen(|seen| seen.method == method && seen.conditional)
     }
 
     /// Requests seen whose target contains `text`, with this method.
     pub fn count_target(&self, method: &str, text: &str) -> usize {
+        self.count_seen(|seen| seen.method == method && seen.target.contains(text))
+    }
+
+    /// Requests seen that `keep` accepts.
+    fn count_seen(&self, keep: impl Fn(&Seen) -> bool) -> usize {
         self.state
             .lock()
             .unwrap()
             .seen
             .iter()
-            .filter(|seen| seen.method == method && seen.target.contains(text))
+            .filter(|seen| keep(seen))
             .count()
     }
 
