@@ -73,9 +73,24 @@ pub struct Ratio {
     pub runs: usize,
 }
 
+/// Runs a ratio needs before its interval says anything: the bootstrap of one run's ratio
+/// draws that ratio every time, an interval of zero width around a single pair of loads.
+pub const MIN_RUNS_FOR_INTERVAL: usize = 2;
+
 impl Ratio {
-    /// Half the interval's width relative to the estimate: 0.1 is +-10%.
+    /// Whether the interval estimates the noise: the ratio pairs at least
+    /// [`MIN_RUNS_FOR_INTERVAL`] runs. Without it `low` and `high` equal the estimate and say
+    /// nothing.
+    pub fn has_interval(&self) -> bool {
+        self.runs >= MIN_RUNS_FOR_INTERVAL
+    }
+
+    /// Half the interval's width relative to the estimate: 0.1 is +-10%; infinite for a ratio
+    /// without an interval ([`Ratio::has_interval`]), whose noise is unknown.
     pub fn half_width(&self) -> f64 {
+        if !self.has_interval() {
+            return f64::INFINITY;
+        }
         (self.high - self.low) / 2.0 / self.estimate
     }
 
@@ -91,9 +106,13 @@ impl Ratio {
     }
 }
 
-/// `2.31 [2.10, 2.52]`: the estimate and its interval.
+/// `2.31 [2.10, 2.52]`: the estimate and its interval; `2.31 [1 run]` for a ratio without an
+/// interval.
 impl std::fmt::Display for Ratio {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.has_interval() {
+            return write!(f, "{:.2} [{} run]", self.estimate, self.runs);
+        }
         write!(
             f,
             "{:.2} [{:.2}, {:.2}]",
@@ -189,6 +208,20 @@ mod tests {
         assert_eq!(summary.median_s, 2.0);
         assert_eq!(summary.min_s, 1.0);
         assert_eq!(summary.spread, 1.5);
+    }
+
+    /// A ratio of one run has no interval: its noise is unknown, not nil.
+    #[test]
+    fn one_run_gives_no_interval() {
+        let one = paired(&[2.0], &[1.0]).unwrap();
+        assert_eq!((one.low, one.high), (2.0, 2.0));
+        assert!(!one.has_interval());
+        assert_eq!(one.half_width(), f64::INFINITY);
+        assert_eq!(one.to_string(), "2.00 [1 run]");
+        let two = paired(&[2.0, 2.2], &[1.0, 1.0]).unwrap();
+        assert!(two.has_interval());
+        assert!(two.half_width() < 0.1, "{two:?}");
+        assert_eq!(two.to_string(), "2.10 [2.00, 2.20]");
     }
 
     #[test]

@@ -94,5 +94,10 @@ mod tests {
         };
         assert_eq!(marked(ratio(1.9, 2.1), 0.1), "2.00 [1.90, 2.10]");
         assert_eq!(marked(ratio(1.0, 3.0), 0.1), "2.00 [1.00, 3.00]*");
+        let one_run = Ratio {
+            runs: 1,
+            ..ratio(2.0, 2.0)
+        };
+        assert_eq!(marked(one_run, 0.1), "2.00 [1 run]*");
     }
 }

@@ -19,7 +19,8 @@ interval wholly below 0.95, a load beat the floor beyond the noise and a 5% tie:
 error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
 hit, a local load), run by run, median and 95% interval (bootstrap over the runs); saves: \
-this save over halo2's pk.write + sync_all, run by run; no speedup is given for a BELOW row, and * marks an interval wider than --interval asked (a range, not a result)";
+this save over halo2's pk.write + sync_all, run by run; no speedup is given for a BELOW row, and * marks an interval wider than --interval asked (a range, not a result); \
+[1 run]: a ratio of one run, without an interval, never judged BELOW";
 
 /// One size's tables: a table per kind of load, then the saves, then the machine's limits
 /// and the key. Long on purpose: the tables in the order they print, each a block.

@@ -540,6 +540,7 @@ impl Runner {
             .iter()
             .map(|claim| claim.ratio.half_width())
             .collect();
+        let widest_said = widest_said(&half_widths);
         let runs_made = if narrowed == 0 {
             format!("{runs} runs")
         } else {
@@ -561,10 +562,9 @@ impl Runner {
         if past_minimum && wide == 0 {
             return Some(format!(
                 "{runs_made}: every ratio still wider than +-{:.0}% measured in the {} runs \
-                 allowed (--max-runs); widest interval +-{:.0}%",
+                 allowed (--max-runs); {widest_said}",
                 stopping.interval * 100.0,
                 stopping.max_runs,
-                widest * 100.0
             ));
         }
         // The cap bounds the whole run, the minimum of runs included: no run is started that
@@ -581,12 +581,32 @@ impl Runner {
             };
             return Some(format!(
                 "time cap ({:.0} s for the whole run; another run would end past it) after \
-                 {runs_made}; widest interval +-{:.0}%{advice}",
+                 {runs_made}; {widest_said}{advice}",
                 stopping.time_cap.as_secs_f64(),
-                widest * 100.0
             ));
         }
         None
+    }
+}
+
+/// The widest of the intervals `half_widths` (`+-40%`), and how many ratios have none (one
+/// run each: [`crate::stats::Ratio::has_interval`]).
+fn widest_said(half_widths: &[f64]) -> String {
+    let known: Vec<f64> = half_widths
+        .iter()
+        .copied()
+        .filter(|half_width| half_width.is_finite())
+        .collect();
+    let unknown = half_widths.len() - known.len();
+    let widest = known.iter().copied().fold(0.0, f64::max);
+    match (known.is_empty(), unknown) {
+        (true, 0) => "no ratio".to_owned(),
+        (true, _) => format!("no interval: {unknown} ratios from a single run each"),
+        (false, 0) => format!("widest interval +-{:.0}%", widest * 100.0),
+        (false, _) => format!(
+            "widest interval +-{:.0}%, and {unknown} ratios from a single run, without one",
+            widest * 100.0
+        ),
     }
 }
 
@@ -645,6 +665,7 @@ mod tests {
     use crate::measure::Written;
     use crate::plan::{Kind, State, FLOOR_VISITS};
     use crate::plan::{FLOOR, HALO2_NATIVE};
+    use crate::stats::Ratio;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A load that took `seconds` and gave the original, nothing else measured.
@@ -692,6 +713,45 @@ mod tests {
         assert!(slow.contains("--time-cap 9m"), "{slow}");
         let slower = runner.estimate(Duration::from_secs(80));
         assert!(slower.contains("4 of the 5 runs wanted fit"), "{slower}");
+    }
+
+    /// A run stopped by its cap after one run says its ratios have no interval yet, not that
+    /// the widest is +-0%; beside ratios of more runs, how many have none.
+    #[test]
+    fn a_capped_run_of_one_run_says_its_ratios_have_no_interval() {
+        let stopping = Stopping {
+            warmup: 0,
+            fixed: None,
+            min_runs: 5,
+            max_runs: 20,
+            interval: 0.1,
+            time_cap: Duration::from_secs(300),
+        };
+        let runner = Runner::new(stopping, false, false);
+        let claim = |runs, low, high| Claim {
+            ratio: Ratio {
+                estimate: 1.0,
+                low,
+                high,
+                runs,
+            },
+            runs,
+            cases: vec![0],
+            files: Vec::new(),
+        };
+        let one_run = [claim(1, 1.0, 1.0), claim(1, 1.0, 1.0)];
+        let said = runner.stop(1, 0, &one_run, 0, true).unwrap();
+        assert!(
+            said.contains("no interval: 2 ratios from a single run each"),
+            "{said}"
+        );
+        assert!(!said.contains("+-0%"), "{said}");
+        let mixed = [claim(1, 1.0, 1.0), claim(3, 0.8, 1.2)];
+        let said = runner.stop(3, 0, &mixed, 2, true).unwrap();
+        assert!(
+            said.contains("widest interval +-20%, and 1 ratios from a single run"),
+            "{said}"
+        );
     }
 
     /// A runner that makes exactly `runs` runs, no warm-up.

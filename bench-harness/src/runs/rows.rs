@@ -56,9 +56,11 @@ pub(super) fn saves_per_run(file: &File<'_>, bytes: u64) -> usize {
 pub(super) const FLOOR_TIE: f64 = 0.05;
 
 /// Whether a load's ratio to its floor says it beat the floor beyond the noise and the tie
-/// ([`FLOOR_TIE`]): its interval wholly below `1 - FLOOR_TIE`.
+/// ([`FLOOR_TIE`]): its interval wholly below `1 - FLOOR_TIE`. A ratio of one run has no
+/// interval ([`Ratio::has_interval`]) and beats nothing: one load against one floor's load is
+/// one draw of the noise (four rows of a one-run default table read `BELOW` that way).
 fn beats_its_floor(ratio: &Ratio) -> bool {
-    ratio.high < 1.0 - FLOOR_TIE
+    ratio.has_interval() && ratio.high < 1.0 - FLOOR_TIE
 }
 
 /// Each load of case `index`, with its run.
@@ -391,6 +393,19 @@ mod tests {
         let faster: Vec<(usize, f64)> = at_floor.iter().map(|&(run, s)| (run, s * 0.9)).collect();
         let ratio = paired_by_run(&faster, &floor).unwrap();
         assert!(beats_its_floor(&ratio), "{ratio:?}");
+    }
+
+    /// One run's load far under its floor's is one draw of the noise, not a beaten floor: a
+    /// second run gives it an interval, and the judgement.
+    #[test]
+    fn one_run_beats_no_floor() {
+        let floor = by_run(&[1.0, 1.0], 1);
+        let faster = by_run(&[0.5, 0.5], 1);
+        let one = paired_by_run(&faster[..1], &floor).unwrap();
+        assert_eq!((one.runs, one.high), (1, 0.5), "{one:?}");
+        assert!(!beats_its_floor(&one), "{one:?}");
+        let two = paired_by_run(&faster, &floor).unwrap();
+        assert!(beats_its_floor(&two), "{two:?}");
     }
 
     /// A row's share of its files in the page cache is the one farthest from what its loads
