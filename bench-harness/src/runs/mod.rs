@@ -547,6 +547,7 @@ impl Runner {
             format!("{runs} runs ({narrowed} of them of the widest rows only)")
         };
         let widest = half_widths.iter().copied().fold(0.0, f64::max);
+        // Ratios of one run (no interval: an infinite half width) count as unsound.
         let unsound = half_widths
             .iter()
             .filter(|&&half_width| half_width > SOUND_HALF_WIDTH)
@@ -574,7 +575,8 @@ impl Runner {
                 String::new()
             } else {
                 format!(
-                    "; {unsound} of {} wider than +-{:.0}%: a longer --time-cap adds runs",
+                    "; {unsound} of {} without an interval or wider than +-{:.0}%: a longer \
+                     --time-cap adds runs",
                     half_widths.len(),
                     SOUND_HALF_WIDTH * 100.0
                 )
