@@ -73,7 +73,7 @@ fn run_with<C: Workload>(args: &Args) -> Result<Report, String> {
         },
         huge_pages_asked: keycodec_core::asks_for_huge_pages(),
         reads_past_page_cache: keycodec_core::reads_past_page_cache(),
-        points_eight_at_once: keycodec_core::checks_points_eight_at_once(),
+        points_checked_at_once: keycodec_core::points_checked_at_once(),
         stopping: StoppingInfo {
             warmup: stopping.warmup,
             fixed: stopping.fixed,

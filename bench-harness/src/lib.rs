@@ -43,7 +43,7 @@
 //!             "idle_s": f64 },                           // --cold-idle: each cold load's wait instead of a primer (0: primed)
 //!   "huge_pages_asked": bool,          // keycodec's loads asked for huge pages on this machine
 //!   "reads_past_page_cache": bool,     // keycodec's loads from the disk read past the page cache (O_DIRECT)
-//!   "points_eight_at_once": bool,      // checked loads checked G1 points eight at a time (AVX-512 IFMA)
+//!   "points_checked_at_once": 8,       // G1 points checked loads checked at a time: 8 (AVX-512 IFMA), 4 (AVX2) or 1
 //!   "stopping": { "warmup": usize, "fixed": usize | null, "min_runs", "max_runs",
 //!                 "interval": f64, "time_cap_s": f64 },
 //!   "sizes": [{                        // one per k, in the order run

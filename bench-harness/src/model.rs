@@ -223,9 +223,9 @@ pub struct Report {
     /// keycodec's loads of a key or parameters from the disk read past the page cache
     /// ([`keycodec_core::reads_past_page_cache`]); halo2's readers never do.
     pub reads_past_page_cache: bool,
-    /// keycodec's checked loads checked G1 points eight at a time
-    /// ([`keycodec_core::checks_points_eight_at_once`]); halo2's readers one at a time.
-    pub points_eight_at_once: bool,
+    /// How many G1 points keycodec's checked loads checked at a time: 8 (AVX-512 IFMA), 4
+    /// (AVX2) or 1 ([`keycodec_core::points_checked_at_once`]); halo2's readers one at a time.
+    pub points_checked_at_once: usize,
     /// When runs stopped.
     pub stopping: StoppingInfo,
     /// One per `k`, in the order run.

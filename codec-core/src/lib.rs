@@ -27,7 +27,7 @@
 //! different valid key for a circuit with the same fingerprint.
 
 // `unsafe` is denied but in `memory` (views of memory as bytes, memory filled without being
-// zeroed, the kernel hints), `field::ifma` (AVX-512 instructions, where the CPU has them),
+// zeroed, the kernel hints), `field::ifma` and `field::avx2` (AVX-512 and AVX2 instructions, where the CPU has them),
 // the bulk read's one `set_len` on `memory`'s contract, and `Filling`'s one
 // `assume_init_mut` of destinations it has written whole (`source`).
 #![deny(unsafe_code)]
@@ -65,7 +65,7 @@ pub mod test_setup;
 
 pub use codec::KeyCodec;
 pub use error::{Error, Result};
-pub use field::{checks_points_eight_at_once, WIDE_POINT_CHECK_ENV};
+pub use field::{points_checked_at_once, WIDE_POINT_CHECK_ENV};
 pub use file::{drop_cached_pages, replace_atomically, temp_beside};
 pub use ids::{ArtifactKind, CodecId, Fingerprint, KeyDigest, ParseDigestError, WireMode};
 pub use item::HaloKey;

@@ -30,9 +30,9 @@ pub use proof::{ProofVerifier, Scheme};
 pub use start::{load_or_generate, ColdStart, Generated, Keygen, Origin, Selectors, Start};
 
 pub use keycodec_core::{
-    asks_for_huge_pages, checks_points_eight_at_once, halo2_proofs, halo2curves,
-    reads_past_page_cache, ArtifactKind, Checksum, Error, KeyDigest, KzgParams, Limits,
-    ParseDigestError, Result, TestSetup, Validation,
+    asks_for_huge_pages, halo2_proofs, halo2curves, points_checked_at_once, reads_past_page_cache,
+    ArtifactKind, Checksum, Error, KeyDigest, KzgParams, Limits, ParseDigestError, Result,
+    TestSetup, Validation,
 };
 
 #[cfg(feature = "remote")]

@@ -60,11 +60,16 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
     let _ = writeln!(
         out,
         "{}",
-        if report.points_eight_at_once {
-            "points: keycodec's checked loads check G1 points eight at a time (AVX-512 IFMA)"
-        } else {
-            "points: keycodec's checked loads check G1 points one at a time (this CPU has no \
-             AVX-512 IFMA, or KEYCODEC_WIDE_POINT_CHECK=0)"
+        match report.points_checked_at_once {
+            8 => "points: keycodec's checked loads check G1 points eight at a time (AVX-512 IFMA)",
+            4 => {
+                "points: keycodec's checked loads check G1 points four at a time (AVX2; this \
+                 CPU has no AVX-512 IFMA)"
+            }
+            _ => {
+                "points: keycodec's checked loads check G1 points one at a time (this CPU has \
+                 no AVX2, or KEYCODEC_WIDE_POINT_CHECK=0)"
+            }
         }
     );
     let every_cold = report.cold.requested;

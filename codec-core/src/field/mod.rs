@@ -382,26 +382,43 @@ fn raw_below_modulus(element: &[u8], modulus: &[u64; 4]) -> bool {
 }
 
 /// Whether `bytes` are whole raw G1 points, each of which [`raw_point_on_curve`] accepts:
-/// eight at a time with AVX-512 IFMA where the CPU has it ([`ifma`]), which only confirms
-/// (a group it does not confirm is checked point by point).
+/// several at a time where the CPU has the instructions ([`wide`]: eight with AVX-512 IFMA,
+/// four with AVX2), which only confirm (a group not confirmed is checked point by point).
 fn raw_points_on_curve(bytes: &[u8]) -> bool {
     if !bytes.len().is_multiple_of(G1_RAW_BYTES) {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(wide) = wide::check() {
-        let modulus = base_modulus_limbs();
-        let (groups, rest) = bytes.as_chunks::<{ ifma::GROUP_BYTES }>();
-        let groups_valid = groups.iter().all(|group| {
-            let in_range = group
-                .chunks_exact(FR_BYTES)
-                .all(|coordinate| raw_below_modulus(coordinate, &modulus));
-            (in_range && wide.all_on_curve(group))
-                || group.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve)
-        });
-        return groups_valid && rest.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve);
+    match wide::check() {
+        Some(wide::Wide::Ifma(ifma)) => {
+            return in_groups::<{ ifma::GROUP_BYTES }>(bytes, |group| ifma.all_on_curve(group))
+        }
+        Some(wide::Wide::Avx2(avx2)) => {
+            return in_groups::<{ avx2::GROUP_BYTES }>(bytes, |group| avx2.all_on_curve(group))
+        }
+        None => {}
     }
     bytes.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve)
+}
+
+/// Whether whole raw G1 points `bytes` are each on the curve, by groups of `GROUP` bytes that
+/// `all_on_curve` confirms (given coordinates below the modulus), the rest and every group it
+/// does not confirm point by point ([`raw_point_on_curve`]).
+#[cfg(target_arch = "x86_64")]
+fn in_groups<const GROUP: usize>(
+    bytes: &[u8],
+    all_on_curve: impl Fn(&[u8; GROUP]) -> bool,
+) -> bool {
+    let modulus = base_modulus_limbs();
+    let (groups, rest) = bytes.as_chunks::<GROUP>();
+    let groups_valid = groups.iter().all(|group| {
+        let in_range = group
+            .chunks_exact(FR_BYTES)
+            .all(|coordinate| raw_below_modulus(coordinate, &modulus));
+        (in_range && all_on_curve(group))
+            || group.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve)
+    });
+    groups_valid && rest.chunks_exact(G1_RAW_BYTES).all(raw_point_on_curve)
 }
 
 /// Whether a raw G1 point (`x || y`, Montgomery limbs) is what halo2curves'
@@ -477,9 +494,12 @@ pub fn write_fr_slice(
 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)] // CPU-specific instructions, behind their detection
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)] // CPU-specific instructions, behind their detection
 mod ifma;
 mod mont;
 mod wide;
-pub use wide::{checks_points_eight_at_once, WIDE_POINT_CHECK_ENV};
+pub use wide::{points_checked_at_once, WIDE_POINT_CHECK_ENV};
 #[cfg(test)]
 mod tests;

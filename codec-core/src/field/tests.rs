@@ -292,45 +292,60 @@ fn raw_point_cases(
         .collect()
 }
 
+/// Each wide check this CPU has answers as the scalar one: on random groups of valid and bad
+/// points, and with each kind of bad point alone in every lane among good ones.
 #[test]
-fn the_wide_point_check_answers_as_the_scalar_one() {
-    let Some(wide) = ifma::Ifma::detect() else {
-        eprintln!("this CPU has no AVX-512 IFMA: the wide check is not used, nor tested");
-        return;
-    };
+fn the_wide_point_checks_answer_as_the_scalar_one() {
+    let mut checked = 0;
+    if let Some(wide) = ifma::Ifma::detect() {
+        answers_as_the_scalar_check::<{ ifma::GROUP_BYTES }>(|group| wide.all_on_curve(group));
+        checked += 1;
+    } else {
+        eprintln!("this CPU has no AVX-512 IFMA: the eight-point check is not tested");
+    }
+    if let Some(wide) = avx2::Avx2::detect() {
+        answers_as_the_scalar_check::<{ avx2::GROUP_BYTES }>(|group| wide.all_on_curve(group));
+        checked += 1;
+    } else {
+        eprintln!("this CPU has no AVX2: the four-point check is not tested");
+    }
+    eprintln!("{checked} wide checks tested");
+}
+
+/// `all_on_curve`, a wide check of `GROUP` bytes of points, answers as the scalar check.
+fn answers_as_the_scalar_check<const GROUP: usize>(all_on_curve: impl Fn(&[u8; GROUP]) -> bool) {
+    let lanes = GROUP / 64;
     let mut rng = rand::thread_rng();
     let mut cases = raw_point_cases(&mut rng, 4096, false);
     let (mut accepted, mut refused) = (0, 0);
     for round in 0..2 {
         use rand::seq::SliceRandom;
         cases.shuffle(&mut rng);
-        for group in cases.chunks_exact(ifma::LANES) {
+        for group in cases.chunks_exact(lanes) {
             // A quarter of the groups: valid points only, so that the wide check accepts.
             let group: Vec<[u8; 64]> = if round == 0 && accepted < 256 {
                 group.iter().map(|_| random_raw_point(&mut rng)).collect()
             } else {
                 group.to_vec()
             };
-            let bytes: [u8; ifma::GROUP_BYTES] = group.concat().try_into().unwrap();
+            let bytes: [u8; GROUP] = group.concat().try_into().unwrap();
             let scalar = group
                 .iter()
                 .all(|point| raw_point_on_curve(point) && !point.iter().all(|&b| b == 0));
-            assert_eq!(wide.all_on_curve(&bytes), scalar, "{group:?}");
+            assert_eq!(all_on_curve(&bytes), scalar, "{group:?}");
             accepted += usize::from(scalar);
             refused += usize::from(!scalar);
         }
     }
     assert!(accepted >= 256 && refused >= 256, "{accepted} {refused}");
-    // Each kind of bad point alone among seven good ones is refused.
-    let good: Vec<[u8; 64]> = (0..ifma::LANES)
-        .map(|_| random_raw_point(&mut rng))
-        .collect();
+    // Each kind of bad point alone among good ones is refused, in every lane.
+    let good: Vec<[u8; 64]> = (0..lanes).map(|_| random_raw_point(&mut rng)).collect();
     for bad in raw_point_cases(&mut rng, 16, false).iter().take(6) {
-        for lane in 0..ifma::LANES {
+        for lane in 0..lanes {
             let mut group = good.clone();
             group[lane] = *bad;
-            let bytes: [u8; ifma::GROUP_BYTES] = group.concat().try_into().unwrap();
-            assert!(!wide.all_on_curve(&bytes), "lane {lane}: {bad:?}");
+            let bytes: [u8; GROUP] = group.concat().try_into().unwrap();
+            assert!(!all_on_curve(&bytes), "lane {lane}: {bad:?}");
         }
     }
 }
@@ -346,7 +361,7 @@ fn points_in_bulk_are_checked_as_one_by_one() {
         .filter(|case| G1Affine::from_raw_bytes(case.as_slice()).is_some())
         .copied()
         .collect();
-    for count in [0, 1, 7, 8, 9, 16, 23] {
+    for count in [0, 1, 3, 4, 5, 7, 8, 9, 16, 23] {
         let bytes: Vec<u8> = valid
             .iter()
             .cycle()
@@ -383,16 +398,22 @@ fn points_in_bulk_are_checked_as_one_by_one() {
 fn the_wide_check_turns_off_by_the_environment() {
     const CHILD: &str = "KEYCODEC_TEST_WIDE_CHECK_OFF";
     if std::env::var_os(CHILD).is_some() {
-        assert!(!checks_points_eight_at_once());
+        assert_eq!(points_checked_at_once(), 1);
         points_in_bulk_are_checked_as_one_by_one();
         return;
     }
     if std::env::var_os(WIDE_POINT_CHECK_ENV).is_none() {
         #[cfg(target_arch = "x86_64")]
-        assert_eq!(
-            checks_points_eight_at_once(),
-            ifma::Ifma::detect().is_some()
-        );
+        {
+            let widest = if ifma::Ifma::detect().is_some() {
+                ifma::LANES
+            } else if avx2::Avx2::detect().is_some() {
+                avx2::LANES
+            } else {
+                1
+            };
+            assert_eq!(points_checked_at_once(), widest);
+        }
     }
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
@@ -404,7 +425,7 @@ fn the_wide_check_turns_off_by_the_environment() {
         .env(WIDE_POINT_CHECK_ENV, "0")
         .output()
         .unwrap();
-    // On a CPU without IFMA the child's first assertion holds whatever the variable says.
+    // On a CPU without AVX2 the child's first assertion holds whatever the variable says.
     let printed = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success() && printed.contains("test result: ok. 1 passed;"),
