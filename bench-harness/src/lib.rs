@@ -31,7 +31,8 @@
 //! not a terminal (a log), each phase and each finished run is a line there. A row whose loads
 //! beat their floor beyond the noise (its `x floor` interval wholly below 0.95: within 5% of
 //! it, a load that reads as its floor reads ties with it) is flagged as a measurement error
-//! rather than given a ratio.
+//! rather than given a ratio. A ratio of one run has no interval (printed `[1 run]`) and is
+//! never judged so.
 //!
 //! # JSON schema (`--json PATH`)
 //!
@@ -76,7 +77,9 @@
 //!                                      // its ways in turn);
 //!                                      // null when below_floor
 //!       "below_floor": bool,           // that interval wholly below 0.95: a measurement
-//!                                      // error (within 5% below 1: a tie)
+//!                                      // error (within 5% below 1: a tie); never for a
+//!                                      // ratio of one run ("runs": 1, low = high: no
+//!                                      // interval)
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this
 //!       "reference": { "backend", "mode", "validation" } | null,  // halo2's reader, same state
 //!       "peak_rss_bytes": u64 | null,  // rise of resident memory during the load (max)
