@@ -87,7 +87,7 @@ impl Constants {
         let q = super::base_modulus_limbs();
         let inverse = super::base_modulus_inverse();
         let b_term = Fq::from(3) * Fq::from(2).pow_vartime([252]);
-        let multiple = |times: u64| split(&scale(&q, times));
+        let multiple = |times: u64| split(&super::modulus_times(times));
         Constants {
             q: split(&q),
             q_inv: inverse.wrapping_neg() & MASK,
@@ -96,18 +96,6 @@ impl Constants {
             multiples: [multiple(1), multiple(2), multiple(3), multiple(4)],
         }
     }
-}
-
-/// `value · times` in 64-bit limbs, for a product below `2^256` (`4q` is).
-fn scale(value: &[u64; 4], times: u64) -> [u64; 4] {
-    let mut out = [0u64; 4];
-    let mut carry = 0u128;
-    for (out, limb) in out.iter_mut().zip(value) {
-        let product = u128::from(*limb) * u128::from(times) + carry;
-        *out = product as u64;
-        carry = product >> 64;
-    }
-    out
 }
 
 /// Four 64-bit limbs as five 52-bit ones.
@@ -130,18 +118,7 @@ fn split(value: &[u64; 4]) -> Limbs {
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[allow(clippy::indexing_slicing)] // fixed-size arrays, indices below their lengths
 unsafe fn all_on_curve_wide(constants: &Constants, points: &[u8; GROUP_BYTES]) -> bool {
-    // Coordinate limbs, transposed: `columns[c][p]` is the 64-bit limb `c` (x's four, then
-    // y's four) of point `p`.
-    let mut columns = [[0i64; LANES]; 8];
-    for (point, bytes) in points.chunks_exact(super::G1_RAW_BYTES).enumerate() {
-        for (column, limb) in bytes.chunks_exact(8).enumerate() {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(limb);
-            if let Some(slot) = columns.get_mut(column).and_then(|c| c.get_mut(point)) {
-                *slot = i64::from_le_bytes(le);
-            }
-        }
-    }
+    let columns = super::limb_columns::<LANES>(points);
     // SAFETY: each `columns` row is eight initialized `i64`s, what an unaligned 512-bit load
     // reads.
     let lanes = columns.map(|column| unsafe { _mm512_loadu_epi64(column.as_ptr()) });

@@ -337,6 +337,38 @@ fn base_modulus_inverse() -> u64 {
     inverse
 }
 
+/// `times` the base field's modulus `q` in 64-bit limbs, for a product below `2^256` (`4q`
+/// is): the values the wide checks' differences take when a point is on the curve.
+#[cfg(target_arch = "x86_64")]
+fn modulus_times(times: u64) -> [u64; 4] {
+    let mut out = [0u64; 4];
+    let mut carry = 0u128;
+    for (out, limb) in out.iter_mut().zip(base_modulus_limbs()) {
+        let product = u128::from(limb) * u128::from(times) + carry;
+        *out = product as u64;
+        carry = product >> 64;
+    }
+    out
+}
+
+/// Raw points' 64-bit limbs transposed for the wide checks, a point a lane: `columns[c][p]` is
+/// limb `c` (x's four, then y's four) of point `p` of `points`, `LANES` points.
+#[cfg(target_arch = "x86_64")]
+#[inline] // into each wide check: called apart, it copied its result through memory
+fn limb_columns<const LANES: usize>(points: &[u8]) -> [[i64; LANES]; 8] {
+    let mut columns = [[0i64; LANES]; 8];
+    for (point, bytes) in points.chunks_exact(G1_RAW_BYTES).enumerate() {
+        for (column, limb) in bytes.chunks_exact(8).enumerate() {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(limb);
+            if let Some(slot) = columns.get_mut(column).and_then(|c| c.get_mut(point)) {
+                *slot = i64::from_le_bytes(le);
+            }
+        }
+    }
+    columns
+}
+
 /// A prime field's modulus as little-endian limbs: its largest element's value plus one.
 fn limbs_of_modulus<F: PrimeField>() -> [u64; 4] {
     let mut limbs = canonical_limbs(&-F::ONE);
