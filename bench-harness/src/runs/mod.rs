@@ -688,11 +688,8 @@ mod tests {
         fixed_runner(runs).measure(plan, Size(1 << 20)).unwrap()
     }
 
-    /// After its first run, a run of the default five minutes says whether the widest rows
-    /// will have time to narrow: with runs of every row of 25 s, yes; of 55 s (a host where
-    /// the five minimum runs took the whole cap), no, and which cap would give them it.
-    #[test]
-    fn a_slow_first_run_says_which_cap_leaves_the_widest_rows_time() {
+    /// A runner stopped as a default run is: five minutes, 5 to 20 runs, +-10%, no warm-up.
+    fn five_minute_runner() -> Runner {
         let stopping = Stopping {
             warmup: 0,
             fixed: None,
@@ -701,7 +698,15 @@ mod tests {
             interval: 0.1,
             time_cap: Duration::from_secs(300),
         };
-        let runner = Runner::new(stopping, false, false);
+        Runner::new(stopping, false, false)
+    }
+
+    /// After its first run, a run of the default five minutes says whether the widest rows
+    /// will have time to narrow: with runs of every row of 25 s, yes; of 55 s (a host where
+    /// the five minimum runs took the whole cap), no, and which cap would give them it.
+    #[test]
+    fn a_slow_first_run_says_which_cap_leaves_the_widest_rows_time() {
+        let runner = five_minute_runner();
         let quick = runner.estimate(Duration::from_secs(25));
         assert!(
             quick.contains("runs of every row fit in the time cap ("),
@@ -721,15 +726,7 @@ mod tests {
     /// the widest is +-0%; beside ratios of more runs, how many have none.
     #[test]
     fn a_capped_run_of_one_run_says_its_ratios_have_no_interval() {
-        let stopping = Stopping {
-            warmup: 0,
-            fixed: None,
-            min_runs: 5,
-            max_runs: 20,
-            interval: 0.1,
-            time_cap: Duration::from_secs(300),
-        };
-        let runner = Runner::new(stopping, false, false);
+        let runner = five_minute_runner();
         let claim = |runs, low, high| Claim {
             ratio: Ratio {
                 estimate: 1.0,
