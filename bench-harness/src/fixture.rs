@@ -81,7 +81,10 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture<C>
         .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
     let path = pk_cache_path::<C>(cache_dir, k);
     let circuit_path = circuit_cache_path::<C>(cache_dir, k);
-    let loading = spinner(format!("loading cached k={k} key"));
+    // Said only where there is a key to load: a first run goes straight to building one.
+    let loading = path
+        .exists()
+        .then(|| spinner(format!("loading cached k={k} key")));
     let digest_path = digest_cache_path::<C>(cache_dir, k);
     let keygen_digest = std::fs::read_to_string(&digest_path)
         .ok()
@@ -104,7 +107,9 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture<C>
         (Ok(_), None) if path.exists() => Some(Err("no keygen digest beside it".to_owned())),
         _ => None,
     };
-    loading.finish_and_clear();
+    if let Some(loading) = loading {
+        loading.finish_and_clear();
+    }
     let reason = match cached {
         Some(Ok((pk, circuit_params, keygen_digest))) => {
             return Ok(Fixture {
