@@ -22,7 +22,8 @@ use keycodec_core::BufferConfig;
 /// polynomial (`polynomial_bytes` each), so that the allocator behaves as it does for a key,
 /// handing back what the last key freed; parameters into one vector. The file is read each
 /// of the ways its state and `visit` take (`ways` below), the fastest counting.
-/// Returns the seconds and whether every byte was read, and the memory read into.
+/// Returns the seconds and whether every byte was read, and the memory read into with the
+/// domain built (both held, as a load holds its key, until the floor is dropped).
 ///
 /// # Errors
 ///
@@ -130,7 +131,7 @@ pub struct Floor {
     pub way: Way,
     /// Whether every byte was read (and the domain built).
     pub complete: bool,
-    /// The memory read into, held until the floor is dropped.
+    /// The memory read into and the domain built, held until the floor is dropped.
     _held: Box<dyn std::any::Any>,
 }
 
