@@ -81,16 +81,15 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture<C>
         .map_err(|e| format!("creating {}: {e}", cache_dir.display()))?;
     let path = pk_cache_path::<C>(cache_dir, k);
     let circuit_path = circuit_cache_path::<C>(cache_dir, k);
+    let key_cached = path.exists();
     // Said only where there is a key to load: a first run goes straight to building one.
-    let loading = path
-        .exists()
-        .then(|| spinner(format!("loading cached k={k} key")));
+    let loading = key_cached.then(|| spinner(format!("loading cached k={k} key")));
     let digest_path = digest_cache_path::<C>(cache_dir, k);
     let keygen_digest = std::fs::read_to_string(&digest_path)
         .ok()
         .and_then(|hex| hex.trim().parse::<keycodec::KeyDigest>().ok());
     let cached = match (std::fs::read_to_string(&circuit_path), keygen_digest) {
-        (Ok(json), Some(keygen_digest)) if path.exists() => {
+        (Ok(json), Some(keygen_digest)) if key_cached => {
             let options = LoadOptions {
                 expected_k: Some(k),
                 validation: Validation::Trusted,
@@ -104,7 +103,7 @@ pub fn load_or_build<C: Workload>(cache_dir: &Path, k: u32) -> Result<Fixture<C>
                     .map_err(|e| e.to_string())
             }))
         }
-        (Ok(_), None) if path.exists() => Some(Err("no keygen digest beside it".to_owned())),
+        (Ok(_), None) if key_cached => Some(Err("no keygen digest beside it".to_owned())),
         _ => None,
     };
     if let Some(loading) = loading {
