@@ -140,7 +140,7 @@ pub struct Args {
     pub cold: bool,
 
     /// Before each load from the disk, wait this long (s or m: 3s) after dropping its files'
-    /// pages instead of priming its memory with a load just before: the memory it takes was
+    /// pages instead of priming its memory just before: the memory it takes was
     /// then freed that long ago, as on a machine that idled before a prover's start. On a
     /// machine whose host takes back memory free for about two seconds (the report's memory
     /// line says so), 3s; every cold load waits, so runs take longer. At 0s cold loads are
@@ -181,6 +181,11 @@ pub struct Args {
     /// its fresh loads
     #[arg(long, hide = true)]
     pub child: Option<String>,
+
+    /// Take this many bytes of memory in huge pages, write every page and exit: how the
+    /// harness primes the memory before a load in a new process
+    #[arg(long, hide = true, value_name = "BYTES")]
+    pub prime: Option<u64>,
 
     /// Measure even in a build without optimisations (`cargo run` without `--release`):
     /// its figures time unoptimised code and compare nothing; the report says so

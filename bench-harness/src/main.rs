@@ -19,6 +19,15 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    if let Some(bytes) = args.prime {
+        return match bench_harness::exec::prime(bytes) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("error: {err}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     if cfg!(debug_assertions) && !args.allow_debug_build {
         eprintln!(
             "error: this bench-harness was built without optimisations (cargo run without \

@@ -379,6 +379,11 @@ pub mod rss {
         field("VmHWM:")
     }
 
+    /// Held by each test that resets the high-water mark and then reads it, so that no other
+    /// such test resets it in between.
+    #[cfg(test)]
+    pub(crate) static PEAK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Resets the high-water mark to the current resident size. Returns whether the kernel
     /// accepted it (`/proc/self/clear_refs`, Linux 4.0+).
     pub fn reset_peak() -> bool {
@@ -428,6 +433,7 @@ mod tests {
 
     #[test]
     fn peak_rss_sees_a_large_allocation() {
+        let _alone = rss::PEAK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         if !rss::reset_peak() {
             return; // not Linux, or clear_refs not permitted: nothing to check
         }

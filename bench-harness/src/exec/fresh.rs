@@ -49,41 +49,73 @@ pub fn run_in_child(exe: &Path, request: &ChildRequest) -> Result<Sample, String
     serde_json::from_str(stdout.trim()).map_err(|e| format!("a child's report: {e}: {stdout}"))
 }
 
-/// The command that runs `json`, a request, in a new process of `exe`: a primer's
-/// ([`as_primer`]) asking for huge pages.
+/// The command that runs `json`, a request, in a new process of `exe`.
 fn child_command(exe: &Path, json: String) -> std::process::Command {
     let mut command = std::process::Command::new(exe);
     command.arg("--child").arg(json);
-    if priming() {
-        command.env(keycodec_core::HUGE_PAGES_ENV, "1");
-    }
     command
 }
 
-thread_local! {
-    /// Loads started from this thread now are primers ([`as_primer`]).
-    static PRIMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+/// Primes the memory the next load in a new process meets: a new process of `exe` (this
+/// harness, `--prime`) takes `bytes` in huge pages whatever the machine's loads ask for
+/// ([`keycodec_core::HUGE_PAGES_ENV`]), writes every page ([`prime`]) and exits, freeing
+/// 2 MiB blocks just before the load, which its memory or the page cache it fills takes
+/// (see `runs::order::needs_priming`).
+///
+/// # Errors
+///
+/// The primer's failure, as text.
+pub fn prime_in_child(exe: &Path, bytes: u64) -> Result<(), String> {
+    let output = primer_command(exe, bytes)
+        .output()
+        .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "a primer failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
 }
 
-/// Runs `prime`, whose loads in new processes ([`run_in_child`]) ask for huge pages whatever
-/// the machine's loads do ([`keycodec_core::HUGE_PAGES_ENV`]): a primer's exit then frees
-/// 2 MiB blocks just before the load it primes, which the page cache that load fills takes
-/// (see `runs::order::needs_priming`).
-pub fn as_primer<T>(prime: impl FnOnce() -> T) -> T {
-    /// Puts back what was there before, however `prime` ends.
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            PRIMING.set(self.0);
+/// The command that primes `bytes` in a new process of `exe`, asking for huge pages.
+fn primer_command(exe: &Path, bytes: u64) -> std::process::Command {
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("--prime")
+        .arg(bytes.to_string())
+        .env(keycodec_core::HUGE_PAGES_ENV, "1");
+    command
+}
+
+/// The primer's side of [`prime_in_child`]: takes `bytes` of zeroed memory (in huge pages
+/// where [`keycodec_core::HUGE_PAGES_ENV`] asks for them, as the primer's command does) and
+/// writes a byte of every 4 KiB page, so that the kernel maps all of it. The memory is freed
+/// when the process exits.
+///
+/// # Errors
+///
+/// When the memory cannot be had, as text.
+pub fn prime(bytes: u64) -> Result<(), String> {
+    use keycodec_core::backend_api::field::FR_BYTES;
+    use keycodec_core::backend_api::raw_view::{as_raw_bytes_mut, zeroed};
+    const PAGE: usize = 4 << 10;
+    let count = usize::try_from(bytes / FR_BYTES as u64)
+        .map_err(|_| format!("cannot prime {bytes} bytes on this machine"))?;
+    let mut values = zeroed(count)
+        .map_err(|e| e.to_string())?
+        .ok_or("this build's scalars are not plain limbs")?;
+    let memory = as_raw_bytes_mut(&mut values).ok_or("this build's scalars are not plain limbs")?;
+    for page in memory.chunks_mut(PAGE) {
+        if let Some(first) = page.first_mut() {
+            *first = 1;
         }
     }
-    let _restore = Restore(PRIMING.replace(true));
-    prime()
-}
-
-/// Whether loads started from this thread now are primers ([`as_primer`]).
-pub(crate) fn priming() -> bool {
-    PRIMING.get()
+    // The writes are the point: nothing may drop them as unread.
+    std::hint::black_box(memory);
+    Ok(())
 }
 
 /// The child's side of [`run_in_child`]: runs the request and prints its [`Sample`] as JSON.
@@ -109,7 +141,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_primers_child_asks_for_huge_pages_and_no_other_does() {
+    fn a_primer_asks_for_huge_pages_and_a_load_does_not() {
         let asks = |command: &std::process::Command| {
             command
                 .get_envs()
@@ -117,13 +149,22 @@ mod tests {
         };
         let exe = Path::new("harness");
         assert!(!asks(&child_command(exe, "{}".into())));
-        as_primer(|| {
-            assert!(asks(&child_command(exe, "{}".into())));
-            // Nested, and ended by a panic: what was there before is put back each time.
-            as_primer(|| assert!(priming()));
-            let _ = std::panic::catch_unwind(|| as_primer(|| panic!("a failed primer")));
-            assert!(priming());
-        });
-        assert!(!asks(&child_command(exe, "{}".into())));
+        assert!(asks(&primer_command(exe, 1 << 20)));
+    }
+
+    #[test]
+    fn a_primer_maps_all_it_is_asked_for_and_fails_where_it_cannot() {
+        use crate::measure::rss;
+        // Nothing asked for, nothing taken; more than the machine can address, refused.
+        prime(0).unwrap();
+        assert!(prime(u64::MAX).is_err());
+        let _alone = rss::PEAK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        if !rss::reset_peak() {
+            return; // not Linux, or clear_refs not permitted: nothing to check
+        }
+        let before = rss::current().unwrap();
+        prime(64 << 20).unwrap();
+        let peak = rss::peak().unwrap();
+        assert!(peak >= before + (60 << 20), "peak {peak} before {before}");
     }
 }

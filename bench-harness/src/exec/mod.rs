@@ -16,9 +16,7 @@ use serde::{Deserialize, Serialize};
 use twox_hash::XxHash3_64;
 
 pub use floor_read::{floor, Floor, Way, SMALL_FILE};
-#[cfg(test)]
-pub(crate) use fresh::priming;
-pub use fresh::{as_primer, child, run_in_child, ChildRequest};
+pub use fresh::{child, prime, prime_in_child, run_in_child, ChildRequest};
 pub use in_process::{codec, run_here, run_reloading};
 
 /// halo2's file layouts, as the cases name them.

@@ -371,5 +371,7 @@ pub fn plan<'a, C: Workload>(inputs: &Inputs<'a, C>) -> Plan<'a> {
         }
     }
     plan.link();
+    let exe = &inputs.child.exe;
+    plan.primed_by(Box::new(move |bytes| exec::prime_in_child(exe, bytes)));
     plan
 }

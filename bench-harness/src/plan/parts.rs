@@ -21,6 +21,10 @@ pub(super) type Remove<'a> = Box<dyn Fn() -> Result<(), String> + 'a>;
 /// Measures one load of the case's files.
 pub(super) type Run<'a> = Box<dyn Fn(&[&Path], Size) -> Result<Sample, String> + 'a>;
 
+/// Primes the memory before a load in a new process, taking this many bytes
+/// ([`crate::exec::prime_in_child`]).
+pub(crate) type Prime<'a> = Box<dyn Fn(u64) -> Result<(), String> + 'a>;
+
 /// Something runs write (every run until the minimum of runs, then those whose saves are
 /// still wide): a file, or an object in object storage.
 pub struct File<'a> {
@@ -119,6 +123,9 @@ pub struct Plan<'a> {
     pub files: Vec<File<'a>>,
     /// Then timed, one after the other.
     pub cases: Vec<Case<'a>>,
+    /// What primes the memory before a load in a new process where that load needs it (see
+    /// `runs`); none in a plan without such loads.
+    primer: Option<Prime<'a>>,
 }
 
 /// A row's identity: kind, backend, layout, values, state.
@@ -130,7 +137,23 @@ impl<'a> Plan<'a> {
         Plan {
             files: Vec::new(),
             cases: Vec::new(),
+            primer: None,
         }
+    }
+
+    /// Primes with `prime` (see [`Plan::prime`]).
+    pub(crate) fn primed_by(&mut self, prime: Prime<'a>) {
+        self.primer = Some(prime);
+    }
+
+    /// Primes the memory before a load in a new process, taking `bytes`; nothing in a plan
+    /// without a primer.
+    ///
+    /// # Errors
+    ///
+    /// The primer's failure, as text.
+    pub fn prime(&self, bytes: u64) -> Result<(), String> {
+        self.primer.as_ref().map_or(Ok(()), |prime| prime(bytes))
     }
 
     /// Compares `case` with `reference` (see [`Case::reference`]) and `floor`.

@@ -88,8 +88,8 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                     report.cold.idle_s
                 )
             } else {
-                "each primed by a load just before (memory just freed: the best case for a read \
-                 through the page cache; --cold-idle 3s for a machine that idled)"
+                "each primed just before (memory just freed: the best case for a read through the \
+                 page cache; --cold-idle 3s for a machine that idled)"
                     .to_owned()
             },
             if report.reads_past_page_cache {

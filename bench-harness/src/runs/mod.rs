@@ -23,7 +23,7 @@ use crate::measure::rss;
 use crate::plan::{Case, File, Plan};
 use crate::stats::rotation;
 use crate::{Row, SaveRow};
-use order::{needs_priming, primer, visiting_order, wide_claims, After, Costs, Selection};
+use order::{needs_priming, primer_bytes, visiting_order, wide_claims, After, Costs, Selection};
 use rows::{claims, row_line, rows, saves_per_run, Claim, Saved, Taken, SAVES_OF_SMALL_FILES};
 
 /// Runs of every row's worth of time that the widest rows need after the minimum of runs to
@@ -228,11 +228,7 @@ impl Runner {
                 // Warm-up loads neither wait nor are primed: they are not counted.
                 let idles = self.reads_cold(case) && !self.cold_idle.is_zero() && warming == 0;
                 if warming == 0 && !idles && needs_priming(before, case.state, self.huge_pages) {
-                    if let Some(primer) = primer(plan, &saved.bytes) {
-                        // The primer is a load from the page cache, as any warm or fresh one.
-                        self.read_back(plan, primer, &mut spent)?;
-                        crate::exec::as_primer(|| primer.run(&paths_of(plan, primer), buffer))?;
-                    }
+                    plan.prime(primer_bytes(plan, case, &saved.bytes))?;
                 }
                 self.drop_if_cold(case, &paths);
                 if idles {
@@ -874,10 +870,7 @@ mod tests {
                 (Kind::Pk, "rawbytes", "RawBytes", "trusted", state),
                 vec![file],
                 Box::new(move |paths, _| {
-                    // A cold load is primed by the fresh one, untimed: not counted here.
-                    if !crate::exec::priming() {
-                        seen.lock().unwrap().push((state, cached_share(paths)));
-                    }
+                    seen.lock().unwrap().push((state, cached_share(paths)));
                     Ok(loaded(1e-3))
                 }),
             );
@@ -945,11 +938,10 @@ mod tests {
                 (Kind::Pk, backend, "RawBytes", validation, state),
                 vec![file],
                 Box::new(move |_, _| {
-                    let primer = crate::exec::priming();
                     loads
                         .lock()
                         .unwrap()
-                        .push((backend, state, primer, Instant::now()));
+                        .push((backend, state, false, Instant::now()));
                     // halo2's reader maps its key in small pages; keycodec's loads in huge
                     // pages where they ask for them.
                     let small = backend == HALO2_NATIVE || !huge_pages;
@@ -961,10 +953,22 @@ mod tests {
                 }),
             );
         }
+        {
+            let loads = &loads;
+            plan.primed_by(Box::new(move |bytes| {
+                // As much as the largest file a load in a new process reads.
+                assert_eq!(bytes, 64);
+                loads
+                    .lock()
+                    .unwrap()
+                    .push(("primer", State::Warm, true, Instant::now()));
+                Ok(())
+            }));
+        }
         let mut runner = fixed_runner(3).idle_before_cold(idle);
         runner.huge_pages = huge_pages;
         let measured = runner.measure(&plan, Size(1 << 20)).unwrap();
-        // The primer's loads are not counted: one load a run (the floor two).
+        // Primers are not counted: one load a run (the floor two).
         for row in &measured.rows {
             let visits = if row.backend == FLOOR {
                 FLOOR_VISITS
@@ -975,19 +979,17 @@ mod tests {
         }
         drop(plan);
         let loads = loads.into_inner().unwrap();
-        // The primer is keycodec's fresh load of trusted values (of two reading the same
-        // file, the cheaper), run as a primer. It runs before each load from the disk, and,
-        // where loads ask for huge pages, each fresh load, that is first of its state or
-        // follows a load in small pages; before nothing else.
+        // A primer runs before each load from the disk, and, where loads ask for huge
+        // pages, each fresh load that is first of its state or follows a load in small
+        // pages; before nothing else.
         let idles = !idle.is_zero();
         let primed_state =
             |state| (state == State::Cold && !idles) || (huge_pages && state == State::Fresh);
         let mut primers = 0;
-        for (at, &(backend, state, primer, began)) in loads.iter().enumerate() {
+        for (at, &(_, state, primer, began)) in loads.iter().enumerate() {
             let previous = at.checked_sub(1).and_then(|at| loads.get(at));
             if primer {
                 primers += 1;
-                assert_eq!((backend, state), ("rawbytes", State::Fresh));
                 let next = loads.get(at + 1).expect("a primer before a load");
                 assert!(!next.2 && primed_state(next.1), "load {at} primes {next:?}");
                 continue;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::rows::Claim;
 use crate::exec::Sample;
-use crate::plan::{Case, Plan, State, FLOOR, HALO2_NATIVE};
+use crate::plan::{Case, Plan, State};
 use crate::stats::rotation;
 
 /// The cases and files a run measures: every one, or, after the minimum of runs, those of
@@ -268,8 +268,8 @@ pub(super) const PRIMED_BYTES: u64 = 256 << 20;
 ///   one thread: 0.41-0.45 s right after its pages were dropped, 1.28-1.46 s 3 s after):
 ///   primed whatever pages loads ask for (a key's load from the disk takes small pages, so
 ///   each load after one is; one after the parameters' load, under [`PRIMED_BYTES`], is not),
-///   by a load asking for huge pages ([`crate::exec::as_primer`]) whose exit frees 2 MiB
-///   blocks. Unprimed, or primed by a load in small pages, a fifth to a third of the cold
+///   by a process that takes memory in huge pages ([`crate::exec::prime_in_child`]) and
+///   whose exit frees 2 MiB blocks. Unprimed, or primed by a load in small pages, a fifth to a third of the cold
 ///   key loads of a default run, halo2's and keycodec's, took 1.2-2.5 s against 0.5 s.
 ///   (`--cold-idle` waits before each cold load instead, unprimed: [`Runner::idle_before_cold`](super::Runner::idle_before_cold).)
 pub(super) fn needs_priming(before: Option<After>, state: State, huge_pages: bool) -> bool {
@@ -281,24 +281,19 @@ pub(super) fn needs_priming(before: Option<After>, state: State, huge_pages: boo
     }
 }
 
-/// The load run untimed to prime the memory a new process meets: of keycodec's loads in a
-/// new process, preferring one with its files in the page cache (a load from the disk would
-/// only be slower), then one of a single file with its values trusted (the cheapest, as a
-/// cold start of two files checked took twice as long for the same memory), then the
-/// largest by `bytes` (each file's last save); not a floor (a cold floor may take its ways
-/// in turn by visit).
-pub(super) fn primer<'p, 'a>(plan: &'p Plan<'a>, bytes: &[u64]) -> Option<&'p Case<'a>> {
-    plan.cases
+/// How much memory the primer of `case` takes: twice what it reads (its memory, and the page
+/// cache a read from the disk fills), up to the most any load in a new process reads (each
+/// file as long as its last save, `bytes`). So a key's primer frees about what a load of
+/// the key takes, and a primer of the parameters, 30 times smaller, costs as much less.
+pub(super) fn primer_bytes(plan: &Plan<'_>, case: &Case<'_>, bytes: &[u64]) -> u64 {
+    let largest = plan
+        .cases
         .iter()
         .filter(|case| case.state != State::Warm)
-        .filter(|case| case.backend != HALO2_NATIVE && case.backend != FLOOR)
-        .max_by_key(|case| {
-            (
-                case.state == State::Fresh,
-                case.files.len() == 1 && case.validation == "trusted",
-                case.bytes_read(bytes),
-            )
-        })
+        .map(|case| case.bytes_read(bytes))
+        .max()
+        .unwrap_or(0);
+    case.bytes_read(bytes).saturating_mul(2).min(largest)
 }
 
 #[cfg(test)]
@@ -325,6 +320,27 @@ mod tests {
                 primed && state == State::Cold
             );
         }
+    }
+
+    #[test]
+    fn a_primer_takes_twice_what_its_load_reads_up_to_the_largest_load() {
+        let mut plan = Plan::empty();
+        let mut case = |files: Vec<usize>, state| {
+            plan.case(
+                (Kind::Pk, "rawbytes", "RawBytes", "checked", state),
+                files,
+                Box::new(|_, _| Err("not run".to_owned())),
+            )
+        };
+        let (key, parameters) = (case(vec![0], State::Cold), case(vec![1], State::Cold));
+        let start = case(vec![1, 0], State::Fresh);
+        // A larger file loaded only in the harness's own process counts for nothing.
+        case(vec![2], State::Warm);
+        let bytes = [1000, 30, 5000];
+        let primer = |case: usize| primer_bytes(&plan, plan.cases.get(case).unwrap(), &bytes);
+        assert_eq!(primer(key), 1030);
+        assert_eq!(primer(parameters), 60);
+        assert_eq!(primer(start), 1030);
     }
 
     /// A claim on `cases` of half width `half_width` around 1, its row and its ratio
