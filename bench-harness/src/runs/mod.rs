@@ -956,7 +956,8 @@ mod tests {
         {
             let loads = &loads;
             plan.primed_by(Box::new(move |bytes| {
-                // As much as the largest file a load in a new process reads.
+                // Twice what the primed load reads, up to the most a load in a new process
+                // reads: every load here reads the one 64-byte file.
                 assert_eq!(bytes, 64);
                 loads
                     .lock()
