@@ -90,10 +90,10 @@ fn primer_command(exe: &Path, bytes: u64) -> std::process::Command {
     command
 }
 
-/// The primer's side of [`prime_in_child`]: takes `bytes` of zeroed memory (in huge pages
-/// where [`keycodec_core::HUGE_PAGES_ENV`] asks for them, as the primer's command does) and
-/// writes a byte of every 4 KiB page, so that the kernel maps all of it. The memory is freed
-/// when the process exits.
+/// The primer's side of [`prime_in_child`]: takes `bytes` of memory as a load's vectors
+/// take it (in huge pages where [`keycodec_core::HUGE_PAGES_ENV`] asks for them, as the
+/// primer's command does) and writes a byte of every 4 KiB page, so that the kernel maps all
+/// of it. The memory is freed when the process exits.
 ///
 /// # Errors
 ///
@@ -101,13 +101,26 @@ fn primer_command(exe: &Path, bytes: u64) -> std::process::Command {
 pub fn prime(bytes: u64) -> Result<(), String> {
     use keycodec_core::backend_api::field::FR_BYTES;
     use keycodec_core::backend_api::raw_view::{as_raw_bytes_mut, zeroed};
+    let refused = || format!("cannot take {bytes} bytes of memory to prime");
+    let count = usize::try_from(bytes / FR_BYTES as u64).map_err(|_| refused())?;
+    let mut values = zeroed(count).map_err(|e| format!("{}: {e}", refused()))?;
+    match values.as_mut().and_then(|values| as_raw_bytes_mut(values)) {
+        Some(memory) => write_every_page(memory),
+        // Where scalars are not plain limbs (no huge pages asked for): plain bytes.
+        None => {
+            let len = usize::try_from(bytes).map_err(|_| refused())?;
+            let mut memory = Vec::new();
+            memory.try_reserve_exact(len).map_err(|_| refused())?;
+            memory.resize(len, 0u8);
+            write_every_page(&mut memory);
+        }
+    }
+    Ok(())
+}
+
+/// Writes a byte of every 4 KiB page of `memory`, so that the kernel maps it all.
+fn write_every_page(memory: &mut [u8]) {
     const PAGE: usize = 4 << 10;
-    let count = usize::try_from(bytes / FR_BYTES as u64)
-        .map_err(|_| format!("cannot prime {bytes} bytes on this machine"))?;
-    let mut values = zeroed(count)
-        .map_err(|e| e.to_string())?
-        .ok_or("this build's scalars are not plain limbs")?;
-    let memory = as_raw_bytes_mut(&mut values).ok_or("this build's scalars are not plain limbs")?;
     for page in memory.chunks_mut(PAGE) {
         if let Some(first) = page.first_mut() {
             *first = 1;
@@ -115,7 +128,6 @@ pub fn prime(bytes: u64) -> Result<(), String> {
     }
     // The writes are the point: nothing may drop them as unread.
     std::hint::black_box(memory);
-    Ok(())
 }
 
 /// The child's side of [`run_in_child`]: runs the request and prints its [`Sample`] as JSON.
