@@ -269,8 +269,9 @@ pub(super) const PRIMED_BYTES: u64 = 256 << 20;
 ///   primed whatever pages loads ask for (a key's load from the disk takes small pages, so
 ///   each load after one is; one after the parameters' load, under [`PRIMED_BYTES`], is not),
 ///   by a process that takes memory in huge pages ([`crate::exec::prime_in_child`]) and
-///   whose exit frees 2 MiB blocks. Unprimed, or primed by a load in small pages, a fifth to a third of the cold
-///   key loads of a default run, halo2's and keycodec's, took 1.2-2.5 s against 0.5 s.
+///   whose exit frees 2 MiB blocks. Unprimed, or primed by a load in small pages, a fifth
+///   to a third of the cold key loads of a default run, halo2's and keycodec's, took
+///   1.2-2.5 s against 0.5 s.
 ///   (`--cold-idle` waits before each cold load instead, unprimed: [`Runner::idle_before_cold`](super::Runner::idle_before_cold).)
 pub(super) fn needs_priming(before: Option<After>, state: State, huge_pages: bool) -> bool {
     let after_other = before.is_none_or(|before| before.state != state || before.small_pages);
