@@ -164,6 +164,18 @@ mod tests {
         assert!(asks(&primer_command(exe, 1 << 20)));
     }
 
+    /// The write the primer's every path makes (the fallback's too): one byte of each 4 KiB
+    /// page, the last page partial, and nothing else.
+    #[test]
+    fn a_primer_writes_one_byte_of_every_page() {
+        let mut memory = vec![0u8; 3 * 4096 + 1];
+        write_every_page(&mut memory);
+        for (at, &byte) in memory.iter().enumerate() {
+            assert_eq!(byte, u8::from(at % 4096 == 0), "byte {at}");
+        }
+        write_every_page(&mut []);
+    }
+
     #[test]
     fn a_primer_maps_all_it_is_asked_for_and_fails_where_it_cannot() {
         use crate::measure::rss;
