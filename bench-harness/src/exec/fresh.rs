@@ -35,18 +35,30 @@ pub struct ChildRequest {
 /// The child's failure or its error, as text.
 pub fn run_in_child(exe: &Path, request: &ChildRequest) -> Result<Sample, String> {
     let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
-    let output = child_command(exe, json)
-        .output()
-        .map_err(|e| format!("starting {}: {e}", exe.display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "a fresh-process load failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
+    let output = finished(child_command(exe, json), exe, "a fresh-process load")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     serde_json::from_str(stdout.trim()).map_err(|e| format!("a child's report: {e}: {stdout}"))
+}
+
+/// What `command`, a new process of `exe` doing `what`, printed once it ended; its failure,
+/// with what it wrote to stderr, as text.
+fn finished(
+    mut command: std::process::Command,
+    exe: &Path,
+    what: &str,
+) -> Result<std::process::Output, String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("starting {}: {e}", exe.display()))?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(format!(
+            "{what} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
 }
 
 /// The command that runs `json`, a request, in a new process of `exe`.
@@ -66,18 +78,7 @@ fn child_command(exe: &Path, json: String) -> std::process::Command {
 ///
 /// The primer's failure, as text.
 pub fn prime_in_child(exe: &Path, bytes: u64) -> Result<(), String> {
-    let output = primer_command(exe, bytes)
-        .output()
-        .map_err(|e| format!("starting {}: {e}", exe.display()))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "a primer failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
+    finished(primer_command(exe, bytes), exe, "a primer").map(drop)
 }
 
 /// The command that primes `bytes` in a new process of `exe`, asking for huge pages.

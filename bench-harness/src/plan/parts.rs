@@ -152,7 +152,7 @@ impl<'a> Plan<'a> {
     /// # Errors
     ///
     /// The primer's failure, as text.
-    pub fn prime(&self, bytes: u64) -> Result<(), String> {
+    pub(crate) fn prime(&self, bytes: u64) -> Result<(), String> {
         self.primer.as_ref().map_or(Ok(()), |prime| prime(bytes))
     }
 
