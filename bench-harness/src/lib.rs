@@ -71,10 +71,10 @@
 //!       "floor_s": f64 | null,         // the fastest of its floor's samples (its file,
 //!                                      // state); a cold start's: of its two files', added
 //!       "read_vs_floor": { "estimate", "low", "high", "runs" } | null,  // load / floor, run
-//!                                      // by run (its floor's typical visit, the lower
-//!                                      // median over the same run and the runs either
-//!                                      // side; of its fastest way where it takes
-//!                                      // its ways in turn);
+//!                                      // by run (its floor's typical visit, the median
+//!                                      // over the same run and the runs near it, five or
+//!                                      // more; of its fastest way where it takes its
+//!                                      // ways in turn, a way a run);
 //!                                      // null when below_floor
 //!       "below_floor": bool,           // that interval wholly below 0.95: a measurement
 //!                                      // error (within 5% below 1: a tie); never for a

@@ -54,8 +54,9 @@ pub struct Row {
     /// files' floors, added).
     pub floor_s: Option<f64>,
     /// This row's load over its floor, run by run (each run's load over its floor's typical
-    /// visit in that run and the runs either side; where the floor takes its ways in turn, of
-    /// its fastest way), with its 95% interval; `None` when [`Row::below_floor`].
+    /// visit in that run and the runs near it, five or more; where the floor takes its ways
+    /// in turn, of its fastest way), with its 95% interval; `None` when
+    /// [`Row::below_floor`].
     pub read_vs_floor: Option<Ratio>,
     /// Its loads beat their floor beyond the noise (the interval of
     /// [`Row::read_vs_floor`] wholly below 0.95: within 5% below 1, a load reading as its

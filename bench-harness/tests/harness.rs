@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use bench_harness::fixture::{circuit_cache_path, load_or_build, pk_cache_path};
 use bench_harness::measure::keys_equal;
-use bench_harness::plan::{backend_names, Kind, State, FLOOR, FLOOR_VISITS, HALO2_NATIVE};
+use bench_harness::plan::{backend_names, Kind, State, FLOOR, HALO2_NATIVE};
 use bench_harness::{default_cache_dir, run, Args, CircuitName, Report, SizeReport};
 use keycodec::halo2_proofs::plonk::ProvingKey;
 use keycodec::halo2curves::bn256::G1Affine;
@@ -75,12 +75,7 @@ fn dense_workload_runs_and_compact_files_stay_below_rawbytes() {
     assert!(report.replace);
     assert!(size.rows.iter().all(|row| row.verified));
     assert!(size.saves.iter().all(|save| save.save_runs.len() == 2));
-    assert!(size.rows.iter().all(|row| row.read_runs.len()
-        == if row.backend == FLOOR {
-            2 * FLOOR_VISITS
-        } else {
-            2
-        }));
+    assert!(size.rows.iter().all(|row| row.read_runs.len() == 2));
     let bytes = |backend: &str| {
         size.saves
             .iter()
@@ -358,13 +353,8 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         );
     }
     assert!(size.rows.iter().all(|row| row.verified));
-    // Two runs; floors FLOOR_VISITS samples each.
-    assert!(size.rows.iter().all(|row| row.read_runs.len()
-        == if row.backend == FLOOR {
-            2 * FLOOR_VISITS
-        } else {
-            2
-        }
+    // Two runs; one visit a run each, floors too.
+    assert!(size.rows.iter().all(|row| row.read_runs.len() == 2
         && row.read_s > 0.0
         && row.read_min_s <= row.read_s
         && row.read_spread >= 0.0));

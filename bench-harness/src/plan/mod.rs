@@ -27,7 +27,7 @@ use crate::exec;
 use crate::workload::Workload;
 
 pub use local::plan;
-pub use parts::{Case, File, Plan, FLOOR_VISITS};
+pub use parts::{Case, File, Plan};
 
 /// The reference rows: halo2's own writer and reader.
 pub const HALO2_NATIVE: &str = "halo2-native";

@@ -91,8 +91,6 @@ pub struct Case<'a> {
     /// parameters and key), or none when a file has none: the row is compared with their
     /// sum.
     pub floors: Vec<usize>,
-    /// Times the case runs each run (floors run more often: a floor must be a floor).
-    pub visits: usize,
     run: Run<'a>,
 }
 
@@ -112,10 +110,6 @@ impl Case<'_> {
         (self.run)(paths, buffer)
     }
 }
-
-/// Samples a floor takes per run: its fastest over the runs is the floor, and a cold floor,
-/// whose ways take turns ([`crate::exec::floor`]), takes each of its two ways once a run.
-pub const FLOOR_VISITS: usize = 2;
 
 /// The files and cases runs take.
 pub struct Plan<'a> {
@@ -237,7 +231,6 @@ impl<'a> Plan<'a> {
             files,
             reference: None,
             floors: Vec::new(),
-            visits: if backend == FLOOR { FLOOR_VISITS } else { 1 },
             run,
         });
         self.cases.len() - 1

@@ -14,7 +14,7 @@ load s: median; min: fastest; spread: (max - min) / median; runs: the runs that 
 the row (after the minimum of runs, only the rows of the widest ratios are measured); x floor: this load over its own \
 file's floor in its state (a floor row's mode names the file; a cold start's, its two files' \
 floors added), run by run (each run's load over its floor's typical visit in that run and the \
-runs either side; where it takes its ways in turn, of its fastest way), median and 95% interval (BELOW: the \
+runs near it, five or more; where it takes its ways in turn, of its fastest way), median and 95% interval (BELOW: the \
 interval wholly below 0.95, a load beat the floor beyond the noise and a 5% tie: a measurement \
 error); speedup: the reference's load over this one (halo2's reader of \
 the same layout in the same state; for a remote load, downloading then loading; for a cache \
@@ -439,7 +439,8 @@ fn residency(size: &SizeReport, cold: bool, every_cold: bool) -> Option<String> 
     })
 }
 
-/// How many runs measured a row, of its samples' run numbers (a floor has two a run).
+/// How many runs measured a row, of its samples' run numbers (several samples of a run, as
+/// a floor took before it was visited once a run, count once).
 fn runs_of(run_numbers: &[usize]) -> usize {
     let mut runs = run_numbers.to_vec();
     runs.dedup();
@@ -450,7 +451,7 @@ fn runs_of(run_numbers: &[usize]) -> usize {
 mod tests {
     use super::*;
 
-    /// A floor's two visits a run count as one run.
+    /// Two samples of a run (a floor's in earlier reports) count as one run.
     #[test]
     fn a_rows_runs_are_its_distinct_run_numbers() {
         assert_eq!(runs_of(&[1, 1, 2, 2, 5, 5]), 3);

@@ -7,8 +7,7 @@ use crate::stats::{bootstrapped, median, paired, resampled_median, Ratio};
 /// Timings of the runs that took them: `(run, seconds)`, in run order.
 pub(super) type ByRun = Vec<(usize, f64)>;
 
-/// The median of each run's timings (a file saved several times a run, a floor visited
-/// twice).
+/// The median of each run's timings (a file saved several times a run).
 pub(super) fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
     timings
         .chunk_by(|a, b| a.0 == b.0)
@@ -19,107 +18,174 @@ pub(super) fn median_per_run(timings: &[(usize, f64)]) -> ByRun {
         .collect()
 }
 
+/// One visit of a floor: `(run, seconds, way)`, `way` an index that tells the floor's ways
+/// apart where they are compared (from the disk, [`crate::exec::floor`]), the same for every
+/// visit where they are not.
+pub(super) type FloorVisit = (usize, f64, usize);
+
+/// A row's floors: each floor's visits.
+pub(super) type Floors = Vec<Vec<FloorVisit>>;
+
+/// A run's floor counts the visits of the runs within this many runs of it (as many runs
+/// as that makes, where fewer are that near), ...
+const NEAR: usize = 2;
+/// ... and of further runs, the nearest first, until it counts this many visits of each way
+/// (where the floor has as many).
+const PER_WAY: usize = 3;
+
 /// A floor's visits by run, and the runs near each run whose visits its floor of that run
 /// counts.
 ///
-/// The floor of a run's moment is its typical visit near that run: the lower median of its
-/// visits in that run and the runs either side (at the first and last runs, or beside a run
-/// without visits, with the run two away added where there is one, so that three runs count
-/// where they can). A floor that takes its ways in turn (from the disk,
-/// [`crate::exec::floor`]), a run's first visit one way and its second the other: `by_way`,
-/// each way is taken at its typical visit and the fastest way counts. Typical, not
-/// fastest, because a load is visited once a run: with visits that vary by 10-20%, a load
-/// exactly as fast as its floor read 1.13-1.27x the fastest of the floor's six visits near
-/// its run (docs/harness.md). Near runs, so that the floor follows the disk as it drifts over
-/// several runs, but not one run's slow visits. A run the floor was not visited in has no
-/// floor.
+/// The floor of a run's moment is its typical visit near that run: the median of the
+/// visits of that run and the runs within two of it (five runs, the nearest five at the
+/// first and last runs), and of further runs, the nearest first, until three visits of each
+/// way count (a floor is visited once a run). A floor
+/// whose ways take turns from visit to visit (from the disk, [`crate::exec::floor`]: a way
+/// a run) takes each way at its typical visit there, and the fastest way counts. Typical, not fastest, because a load is visited once a run: with
+/// visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x the
+/// fastest of the floor's six visits near its run (docs/harness.md). Near runs, so that the
+/// floor follows the disk as it drifts over several runs, but not one run's slow visits. A
+/// run the floor was not visited in has no floor.
 struct Visits {
     /// The runs the floor was visited in, in order.
     runs: Vec<usize>,
-    /// Each run's visits, in the order taken.
+    /// Each run's visits' seconds, in the order taken.
     visits: Vec<Vec<f64>>,
-    /// For each run, its near runs (indices into `runs`): itself and the runs either side;
-    /// at the first and last runs, or beside a run without visits, with the run two away
-    /// added where there is one, so that three runs count where they can.
+    /// The way of each of them.
+    ways: Vec<Vec<usize>>,
+    /// For each run, its near runs (indices into `runs`).
     near: Vec<Vec<usize>>,
-    /// Whether its ways take turns (from the disk): a run's first visit one way, its second
-    /// the other.
-    by_way: bool,
+    /// For each run's visits, the visits of its way in its near runs, `(run, place)`: what
+    /// a redrawn visit is drawn from.
+    same_way_near: Vec<Vec<Vec<(usize, usize)>>>,
 }
 
 impl Visits {
-    fn new(samples: &[(usize, f64)], by_way: bool) -> Self {
-        let by_run: std::collections::BTreeMap<usize, Vec<f64>> =
+    fn new(samples: &[FloorVisit]) -> Self {
+        let by_run: std::collections::BTreeMap<usize, Vec<(f64, usize)>> =
             samples
                 .iter()
-                .fold(Default::default(), |mut by_run, &(run, seconds)| {
-                    by_run.entry(run).or_default().push(seconds);
+                .fold(Default::default(), |mut by_run, &(run, seconds, way)| {
+                    by_run.entry(run).or_default().push((seconds, way));
                     by_run
                 });
         let runs: Vec<usize> = by_run.keys().copied().collect();
+        let (visits, ways): (Vec<Vec<f64>>, Vec<Vec<usize>>) = by_run
+            .into_values()
+            .map(|visits| visits.into_iter().unzip())
+            .unzip();
         let at = |run: usize| runs.binary_search(&run).ok();
-        let near = runs
+        let mut of_way = Vec::new();
+        for &way in ways.iter().flatten() {
+            if of_way.len() <= way {
+                of_way.resize(way + 1, 0);
+            }
+            if let Some(count) = of_way.get_mut(way) {
+                *count += 1;
+            }
+        }
+        let wanted: Vec<usize> = of_way.iter().map(|&count| count.min(PER_WAY)).collect();
+        let span = runs.last().map_or(0, |&last| last) - runs.first().map_or(0, |&first| first);
+        let near: Vec<Vec<usize>> = runs
             .iter()
             .map(|&run| {
-                let mut near: Vec<usize> =
-                    (run.saturating_sub(1)..=run + 1).filter_map(&at).collect();
-                for further in [run.checked_sub(2), run.checked_add(2)] {
-                    if near.len() < 3 {
-                        near.extend(further.and_then(at));
+                let mut near = Vec::new();
+                let mut counted = vec![0; wanted.len()];
+                for distance in 0..=span {
+                    let enough = near.len() > 2 * NEAR
+                        && counted
+                            .iter()
+                            .zip(&wanted)
+                            .all(|(count, want)| count >= want);
+                    if enough {
+                        break;
+                    }
+                    let sides = match distance {
+                        0 => [Some(run), None],
+                        _ => [run.checked_sub(distance), run.checked_add(distance)],
+                    };
+                    for at in sides.into_iter().flatten().filter_map(&at) {
+                        near.push(at);
+                        for &way in ways.get(at).into_iter().flatten() {
+                            if let Some(count) = counted.get_mut(way) {
+                                *count += 1;
+                            }
+                        }
                     }
                 }
                 near
             })
             .collect();
+        let same_way_near = ways
+            .iter()
+            .zip(&near)
+            .map(|(own, near)| {
+                own.iter()
+                    .map(|&way| {
+                        near.iter()
+                            .flat_map(|&at| {
+                                let of_way = ways.get(at).map(Vec::as_slice).unwrap_or_default();
+                                of_way
+                                    .iter()
+                                    .enumerate()
+                                    .filter(move |&(_, &other)| other == way)
+                                    .map(move |(place, _)| (at, place))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
         Visits {
-            visits: by_run.into_values().collect(),
             runs,
+            visits,
+            ways,
             near,
-            by_way,
+            same_way_near,
         }
     }
 
     /// The floor of run `at`'s moment (an index into `runs`) from `visits` (the floor's
-    /// own, or redrawn): the lower median of the visits of the runs near it; where the ways
-    /// take turns (`by_way`), each way's lower median there, the fastest counting. `scratch`
-    /// holds the visits counted.
+    /// own, or redrawn): of each way, the median of its visits in the runs near `at`; the
+    /// fastest way counting. `scratch` holds the visits counted.
     fn floor_at(&self, at: usize, visits: &[Vec<f64>], scratch: &mut Vec<f64>) -> f64 {
         let near = self.near.get(at).map(Vec::as_slice).unwrap_or_default();
-        let near_visits = || near.iter().filter_map(|&at| visits.get(at));
-        let mut typical = |way: Option<usize>| {
-            scratch.clear();
-            for visits in near_visits() {
-                match way {
-                    Some(way) => scratch.extend(visits.get(way)),
-                    None => scratch.extend(visits),
+        let ways = near
+            .iter()
+            .filter_map(|&at| self.ways.get(at))
+            .flatten()
+            .max()
+            .map_or(0, |&last| last + 1);
+        (0..ways)
+            .map(|way| {
+                scratch.clear();
+                for &at in near {
+                    let (Some(ways), Some(visits)) = (self.ways.get(at), visits.get(at)) else {
+                        continue;
+                    };
+                    scratch.extend(
+                        ways.iter()
+                            .zip(visits)
+                            .filter(|&(&other, _)| other == way)
+                            .map(|(_, &seconds)| seconds),
+                    );
                 }
-            }
-            lower_median(scratch)
-        };
-        if self.by_way {
-            let ways = near_visits().map(Vec::len).max().unwrap_or(0);
-            (0..ways)
-                .map(|way| typical(Some(way)))
-                .fold(f64::INFINITY, f64::min)
-        } else {
-            typical(None)
-        }
+                median_of(scratch)
+            })
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// Draws the visits again into `drawn` (shaped as the floor's own): each replaced by a
-    /// visit at the same place (a run's first visit by a first visit) of its run or a run
-    /// near it, drawn at random. The floor near a run rests on a few visits of a few runs,
-    /// and a run's ratio shares them with the runs beside it; drawing the runs' ratios alone
-    /// treats those few visits as known.
+    /// visit of the same way in its run or a run near it, drawn at random. The floor near a
+    /// run rests on a few visits of a few runs, and a run's ratio shares them with the runs
+    /// beside it; drawing the runs' ratios alone treats those few visits as known.
     fn redraw(&self, rng: &mut rand::rngs::StdRng, drawn: &mut [Vec<f64>]) {
         use rand::seq::SliceRandom;
-        for ((drawn, own), near) in drawn.iter_mut().zip(&self.visits).zip(&self.near) {
-            for (place, (visit, &own)) in drawn.iter_mut().zip(own).enumerate() {
-                let redrawn = near
+        for ((drawn, own), choices) in drawn.iter_mut().zip(&self.visits).zip(&self.same_way_near) {
+            for ((visit, &own), choices) in drawn.iter_mut().zip(own).zip(choices) {
+                let redrawn = choices
                     .choose(rng)
-                    .and_then(|&at| self.visits.get(at))
-                    .and_then(|visits| visits.get(place));
-                // A near run with fewer visits keeps this run's own.
+                    .and_then(|&(at, place)| self.visits.get(at)?.get(place));
                 *visit = redrawn.copied().unwrap_or(own);
             }
         }
@@ -128,8 +194,8 @@ impl Visits {
 
 /// Each run's floor of its moment from its own visits ([`Visits::floor_at`]).
 #[cfg(test)]
-fn floor_near_each_run(samples: &[(usize, f64)], by_way: bool) -> ByRun {
-    let floor = Visits::new(samples, by_way);
+fn floor_near_each_run(samples: &[FloorVisit]) -> ByRun {
+    let floor = Visits::new(samples);
     let mut scratch = Vec::new();
     floor
         .runs
@@ -139,17 +205,20 @@ fn floor_near_each_run(samples: &[(usize, f64)], by_way: bool) -> ByRun {
         .collect()
 }
 
-/// A row's floors: each floor's visits, `(run, seconds)`, and whether its ways take turns.
-pub(super) type Floors = Vec<(ByRun, bool)>;
-
-/// The middle value of a sample, the lower of the two middle ones for an even count;
-/// infinite when empty. Sorts `values`.
-fn lower_median(values: &mut [f64]) -> f64 {
+/// The middle value of a sample, the mean of the two middle ones for an even count;
+/// infinite when empty (no floor). Sorts `values`.
+fn median_of(values: &mut [f64]) -> f64 {
     values.sort_unstable_by(f64::total_cmp);
-    values
-        .get(values.len().saturating_sub(1) / 2)
-        .copied()
-        .unwrap_or(f64::INFINITY)
+    let upper = values.len() / 2;
+    let middle = if values.len() % 2 == 1 {
+        upper..upper + 1
+    } else {
+        upper.saturating_sub(1)..upper + 1
+    };
+    match values.get(middle) {
+        Some(middle) if !middle.is_empty() => middle.iter().sum::<f64>() / middle.len() as f64,
+        _ => f64::INFINITY,
+    }
 }
 
 /// `ours` over the sum of its floors near each run, paired by run (a cold start reads the
@@ -161,14 +230,11 @@ fn lower_median(values: &mut [f64]) -> f64 {
 ///
 /// Drawn again because a floor's visits vary by up to 3x from one to the next (a 33 MB file
 /// read from the page cache in a new process took 3.2-10.6 ms), and its typical visit near a
-/// run rests on about six of them, shared with the runs beside it: drawing the runs alone
+/// run rests on about five of them, shared with the runs beside it: drawing the runs alone
 /// made intervals of about +-5% while two harness runs' estimates of the same row lay 20%
 /// apart, and 2-4 of 26 rows of a default run disagreed with the same rows of the next.
 pub(super) fn over_floors(ours: &[(usize, f64)], floors: &Floors) -> Option<Ratio> {
-    let floors: Vec<Visits> = floors
-        .iter()
-        .map(|(samples, by_way)| Visits::new(samples, *by_way))
-        .collect();
+    let floors: Vec<Visits> = floors.iter().map(|visits| Visits::new(visits)).collect();
     if floors.is_empty() {
         return None;
     }
@@ -249,49 +315,99 @@ mod tests {
     use super::runs_from_one as by_run;
     use super::*;
 
+    /// A floor visited once a run from run 1, its `ways` taking turns.
+    fn taking_turns(seconds: &[f64], ways: usize) -> Vec<FloorVisit> {
+        seconds
+            .iter()
+            .enumerate()
+            .map(|(at, &seconds)| (at + 1, seconds, at % ways))
+            .collect()
+    }
+
+    /// Visits of one way.
+    fn one_way(visits: &[(usize, f64)]) -> Vec<FloorVisit> {
+        visits
+            .iter()
+            .map(|&(run, seconds)| (run, seconds, 0))
+            .collect()
+    }
+
+    fn assert_floors(near: &[(usize, f64)], expected: &[f64]) {
+        assert_eq!(near.len(), expected.len(), "{near:?}");
+        for (&(run, floor), &expected) in near.iter().zip(expected) {
+            assert!((floor - expected).abs() < 1e-9, "run {run}: {near:?}");
+        }
+    }
+
     #[test]
     fn a_load_is_compared_with_the_floor_of_its_moment() {
-        // Two visits a run, a way each: the second way is the slower. Run 2's visits are
-        // both slow (noise); from run 5 on the disk is slower for the floor and the load
+        // One visit a run, the ways taking turns: the second way the slower by 0.2 s. Run 3's
+        // visit is slow (noise); from run 9 on the disk is slower for the floor and the load
         // alike (drift).
-        let floor = [
-            1.0, 1.2, 1.9, 2.1, 1.0, 1.1, 1.0, 1.2, 1.5, 1.6, 1.5, 1.5, 1.6, 1.5, 1.5, 1.6,
-        ];
-        let near = floor_near_each_run(&by_run(&floor, 2), true);
-        assert_eq!(near, by_run(&[1.0, 1.0, 1.0, 1.0, 1.5, 1.5, 1.5, 1.5], 1));
-        let loads = by_run(&[1.05, 1.05, 1.05, 1.05, 1.6, 1.6, 1.6, 1.6], 1);
-        let ratio = paired_by_run(&loads, &near).unwrap();
-        // The noisy run reads 1.05x, not 0.55x; the drift's runs 1.07x from its first run
-        // (against the fastest floor of all runs: 1.6x).
+        let floor: Vec<f64> = (1..=16)
+            .map(|run| match run {
+                3 => 2.0,
+                _ if run <= 8 => 1.0 + 0.2 * (1 - run % 2) as f64,
+                _ => 1.5 + 0.2 * (1 - run % 2) as f64,
+            })
+            .collect();
+        let near = floor_near_each_run(&taking_turns(&floor, 2));
+        // Each way's typical visit of the nearest runs (seven here, so that three of each way
+        // count), the faster counting: the noise moves no floor by itself; near the drift the
+        // slower way's visits from before it count.
+        assert_floors(
+            &near,
+            &[
+                1.0, 1.0, 1.0, 1.0, 1.0, 1.2, 1.0, 1.2, 1.45, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5,
+            ],
+        );
+        let loads: Vec<f64> = (1..=16)
+            .map(|run| if run <= 8 { 1.05 } else { 1.6 })
+            .collect();
+        let ratio = paired_by_run(&by_run(&loads, 1), &near).unwrap();
+        // The noisy run reads 1.05x, not 0.53x; the drift's runs 1.07x (against the fastest
+        // floor of all runs: 1.6x).
         assert!((ratio.estimate - 1.06).abs() < 0.02, "{ratio:?}");
         assert!(ratio.low > 1.0, "{ratio:?}");
     }
 
     /// A load exactly as fast as its floor's faster way, both varying by 10% from one visit
     /// to the next, reads about 1x: the floor near a run is its ways' typical visit, not the
-    /// fastest of its six visits there (which read 1.11x here).
+    /// fastest of its visits there (which read 1.11x here).
     #[test]
     fn a_load_as_fast_as_its_floor_reads_about_one() {
         let fast = [0.9, 1.0, 1.1, 1.0, 0.9, 1.1, 1.0, 0.9];
         let floor: Vec<f64> = fast.iter().flat_map(|&way| [way, way + 0.2]).collect();
-        let loads = by_run(&[1.0, 1.1, 0.9, 1.1, 1.0, 0.9, 0.9, 1.1], 1);
-        let near = floor_near_each_run(&by_run(&floor, 2), true);
+        let loads = by_run(
+            &[
+                1.0, 1.1, 0.9, 1.1, 1.0, 0.9, 0.9, 1.1, 1.0, 1.1, 0.9, 1.1, 1.0, 0.9, 0.9, 1.1,
+            ],
+            1,
+        );
+        let near = floor_near_each_run(&taking_turns(&floor, 2));
         // Each run's floor is its faster way's typical visit, at the first and last runs
-        // too (three runs counting there as elsewhere).
-        assert_eq!(near, by_run(&[1.0; 8], 1));
+        // too (three of each way counting there as elsewhere).
+        assert_floors(
+            &near,
+            &[
+                1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.05, 1.0, 1.0, 1.0, 0.95, 1.0, 1.0, 1.0, 1.0,
+            ],
+        );
         let ratio = paired_by_run(&loads, &near).unwrap();
         assert!((ratio.estimate - 1.0).abs() < 0.02, "{ratio:?}");
         assert!(ratio.low <= 1.0 && ratio.high >= 1.0, "{ratio:?}");
-        // From the page cache both visits read the same way: all six count as one way's.
-        let same_way: Vec<f64> = fast.iter().flat_map(|&way| [way, way - 0.05]).collect();
-        let pooled = floor_near_each_run(&by_run(&same_way, 2), false);
-        assert_eq!(pooled.first(), Some(&(1, 0.95)));
-        assert_eq!(pooled.get(3), Some(&(4, 0.95)));
+        // From the page cache every visit reads the same way: the five nearest count.
+        let same_way: Vec<(usize, f64)> = by_run(&fast, 1)
+            .into_iter()
+            .map(|(run, seconds)| (run, seconds - 0.05))
+            .collect();
+        let pooled = floor_near_each_run(&one_way(&same_way));
+        assert_floors(&pooled, &[0.95; 8]);
     }
 
     /// Rows measured in different runs (a later run measures only the rows still wide) are
-    /// paired by run: each ratio over the runs both sides have, a floor near a run only from
-    /// the runs either side that it has.
+    /// paired by run: each ratio over the runs both sides have, a floor near a run from the
+    /// nearest runs it has.
     #[test]
     fn rows_measured_in_different_runs_are_paired_by_run() {
         // Ours in runs 1-5, the reference in runs 1, 2 and 5 only.
@@ -301,16 +417,25 @@ mod tests {
         assert_eq!(ratio.runs, 3);
         assert!((ratio.estimate - 0.5).abs() < 1e-9, "{ratio:?}");
         assert!(paired_by_run(&ours, &[(7, 1.0)]).is_none());
-        // A floor measured in runs 1, 2 and 6: run 6's is not near runs 1 and 2.
-        let floor = vec![(1, 3.0), (1, 2.0), (2, 4.0), (6, 1.0)];
-        assert_eq!(
-            floor_near_each_run(&floor, true),
-            vec![(1, 2.0), (2, 2.0), (6, 1.0)]
+        // A floor measured in runs 1-3 and 10-13: the floors of runs 1-3 count runs 1-3, 10
+        // and 11 (the nearest five), those of runs 10-13 runs 3 and 10-13.
+        let floor = one_way(&[
+            (1, 3.0),
+            (2, 3.0),
+            (3, 3.0),
+            (10, 1.0),
+            (11, 1.0),
+            (12, 1.0),
+            (13, 1.0),
+        ]);
+        assert_floors(
+            &floor_near_each_run(&floor),
+            &[3.0, 3.0, 3.0, 1.0, 1.0, 1.0, 1.0],
         );
         // Two floors added only in the runs both have: run 3's, 1 + 2.
         let floors: Floors = vec![
-            (vec![(1, 1.0), (3, 1.0)], true),
-            (vec![(3, 2.0), (4, 5.0)], true),
+            one_way(&[(1, 1.0), (3, 1.0)]),
+            one_way(&[(3, 2.0), (4, 2.0)]),
         ];
         let ratio = over_floors(&[(1, 3.0), (3, 6.0), (4, 3.0)], &floors).unwrap();
         assert_eq!((ratio.runs, ratio.estimate), (1, 2.0));
@@ -323,27 +448,33 @@ mod tests {
 
     /// halo2's checked parameters read fresh (33 MB from the page cache, a new process a
     /// load) over their floor, in two default runs back to back: the loads steady at 32-34
-    /// ms, the floor's visits 5-11 ms. The floor's typical visit near each run, taken as
-    /// known, made intervals that did not meet (3.78-4.23 against 4.41-5.21); drawing its
-    /// visits again too, they meet, as two runs of one loader must.
+    /// ms, the floor's visits 5-11 ms (two a run then). The floor's typical visit near each
+    /// run, taken as known, made intervals that did not meet; drawing its visits again too,
+    /// they meet, as two runs of one loader must.
     #[test]
     fn a_floors_own_noise_is_in_its_interval() {
         let first = (
             by_run(&[32.1, 32.4, 32.0, 32.6, 33.2], 1),
-            by_run(&[6.5, 8.6, 9.2, 9.9, 8.5, 7.4, 7.8, 10.1, 6.7, 9.3], 2),
+            one_way(&by_run(
+                &[6.5, 8.6, 9.2, 9.9, 8.5, 7.4, 7.8, 10.1, 6.7, 9.3],
+                2,
+            )),
         );
         let second = (
             by_run(&[32.7, 32.8, 32.2, 33.1, 33.7], 1),
-            by_run(&[6.7, 5.1, 5.2, 9.0, 10.6, 6.3, 7.3, 9.9, 8.4, 6.5], 2),
+            one_way(&by_run(
+                &[6.7, 5.1, 5.2, 9.0, 10.6, 6.3, 7.3, 9.9, 8.4, 6.5],
+                2,
+            )),
         );
         let meet = |a: &Ratio, b: &Ratio| a.low <= b.high && b.low <= a.high;
-        let known = |(loads, floor): &(ByRun, ByRun)| {
-            paired_by_run(loads, &floor_near_each_run(floor, false)).unwrap()
+        let known = |(loads, floor): &(ByRun, Vec<FloorVisit>)| {
+            paired_by_run(loads, &floor_near_each_run(floor)).unwrap()
         };
         let (a, b) = (known(&first), known(&second));
         assert!(!meet(&a, &b), "{a:?} {b:?}");
-        let drawn = |(loads, floor): &(ByRun, ByRun)| {
-            over_floors(loads, &vec![(floor.clone(), false)]).unwrap()
+        let drawn = |(loads, floor): &(ByRun, Vec<FloorVisit>)| {
+            over_floors(loads, &vec![floor.clone()]).unwrap()
         };
         let (a, b) = (drawn(&first), drawn(&second));
         assert!(meet(&a, &b), "{a:?} {b:?}");
@@ -354,16 +485,16 @@ mod tests {
 
     /// A floor without noise adds none: each way's visits the same in every run (the second
     /// way the slower), loads exactly 1.2x the faster way, the interval is the point 1.2. A
-    /// visit redrawn from another place (the other way) would move it.
+    /// visit redrawn from the other way would move it.
     #[test]
     fn a_steady_floor_adds_no_noise() {
         let floor: Vec<f64> = (0..8).flat_map(|_| [1.0, 1.3]).collect();
-        let loads = by_run(&[1.2; 8], 1);
-        let ratio = over_floors(&loads, &vec![(by_run(&floor, 2), true)]).unwrap();
+        let loads = by_run(&[1.2; 16], 1);
+        let ratio = over_floors(&loads, &vec![taking_turns(&floor, 2)]).unwrap();
         assert_eq!((ratio.estimate, ratio.low, ratio.high), (1.2, 1.2, 1.2));
-        assert_eq!(ratio.runs, 8);
+        assert_eq!(ratio.runs, 16);
         // Beside a floor the load was not measured with, or no floor: no ratio.
-        assert!(over_floors(&loads, &vec![(vec![(20, 1.0)], true)]).is_none());
+        assert!(over_floors(&loads, &vec![one_way(&[(20, 1.0)])]).is_none());
         assert!(over_floors(&loads, &Vec::new()).is_none());
     }
 }

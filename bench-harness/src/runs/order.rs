@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::rows::Claim;
 use crate::exec::Sample;
-use crate::plan::{Case, Plan, State};
+use crate::plan::{Case, Plan, State, FLOOR};
 use crate::stats::rotation;
 
 /// The cases and files a run measures: every one, or, after the minimum of runs, those of
@@ -176,9 +176,8 @@ impl Costs {
     }
 }
 
-/// The order in which run `run` takes the plan's cases (indices, a case visited several
-/// times a run as often): grouped by state, the groups' order and the order within each
-/// rotated run by run ([`rotation`]).
+/// The order in which run `run` takes the plan's cases (indices, each once): grouped by
+/// state, the groups' order and the order within each rotated run by run ([`rotation`]).
 ///
 /// Grouped because a new process's load depends on what the machine did just before. This
 /// machine's balloon reports memory that has been free for about two seconds to its host,
@@ -200,32 +199,23 @@ pub(super) fn visiting_order(plan: &Plan<'_>, run: usize) -> Vec<usize> {
         .collect()
 }
 
-/// The visits of `state`'s cases in plan order: each case visited once a run, and between
-/// them, spread evenly, the visits of those visited several times (the floors), a round of
-/// each before the next round.
+/// The visits of `state`'s cases, each once a run: the loads in plan order, and between
+/// them, spread evenly, the floors (so that a floor's visit is as near the loads it is the
+/// floor of as the run allows).
 fn group_visits(plan: &Plan<'_>, state: State) -> Vec<usize> {
-    let of_state = || {
+    let of_state = |floor: bool| -> Vec<usize> {
         plan.cases
             .iter()
             .enumerate()
-            .filter(move |(_, case)| case.state == state)
+            .filter(|(_, case)| case.state == state && (case.backend == FLOOR) == floor)
+            .map(|(index, _)| index)
+            .collect()
     };
-    let mut visits: Vec<usize> = of_state()
-        .filter(|(_, case)| case.visits == 1)
-        .map(|(index, _)| index)
-        .collect();
-    let rounds = of_state().map(|(_, case)| case.visits).max().unwrap_or(1);
-    let repeated: Vec<usize> = (0..rounds)
-        .flat_map(|round| {
-            of_state()
-                .filter(move |(_, case)| case.visits > 1 && round < case.visits)
-                .map(|(index, _)| index)
-        })
-        .collect();
-    // From the last, so that each position counts single visits only.
-    let singles = visits.len();
-    for (at, &index) in repeated.iter().enumerate().rev() {
-        let position = ((at + 1) * singles / (repeated.len() + 1)).min(visits.len());
+    let (floors, mut visits) = (of_state(true), of_state(false));
+    // From the last, so that each position counts loads only.
+    let loads = visits.len();
+    for (at, &index) in floors.iter().enumerate().rev() {
+        let position = ((at + 1) * loads / (floors.len() + 1)).min(visits.len());
         visits.insert(position, index);
     }
     visits

@@ -1,7 +1,7 @@
 //! The rows of a plan's samples: a load row per case, its ratios paired run by run with its
 //! reference and its floor, and a save row per file.
 
-use super::by_run::{median_per_run, over_floors, paired_by_run, ByRun, Floors};
+use super::by_run::{median_per_run, over_floors, paired_by_run, ByRun, FloorVisit, Floors};
 use crate::exec::Sample;
 use crate::measure::Written;
 use crate::plan::{durable_save_name, Case, File, Plan, State, FLOOR, HALO2_NATIVE};
@@ -76,6 +76,29 @@ fn loads_by_run(samples: &[Vec<Taken>], index: usize) -> ByRun {
         .unwrap_or_default()
 }
 
+/// Floor `index`'s visits, each with its way's index among the ways it took (`by_way`;
+/// otherwise all one way).
+fn floor_visits(samples: &[Vec<Taken>], index: usize, by_way: bool) -> Vec<FloorVisit> {
+    let mut ways = Vec::new();
+    let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
+    taken
+        .iter()
+        .map(|taken| {
+            let way = match taken.sample.way.filter(|_| by_way) {
+                Some(way) => ways
+                    .iter()
+                    .position(|&seen| seen == way)
+                    .unwrap_or_else(|| {
+                        ways.push(way);
+                        ways.len() - 1
+                    }),
+                None => 0,
+            };
+            (taken.run, taken.sample.seconds, way)
+        })
+        .collect()
+}
+
 /// Of the shares of a row's files in the page cache as its loads began, the one farthest from
 /// what its loads promise: the largest where they read from the disk (`cold`), else the
 /// smallest; `None` without loads or where a share is not known.
@@ -110,12 +133,12 @@ fn load_ratios(
     // runs, so a load is compared with the floor of its moment, not with the luckiest floor
     // of all the runs.
     // A floor reads from the disk as its case does, and from there its ways take turns by
-    // visit (`crate::exec::floor`).
+    // visit (`crate::exec::floor`), each way compared with the other.
     let by_way = reads_cold(case, every_cold);
     let floors: Floors = case
         .floors
         .iter()
-        .map(|&floor| (loads_by_run(samples, floor), by_way))
+        .map(|&floor| floor_visits(samples, floor, by_way))
         .collect();
     let vs_floor = over_floors(&ours, &floors);
     (speedup, vs_floor)
