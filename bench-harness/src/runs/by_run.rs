@@ -39,13 +39,13 @@ const PER_WAY: usize = 3;
 /// The floor of a run's moment is its typical visit near that run: the median of the
 /// visits of that run and the runs within two of it (five runs, the nearest five at the
 /// first and last runs), and of further runs, the nearest first, until three visits of each
-/// way count (a floor is visited once a run). A floor
-/// whose ways take turns from visit to visit (from the disk, [`crate::exec::floor`]: a way
-/// a run) takes each way at its typical visit there, and the fastest way counts. Typical, not fastest, because a load is visited once a run: with
-/// visits that vary by 10-20%, a load exactly as fast as its floor read 1.13-1.27x the
-/// fastest of the floor's six visits near its run (docs/harness.md). Near runs, so that the
-/// floor follows the disk as it drifts over several runs, but not one run's slow visits. A
-/// run the floor was not visited in has no floor.
+/// way count (a floor is visited once a run). A floor whose ways take turns from visit to
+/// visit (from the disk, [`crate::exec::floor`]: a way a run) takes each way at its typical
+/// visit there, and the fastest way counts. Typical, not fastest, because a load is visited
+/// once a run: with visits that vary by 10-20%, a load exactly as fast as its floor read
+/// 1.13-1.27x the fastest of six visits of the floor near its run (docs/harness.md). Near
+/// runs, so that the floor follows the disk as it drifts over several runs, but not one
+/// run's slow visit. A run the floor was not visited in has no floor.
 struct Visits {
     /// The runs the floor was visited in, in order.
     runs: Vec<usize>,
@@ -74,68 +74,8 @@ impl Visits {
             .into_values()
             .map(|visits| visits.into_iter().unzip())
             .unzip();
-        let at = |run: usize| runs.binary_search(&run).ok();
-        let mut of_way = Vec::new();
-        for &way in ways.iter().flatten() {
-            if of_way.len() <= way {
-                of_way.resize(way + 1, 0);
-            }
-            if let Some(count) = of_way.get_mut(way) {
-                *count += 1;
-            }
-        }
-        let wanted: Vec<usize> = of_way.iter().map(|&count| count.min(PER_WAY)).collect();
-        let span = runs.last().map_or(0, |&last| last) - runs.first().map_or(0, |&first| first);
-        let near: Vec<Vec<usize>> = runs
-            .iter()
-            .map(|&run| {
-                let mut near = Vec::new();
-                let mut counted = vec![0; wanted.len()];
-                for distance in 0..=span {
-                    let enough = near.len() > 2 * NEAR
-                        && counted
-                            .iter()
-                            .zip(&wanted)
-                            .all(|(count, want)| count >= want);
-                    if enough {
-                        break;
-                    }
-                    let sides = match distance {
-                        0 => [Some(run), None],
-                        _ => [run.checked_sub(distance), run.checked_add(distance)],
-                    };
-                    for at in sides.into_iter().flatten().filter_map(&at) {
-                        near.push(at);
-                        for &way in ways.get(at).into_iter().flatten() {
-                            if let Some(count) = counted.get_mut(way) {
-                                *count += 1;
-                            }
-                        }
-                    }
-                }
-                near
-            })
-            .collect();
-        let same_way_near = ways
-            .iter()
-            .zip(&near)
-            .map(|(own, near)| {
-                own.iter()
-                    .map(|&way| {
-                        near.iter()
-                            .flat_map(|&at| {
-                                let of_way = ways.get(at).map(Vec::as_slice).unwrap_or_default();
-                                of_way
-                                    .iter()
-                                    .enumerate()
-                                    .filter(move |&(_, &other)| other == way)
-                                    .map(move |(place, _)| (at, place))
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
+        let near = near_runs(&runs, &ways);
+        let same_way_near = same_way_near(&ways, &near);
         Visits {
             runs,
             visits,
@@ -190,6 +130,76 @@ impl Visits {
             }
         }
     }
+}
+
+/// For each of `runs` (in order; each run's visits' `ways`), the runs whose visits its floor
+/// counts (indices into `runs`), as [`Visits`] says.
+fn near_runs(runs: &[usize], ways: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let at = |run: usize| runs.binary_search(&run).ok();
+    // Of each way, the visits wanted: three, or as many as there are.
+    let mut wanted: Vec<usize> = Vec::new();
+    for &way in ways.iter().flatten() {
+        if wanted.len() <= way {
+            wanted.resize(way + 1, 0);
+        }
+        if let Some(count) = wanted.get_mut(way) {
+            *count = (*count + 1).min(PER_WAY);
+        }
+    }
+    let span = runs.last().map_or(0, |&last| last) - runs.first().map_or(0, |&first| first);
+    runs.iter()
+        .map(|&run| {
+            let mut near = Vec::new();
+            let mut counted = vec![0; wanted.len()];
+            for distance in 0..=span {
+                let enough = near.len() > 2 * NEAR
+                    && counted
+                        .iter()
+                        .zip(&wanted)
+                        .all(|(count, want)| count >= want);
+                if enough {
+                    break;
+                }
+                let sides = match distance {
+                    0 => [Some(run), None],
+                    _ => [run.checked_sub(distance), run.checked_add(distance)],
+                };
+                for at in sides.into_iter().flatten().filter_map(at) {
+                    near.push(at);
+                    for &way in ways.get(at).into_iter().flatten() {
+                        if let Some(count) = counted.get_mut(way) {
+                            *count += 1;
+                        }
+                    }
+                }
+            }
+            near
+        })
+        .collect()
+}
+
+/// For each run's visits (their `ways`), the visits of the same way in the run's `near`
+/// runs, `(run, place)`: what [`Visits::redraw`] draws each from.
+fn same_way_near(ways: &[Vec<usize>], near: &[Vec<usize>]) -> Vec<Vec<Vec<(usize, usize)>>> {
+    ways.iter()
+        .zip(near)
+        .map(|(own, near)| {
+            own.iter()
+                .map(|&way| {
+                    near.iter()
+                        .flat_map(|&at| {
+                            let of_run = ways.get(at).map(Vec::as_slice).unwrap_or_default();
+                            of_run
+                                .iter()
+                                .enumerate()
+                                .filter(move |&(_, &other)| other == way)
+                                .map(move |(place, _)| (at, place))
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Each run's floor of its moment from its own visits ([`Visits::floor_at`]).
@@ -337,6 +347,38 @@ mod tests {
         for (&(run, floor), &expected) in near.iter().zip(expected) {
             assert!((floor - expected).abs() < 1e-9, "run {run}: {near:?}");
         }
+    }
+
+    /// A run's floor counts its five nearest runs' visits, and where two ways take turns
+    /// from run to run, seven runs' (six at the first and last runs): three of each way.
+    #[test]
+    fn a_runs_floor_counts_five_runs_or_three_visits_of_each_way() {
+        let runs: Vec<usize> = (1..=10).collect();
+        let near = |ways: &[Vec<usize>], run: usize| -> Vec<usize> {
+            let mut near = near_runs(&runs, ways)
+                .get(run - 1)
+                .cloned()
+                .unwrap_or_default();
+            near.sort_unstable();
+            near.into_iter().map(|at| at + 1).collect()
+        };
+        let one_way: Vec<Vec<usize>> = runs.iter().map(|_| vec![0]).collect();
+        assert_eq!(near(&one_way, 1), [1, 2, 3, 4, 5]);
+        assert_eq!(near(&one_way, 5), [3, 4, 5, 6, 7]);
+        assert_eq!(near(&one_way, 10), [6, 7, 8, 9, 10]);
+        let in_turn: Vec<Vec<usize>> = runs.iter().map(|run| vec![run % 2]).collect();
+        assert_eq!(near(&in_turn, 1), [1, 2, 3, 4, 5, 6]);
+        assert_eq!(near(&in_turn, 5), [2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(near(&in_turn, 10), [5, 6, 7, 8, 9, 10]);
+        // Runs without a visit (runs that measured only other rows) are skipped over: the
+        // nearest five runs with one count.
+        let sparse = [1, 2, 6, 9, 10, 14];
+        let mut first = near_runs(&sparse, &vec![vec![0]; 6])
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        first.sort_unstable();
+        assert_eq!(first, [0, 1, 2, 3, 4]);
     }
 
     #[test]
