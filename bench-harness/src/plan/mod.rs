@@ -1,7 +1,7 @@
 //! What the runs of the harness measure: the files they write (saves are sampled as often as
 //! loads) and the loads ("cases") they time, each case knowing the rows it is compared with.
 //!
-//! A run writes the files, then times each case once (the floors twice; after the minimum of
+//! A run writes the files, then times each case once (the floors too; after the minimum of
 //! runs, only the files and cases of the ratios still widest, `runs`), the loads of
 //! each state one after the other, in an order rotated run by run (`runs`), so that
 //! compared rows see the same moments of a noisy machine and their ratios can be taken run
