@@ -1,9 +1,9 @@
-//! Runs a [`Plan`]: run after run, its files written, then its cases timed (floors twice,
-//! small files saved again a third and two thirds in), in an order rotated each run, until
-//! every paired ratio is known to the interval asked for (or the runs or the time allowed are
-//! spent); then one row per case and per file. The first runs (the minimum) take every file
-//! and case, each later one only those of the ratios still widest, as many as fit in the
-//! time left.
+//! Runs a [`Plan`]: run after run, its files written, then its cases timed (each once, the
+//! floors too; small files saved again a third and two thirds in), in an order rotated each
+//! run, until every paired ratio is known to the interval asked for (or the runs or the time
+//! allowed are spent); then one row per case and per file. The first runs (the minimum) take
+//! every file and case, each later one only those of the ratios still widest, as many as fit
+//! in the time left.
 //!
 //! This module runs them; `order` says in which order a run takes the cases and which load
 //! primes the memory before one, `rows` makes the rows of the samples, and `by_run` pairs
