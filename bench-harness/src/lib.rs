@@ -11,7 +11,7 @@
 //! cold start (parameters + key), halo2's own readers of each (`ProvingKey::read` with
 //! `RawBytes` and `RawBytesUnchecked` through a 1 MiB `BufReader`), and the **floor** of each
 //! file (that file read into memory allocated as a key's, over every core, with the key's
-//! evaluation domain built meanwhile: what any loader of it must at least do), sampled twice
+//! evaluation domain built meanwhile: what any loader of it must at least do), sampled once
 //! a run; each row is compared with the floor of the file it reads. Every load runs in the
 //! states asked for (`--states`; by default fresh and cold): **warm**, in the harness's own
 //! process as a server replacing its key meets it (the same load run twice untimed first, the

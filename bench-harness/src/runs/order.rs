@@ -200,8 +200,7 @@ pub(super) fn visiting_order(plan: &Plan<'_>, run: usize) -> Vec<usize> {
 }
 
 /// The visits of `state`'s cases, each once a run: the loads in plan order, and between
-/// them, spread evenly, the floors (so that a floor's visit is as near the loads it is the
-/// floor of as the run allows).
+/// them, spread evenly, the floors.
 fn group_visits(plan: &Plan<'_>, state: State) -> Vec<usize> {
     let of_state = |floor: bool| -> Vec<usize> {
         plan.cases
@@ -356,6 +355,22 @@ mod tests {
     }
 
     /// A plan of six cases.
+    /// A state's floors, visited once a run as its loads are, are spread evenly among them,
+    /// not bunched at the end where the plan adds them.
+    #[test]
+    fn a_states_floors_are_spread_among_its_loads() {
+        let mut plan = six_cases();
+        for _ in 0..2 {
+            plan.case(
+                (Kind::Pk, FLOOR, "rawbytes RawBytes", "-", State::Fresh),
+                Vec::new(),
+                Box::new(|_, _| Err("not run".to_owned())),
+            );
+        }
+        assert_eq!(group_visits(&plan, State::Fresh), [0, 1, 6, 2, 3, 7, 4, 5]);
+        assert!(group_visits(&plan, State::Cold).is_empty());
+    }
+
     fn six_cases() -> Plan<'static> {
         let mut plan = Plan::empty();
         for _ in 0..6 {

@@ -431,6 +431,38 @@ mod tests {
         assert!(beats_its_floor(&two), "{two:?}");
     }
 
+    /// A floor's visits are told apart by the way each took where ways are compared (from the
+    /// disk), and are all one way where not.
+    #[test]
+    fn a_floors_visits_carry_their_ways_where_ways_are_compared() {
+        use crate::exec::Way;
+        let taken: Vec<Taken> = [Way::ReadToEnd, Way::Parameters, Way::ReadToEnd]
+            .into_iter()
+            .enumerate()
+            .map(|(at, way)| Taken {
+                run: at + 1,
+                sample: Sample {
+                    seconds: 1.0,
+                    verified: true,
+                    rss_rise: None,
+                    huge_pages: None,
+                    compact_stalls: None,
+                    cached_before: None,
+                    way: Some(way),
+                },
+            })
+            .collect();
+        let samples = [taken];
+        let ways = |by_way| -> Vec<usize> {
+            floor_visits(&samples, 0, by_way)
+                .into_iter()
+                .map(|(_, _, way)| way)
+                .collect()
+        };
+        assert_eq!(ways(true), [0, 1, 0]);
+        assert_eq!(ways(false), [0, 0, 0]);
+    }
+
     /// A row's share of its files in the page cache is the one farthest from what its loads
     /// promise: a cold row's largest, another's smallest; none without loads.
     #[test]
