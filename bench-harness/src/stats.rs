@@ -34,15 +34,21 @@ impl Summary {
 
 /// The median of a sample (the mean of the middle two for even sizes; NaN when empty).
 pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let upper = sorted.len() / 2;
-    let middle = if sorted.len() % 2 == 1 {
+    median_in_place(&mut values.to_vec())
+}
+
+/// [`median`] of `values`, sorting them in place instead of a copy (for a loop that calls it
+/// many times over a scratch buffer).
+pub fn median_in_place(values: &mut [f64]) -> f64 {
+    // Unstable, so without a buffer: values equal by `total_cmp` are the same bits.
+    values.sort_unstable_by(f64::total_cmp);
+    let upper = values.len() / 2;
+    let middle = if values.len() % 2 == 1 {
         upper..upper + 1
     } else {
         upper.saturating_sub(1)..upper + 1
     };
-    let middle = sorted.get(middle).unwrap_or_default();
+    let middle = values.get(middle).unwrap_or_default();
     middle.iter().sum::<f64>() / middle.len() as f64
 }
 

@@ -2,7 +2,7 @@
 //! same run, and over its floor near that run, whose interval also counts the floor's own
 //! noise.
 
-use crate::stats::{bootstrapped, median, paired, resampled_median, Ratio};
+use crate::stats::{bootstrapped, median, median_in_place, paired, resampled_median, Ratio};
 
 /// Timings of the runs that took them: `(run, seconds)`, in run order.
 pub(super) type ByRun = Vec<(usize, f64)>;
@@ -60,8 +60,9 @@ struct Visits {
     /// For each run's visits, the visits of its way in its near runs, `(run, place)`: what
     /// a redrawn visit is drawn from.
     same_way_near: Vec<Vec<Vec<(usize, usize)>>>,
-    /// Whether each way counts ([`counted_ways`]).
-    counted: Vec<bool>,
+    /// Of each way, the visits a run's floor wants near it ([`wanted_of_each_way`]): none
+    /// for a way that does not count.
+    wanted: Vec<usize>,
 }
 
 impl Visits {
@@ -78,16 +79,16 @@ impl Visits {
             .into_values()
             .map(|visits| visits.into_iter().unzip())
             .unzip();
-        let near = near_runs(&runs, &ways);
+        let wanted = wanted_of_each_way(&ways);
+        let near = near_runs(&runs, &ways, &wanted);
         let same_way_near = same_way_near(&ways, &near);
-        let counted = counted_ways(&ways);
         Visits {
             runs,
             visits,
             ways,
             near,
             same_way_near,
-            counted,
+            wanted,
         }
     }
 
@@ -96,8 +97,8 @@ impl Visits {
     /// `at`; the fastest way counting. `scratch` holds the visits counted.
     fn floor_at(&self, at: usize, visits: &[Vec<f64>], scratch: &mut Vec<f64>) -> f64 {
         let near = self.near.get(at).map(Vec::as_slice).unwrap_or_default();
-        let ways = self.counted.iter().enumerate();
-        ways.filter(|&(_, &counts)| counts)
+        let ways = self.wanted.iter().enumerate();
+        ways.filter(|&(_, &wanted)| wanted > 0)
             .map(|(way, _)| {
                 scratch.clear();
                 for &at in near {
@@ -134,15 +135,10 @@ impl Visits {
 }
 
 /// For each of `runs` (in order; each run's visits' `ways`), the runs whose visits its floor
-/// counts (indices into `runs`), as [`Visits`] says.
-fn near_runs(runs: &[usize], ways: &[Vec<usize>]) -> Vec<Vec<usize>> {
+/// counts (indices into `runs`), as [`Visits`] says: until each way has the visits `wanted`
+/// of it.
+fn near_runs(runs: &[usize], ways: &[Vec<usize>], wanted: &[usize]) -> Vec<Vec<usize>> {
     let at = |run: usize| runs.binary_search(&run).ok();
-    // Of each way that counts, the visits wanted: three, or as many as there are.
-    let wanted: Vec<usize> = visits_of_each_way(ways)
-        .iter()
-        .zip(counted_ways(ways))
-        .map(|(&visits, counts)| if counts { visits.min(PER_WAY) } else { 0 })
-        .collect();
     let span = runs.last().map_or(0, |&last| last) - runs.first().map_or(0, |&first| first);
     runs.iter()
         .map(|&run| {
@@ -152,7 +148,7 @@ fn near_runs(runs: &[usize], ways: &[Vec<usize>]) -> Vec<Vec<usize>> {
                 let enough = near.len() > 2 * NEAR
                     && counted
                         .iter()
-                        .zip(&wanted)
+                        .zip(wanted)
                         .all(|(count, want)| count >= want);
                 if enough {
                     break;
@@ -175,8 +171,10 @@ fn near_runs(runs: &[usize], ways: &[Vec<usize>]) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// How many visits each way has, of each run's visits' `ways`.
-fn visits_of_each_way(ways: &[Vec<usize>]) -> Vec<usize> {
+/// Of each way, of each run's visits' `ways`, the visits a run's floor wants near it:
+/// [`PER_WAY`], or as many as the way has; none for a way that does not count, one with
+/// fewer visits than the most taken way and than [`PER_WAY`].
+fn wanted_of_each_way(ways: &[Vec<usize>]) -> Vec<usize> {
     let mut visits: Vec<usize> = Vec::new();
     for &way in ways.iter().flatten() {
         if visits.len() <= way {
@@ -186,15 +184,17 @@ fn visits_of_each_way(ways: &[Vec<usize>]) -> Vec<usize> {
             *count += 1;
         }
     }
-    visits
-}
-
-/// Whether each way counts, of each run's visits' `ways`: it has as many visits as the most
-/// taken way, or [`PER_WAY`].
-fn counted_ways(ways: &[Vec<usize>]) -> Vec<bool> {
-    let visits = visits_of_each_way(ways);
     let most = visits.iter().copied().max().unwrap_or(0).min(PER_WAY);
-    visits.iter().map(|&visits| visits >= most).collect()
+    visits
+        .iter()
+        .map(|&visits| {
+            if visits >= most {
+                visits.min(PER_WAY)
+            } else {
+                0
+            }
+        })
+        .collect()
 }
 
 /// For each run's visits (their `ways`), the visits of the same way in the run's `near`
@@ -234,19 +234,12 @@ fn floor_near_each_run(samples: &[FloorVisit]) -> ByRun {
         .collect()
 }
 
-/// The middle value of a sample, the mean of the two middle ones for an even count;
-/// infinite when empty (no floor). Sorts `values`.
+/// [`median_in_place`] of a way's visits, infinite when it has none there (no floor).
 fn median_of(values: &mut [f64]) -> f64 {
-    values.sort_unstable_by(f64::total_cmp);
-    let upper = values.len() / 2;
-    let middle = if values.len() % 2 == 1 {
-        upper..upper + 1
+    if values.is_empty() {
+        f64::INFINITY
     } else {
-        upper.saturating_sub(1)..upper + 1
-    };
-    match values.get(middle) {
-        Some(middle) if !middle.is_empty() => middle.iter().sum::<f64>() / middle.len() as f64,
-        _ => f64::INFINITY,
+        median_in_place(values)
     }
 }
 
@@ -374,7 +367,7 @@ mod tests {
     fn a_runs_floor_counts_five_runs_or_three_visits_of_each_way() {
         let runs: Vec<usize> = (1..=10).collect();
         let near = |ways: &[Vec<usize>], run: usize| -> Vec<usize> {
-            let mut near = near_runs(&runs, ways)
+            let mut near = near_runs(&runs, ways, &wanted_of_each_way(ways))
                 .get(run - 1)
                 .cloned()
                 .unwrap_or_default();
@@ -392,7 +385,8 @@ mod tests {
         // Runs without a visit (runs that measured only other rows) are skipped over: the
         // nearest five runs with one count.
         let sparse = [1, 2, 6, 9, 10, 14];
-        let mut first = near_runs(&sparse, &vec![vec![0]; 6])
+        let single = vec![vec![0]; 6];
+        let mut first = near_runs(&sparse, &single, &wanted_of_each_way(&single))
             .first()
             .cloned()
             .unwrap_or_default();

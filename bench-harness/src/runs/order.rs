@@ -354,7 +354,6 @@ mod tests {
         claim_of(half_width, cases, 5)
     }
 
-    /// A plan of six cases.
     /// A state's floors, visited once a run as its loads are, are spread evenly among them,
     /// not bunched at the end where the plan adds them.
     #[test]
@@ -371,6 +370,7 @@ mod tests {
         assert!(group_visits(&plan, State::Cold).is_empty());
     }
 
+    /// A plan of six cases.
     fn six_cases() -> Plan<'static> {
         let mut plan = Plan::empty();
         for _ in 0..6 {
