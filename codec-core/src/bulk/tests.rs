@@ -412,17 +412,53 @@ fn has_vm_flag(at: *const u8, flag: &str) -> bool {
 /// ([`crate::asks_for_huge_pages`]: not where the host takes back free memory); read from the
 /// disk (a source read in order), they ask for neither: the disk is the cost there, and the
 /// 2 MiB blocks huge pages come from are what a VM's host takes back first.
+///
+/// Checked in processes of their own, one with each answer of [`crate::asks_for_huge_pages`]
+/// (decided once per process by [`crate::HUGE_PAGES_ENV`]): in a process where other tests
+/// advised memory, the allocator may hand the vectors of the read in order memory that
+/// another test freed with its advice still on it.
 #[cfg(target_os = "linux")]
 #[test]
 fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
+    const CHILD: &str = "KEYCODEC_TEST_HUGE_PAGE_ADVICE";
+    if std::env::var_os(CHILD).is_some() {
+        return advice_follows_the_source();
+    }
+    for asks in ["1", "0"] {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "bulk::tests::huge_pages_are_asked_for_unless_the_source_is_read_in_order",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env(crate::HUGE_PAGES_ENV, asks)
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && printed.contains("test result: ok. 1 passed;"),
+            "{}={asks}: {printed}{}",
+            crate::HUGE_PAGES_ENV,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// The check of [`huge_pages_are_asked_for_unless_the_source_is_read_in_order`], in a process
+/// where nothing advised memory before it: the read in order comes first.
+#[cfg(target_os = "linux")]
+fn advice_follows_the_source() {
     // 40 MiB polynomials: above glibc's largest mmap threshold (32 MiB), so each is a new
-    // mapping of its own, never memory another test advised before (tests share a process),
-    // with whole huge pages inside.
+    // mapping of its own, with whole huge pages inside.
     let polys = vec![vec![Fr::ONE; (40 << 20) / FR_BYTES]; 2];
     let (bytes, spans) = payload(&polys);
     let len = bytes.len() as u64;
     let in_order = InOrder::new(&bytes);
     let memory = crate::source::Memory(&bytes);
+    let asks = crate::asks_for_huge_pages();
+    let wanted = std::env::var(crate::HUGE_PAGES_ENV).unwrap();
+    assert_eq!(asks, wanted == "1", "{}={wanted}", crate::HUGE_PAGES_ENV);
     for (source, huge) in [(&in_order as &dyn ReadAt, false), (&memory, true)] {
         let mut reader = PayloadReader::at(source, 0, len, 1 << 10)
             .narrow(len, true, true)
@@ -433,7 +469,6 @@ fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
         assert_eq!(data.groups[0], polys);
         for values in &data.groups[0] {
             let middle = values[values.len() / 2..].as_ptr().cast::<u8>();
-            let asks = crate::asks_for_huge_pages();
             assert_eq!(
                 has_vm_flag(middle, "hg"),
                 huge && asks,
