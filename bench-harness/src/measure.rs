@@ -440,7 +440,8 @@ mod tests {
         let before = rss::current().unwrap();
         let block = std::hint::black_box(vec![1u8; 64 << 20]);
         let peak = rss::peak().unwrap();
-        assert!(peak >= before + (60 << 20), "peak {peak} before {before}");
+        // Half of it: other tests in this process may free memory meanwhile.
+        assert!(peak >= before + (32 << 20), "peak {peak} before {before}");
         drop(block);
         // Linux has both counters (a kernel without THP reports 0 huge pages, not none).
         assert!(rss::anon_huge_pages().is_some());

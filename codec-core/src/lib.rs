@@ -55,6 +55,8 @@ mod poly_hash;
 pub mod record;
 mod source;
 mod stamp;
+#[cfg(test)]
+mod test_rng;
 mod vk_layout;
 mod vk_parts;
 mod xxh3;

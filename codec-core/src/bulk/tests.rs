@@ -36,7 +36,7 @@ fn payload(polys: &[Vec<Fr>]) -> (Vec<u8>, Vec<Span>) {
 }
 
 fn polys() -> Vec<Vec<Fr>> {
-    let mut rng = rand::thread_rng();
+    let mut rng = crate::test_rng::rng();
     // Smaller than a piece, exactly a piece, and over two pieces.
     [
         1 << 10,
@@ -282,7 +282,7 @@ fn every_source_reads_the_same_spans() {
 
 /// `count` random polynomials of `bytes` bytes each.
 fn random_polys(count: usize, bytes: usize) -> Vec<Vec<Fr>> {
-    let mut rng = rand::thread_rng();
+    let mut rng = crate::test_rng::rng();
     (0..count)
         .map(|_| {
             (0..bytes / FR_BYTES)

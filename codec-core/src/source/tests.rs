@@ -630,6 +630,10 @@ struct InFlightMemory<'a> {
     fails_at: Option<u64>,
     /// Whether it says it is read past the page cache (else through it: a piece at a time).
     past_page_cache: bool,
+    /// Whether each request waits (up to five seconds) until as many requests as the pool
+    /// has threads were in flight at once: a test of how many are, on a machine so loaded
+    /// that one request could end before the last thread took its own.
+    meet: bool,
 }
 
 impl<'a> InFlightMemory<'a> {
@@ -650,6 +654,7 @@ impl<'a> InFlightMemory<'a> {
             largest: 0.into(),
             fails_at: None,
             past_page_cache: true,
+            meet: false,
         }
     }
 }
@@ -663,6 +668,13 @@ impl ReadAt for InFlightMemory<'_> {
         let now = self.in_flight.fetch_add(1, SeqCst) + 1;
         self.most.fetch_max(now, SeqCst);
         self.largest.fetch_max(buf.len(), SeqCst);
+        let start = std::time::Instant::now();
+        while self.meet
+            && self.most.load(SeqCst) < self.pool.current_num_threads()
+            && start.elapsed().as_secs() < 5
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         std::thread::sleep(std::time::Duration::from_millis(30));
         let read = Memory(self.data).read_exact_at(buf, offset);
         self.in_flight.fetch_sub(1, SeqCst);
@@ -693,7 +705,10 @@ impl ReadAt for InFlightMemory<'_> {
 #[test]
 fn a_run_past_the_page_cache_keeps_its_requests_in_flight_across_destinations() {
     let data = pattern(32 + 4 * BULK_STEP + 96);
-    let source = InFlightMemory::new(&data);
+    let source = InFlightMemory {
+        meet: true,
+        ..InFlightMemory::new(&data)
+    };
     let mut reader = AtSource::new(&source, 0, 1 << 10);
     let mut head = [0u8; 32];
     reader.read_exact(&mut head).unwrap();
@@ -805,6 +820,7 @@ fn a_run_past_the_page_cache_asks_for_the_sources_pieces() {
     let data = pattern(8 * DIRECT_PIECE + 96);
     let source = InFlightMemory {
         piece: DIRECT_PIECE,
+        meet: true,
         ..InFlightMemory::new(&data)
     };
     let mut out = vec![0u8; data.len()];

@@ -110,7 +110,7 @@ fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
     // Kills that landed while a save ran, and those of them after an earlier save completed
     // (the old file there to be kept whole while the new one was being written).
     let (mut mid_save, mut mid_save_over_a_file) = (0, 0);
-    for _ in 0..KILLS {
+    for kill in 0..KILLS {
         let _ = std::fs::remove_file(dir.path().join("ready"));
         let _ = std::fs::remove_file(dir.path().join(PHASE));
         let mut child = Command::new(&exe)
@@ -126,6 +126,18 @@ fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
             .spawn()
             .unwrap();
         wait_for(&dir.path().join("ready"), Duration::from_secs(60));
+        // Every fourth kill waits for a save to complete first: on a disk slow to sync, the
+        // kills of the others could all land in the first save.
+        if kill % 4 == 3 {
+            let started = Instant::now();
+            while phase(dir.path()).0 == 0 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "no save completed"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         // xorshift: a spread of kill points within and between saves (a save takes a few ms).
         state ^= state << 13;
         state ^= state >> 7;
