@@ -56,7 +56,7 @@ pub mod record;
 mod source;
 mod stamp;
 #[cfg(test)]
-mod test_rng;
+mod testing;
 mod vk_layout;
 mod vk_parts;
 mod xxh3;

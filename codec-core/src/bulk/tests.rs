@@ -36,7 +36,7 @@ fn payload(polys: &[Vec<Fr>]) -> (Vec<u8>, Vec<Span>) {
 }
 
 fn polys() -> Vec<Vec<Fr>> {
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     // Smaller than a piece, exactly a piece, and over two pieces.
     [
         1 << 10,
@@ -282,7 +282,7 @@ fn every_source_reads_the_same_spans() {
 
 /// `count` random polynomials of `bytes` bytes each.
 fn random_polys(count: usize, bytes: usize) -> Vec<Vec<Fr>> {
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     (0..count)
         .map(|_| {
             (0..bytes / FR_BYTES)
@@ -420,27 +420,13 @@ fn has_vm_flag(at: *const u8, flag: &str) -> bool {
 #[cfg(target_os = "linux")]
 #[test]
 fn huge_pages_are_asked_for_unless_the_source_is_read_in_order() {
-    const CHILD: &str = "KEYCODEC_TEST_HUGE_PAGE_ADVICE";
-    if std::env::var_os(CHILD).is_some() {
+    if crate::testing::in_child() {
         return advice_follows_the_source();
     }
     for asks in ["1", "0"] {
-        let output = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "bulk::tests::huge_pages_are_asked_for_unless_the_source_is_read_in_order",
-                "--nocapture",
-            ])
-            .env(CHILD, "1")
-            .env(crate::HUGE_PAGES_ENV, asks)
-            .output()
-            .unwrap();
-        let printed = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success() && printed.contains("test result: ok. 1 passed;"),
-            "{}={asks}: {printed}{}",
-            crate::HUGE_PAGES_ENV,
-            String::from_utf8_lossy(&output.stderr)
+        crate::testing::passes_alone(
+            "bulk::tests::huge_pages_are_asked_for_unless_the_source_is_read_in_order",
+            &[(crate::HUGE_PAGES_ENV, asks)],
         );
     }
 }

@@ -32,7 +32,7 @@ fn the_fast_range_check_agrees_with_halo2curves() {
     let mut high_equal_below = p;
     high_equal_below[9] = 0;
     cases.push(high_equal_below);
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     cases.extend((0..1000).map(|_| encode_fr(&Fr::random(&mut rng), FieldEncoding::Raw)));
     cases.extend((0..1000).map(|_| {
         let mut bytes = [0u8; 32];
@@ -122,7 +122,7 @@ fn the_fast_point_check_answers_as_halo2curves() {
         modulus,
         std::array::from_fn(|i| u64::from_le_bytes(q[8 * i..8 * i + 8].try_into().unwrap()))
     );
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     let point = |p: G1Affine| -> [u8; 64] { p.to_raw_bytes().try_into().unwrap() };
     let mut cases: Vec<[u8; 64]> = vec![
         [0; 64],
@@ -189,7 +189,7 @@ fn the_fast_point_check_answers_as_halo2curves() {
 #[test]
 fn montgomery_reductions_are_halo2curves_products() {
     let curve = mont::Mont::get();
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     // Small and largest values, as values and as raw limbs (`q - 1`: the largest limbs there
     // are), then random ones.
     let mut largest_limbs = *curve.modulus();
@@ -315,7 +315,7 @@ fn the_wide_point_checks_answer_as_the_scalar_one() {
 /// `all_on_curve`, a wide check of `GROUP` bytes of points, answers as the scalar check.
 fn answers_as_the_scalar_check<const GROUP: usize>(all_on_curve: impl Fn(&[u8; GROUP]) -> bool) {
     let lanes = GROUP / 64;
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     let mut cases = raw_point_cases(&mut rng, 4096, false);
     let (mut accepted, mut refused) = (0, 0);
     for round in 0..2 {
@@ -352,7 +352,7 @@ fn answers_as_the_scalar_check<const GROUP: usize>(all_on_curve: impl Fn(&[u8; G
 
 #[test]
 fn points_in_bulk_are_checked_as_one_by_one() {
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     let mut cases = raw_point_cases(&mut rng, 64, true);
     // Valid points only, in lengths around the wide check's groups, then one bad point
     // moved through every position.
@@ -396,8 +396,7 @@ fn points_in_bulk_are_checked_as_one_by_one() {
 /// is made once per process), and points in bulk are then still checked as one by one.
 #[test]
 fn the_wide_check_turns_off_by_the_environment() {
-    const CHILD: &str = "KEYCODEC_TEST_WIDE_CHECK_OFF";
-    if std::env::var_os(CHILD).is_some() {
+    if crate::testing::in_child() {
         assert_eq!(points_checked_at_once(), 1);
         points_in_bulk_are_checked_as_one_by_one();
         return;
@@ -415,21 +414,9 @@ fn the_wide_check_turns_off_by_the_environment() {
             assert_eq!(points_checked_at_once(), widest);
         }
     }
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "field::tests::the_wide_check_turns_off_by_the_environment",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env(WIDE_POINT_CHECK_ENV, "0")
-        .output()
-        .unwrap();
     // On a CPU without AVX2 the child's first assertion holds whatever the variable says.
-    let printed = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && printed.contains("test result: ok. 1 passed;"),
-        "{printed}{}",
-        String::from_utf8_lossy(&output.stderr)
+    crate::testing::passes_alone(
+        "field::tests::the_wide_check_turns_off_by_the_environment",
+        &[(WIDE_POINT_CHECK_ENV, "0")],
     );
 }

@@ -31,7 +31,7 @@ fn the_layout_check_passes_on_this_target() {
 
 #[test]
 fn views_agree_with_halo2curves_encoding() {
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     let values: Vec<Fr> = (0..1000).map(|_| Fr::random(&mut rng)).collect();
     let bytes = as_raw_bytes(&values).unwrap();
     assert_eq!(bytes.len(), values.len() * FR_BYTES);
@@ -42,7 +42,7 @@ fn views_agree_with_halo2curves_encoding() {
 
 #[test]
 fn element_views_agree_with_byte_views() {
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     let values: Vec<Fr> = (0..100).map(|_| Fr::random(&mut rng)).collect();
     let elements = as_raw_elements(&values).unwrap();
     assert_eq!(elements.len(), values.len());
@@ -54,7 +54,7 @@ fn element_views_agree_with_byte_views() {
 
 #[test]
 fn writing_through_the_view_sets_elements() {
-    let mut rng = crate::test_rng::rng();
+    let mut rng = crate::testing::rng();
     let values: Vec<Fr> = (0..1000).map(|_| Fr::random(&mut rng)).collect();
     let encoded: Vec<u8> = values.iter().flat_map(encode_fr).collect();
     let mut target = vec![Fr::ZERO; values.len()];

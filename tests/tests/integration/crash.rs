@@ -87,11 +87,12 @@ fn backend() -> &'static dyn KeyCodec {
         .expect("at least one backend")
 }
 
-fn wait_for(path: &Path, limit: Duration) {
+/// Waits until `done`, failing with `never` after 60 s.
+fn wait_until(done: impl Fn() -> bool, never: &str) {
     let started = Instant::now();
-    while !path.exists() {
-        assert!(started.elapsed() < limit, "the child never became ready");
-        std::thread::sleep(Duration::from_millis(5));
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(60), "{never}");
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -125,18 +126,14 @@ fn kill_9_mid_save_leaves_old_or_new_file_and_no_temp_after_the_next_save() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        wait_for(&dir.path().join("ready"), Duration::from_secs(60));
+        wait_until(
+            || dir.path().join("ready").exists(),
+            "the child never became ready",
+        );
         // Every fourth kill waits for a save to complete first: on a disk slow to sync, the
         // kills of the others could all land in the first save.
         if kill % 4 == 3 {
-            let started = Instant::now();
-            while phase(dir.path()).0 == 0 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(60),
-                    "no save completed"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            wait_until(|| phase(dir.path()).0 > 0, "no save completed");
         }
         // xorshift: a spread of kill points within and between saves (a save takes a few ms).
         state ^= state << 13;
