@@ -121,8 +121,8 @@ pub fn prime(bytes: u64) -> Result<(), String> {
 
 /// Writes a byte of every 4 KiB page of `memory`, so that the kernel maps it all, on every
 /// core: where the host took the memory back, the host maps it again as the pages are first
-/// written, and two cores do that about 1.5 times as fast as one (2.6 GB in huge pages: 1.45
-/// against 2.2 s, and 0.16 against 0.24 s where the host still held it).
+/// written, and more cores do that sooner (`docs/performance.md`, "The primer on every
+/// core").
 fn write_every_page(memory: &mut [u8]) {
     use rayon::prelude::*;
     const PAGE: usize = 4 << 10;
