@@ -81,6 +81,9 @@
 //!                                      // ratio of one run ("runs": 1, low = high: no
 //!                                      // interval)
 //!       "speedup": { "estimate", "low", "high", "runs" } | null,  // reference's load / this
+//!       "steady_speedup": { ... } | null,  // the same, loads the kernel slowed left out (each
+//!                                      // side's loads over 1.5x their row's median system
+//!                                      // time a page fault, with the other's of that run)
 //!       "reference": { "backend", "mode", "validation" } | null,  // halo2's reader, same state
 //!       "peak_rss_bytes": u64 | null,  // rise of resident memory during the load (max)
 //!       "huge_pages_runs": [u64],  // in huge pages after each load (empty: not measured)
@@ -88,6 +91,10 @@
 //!                                      // order", "every core", "parameters in order";
 //!                                      // empty for a load)
 //!       "compact_stalls": u64 | null,  // the machine's compaction stalls during the loads
+//!       "cpu_runs": [{ "user_s": f64, "system_s": f64, "faults": u64 }],  // each load's
+//!                                      // processor time (its threads together; in clock
+//!                                      // ticks) and page faults, in the order of read_runs
+//!                                      // (empty: not measured, as for a floor)
 //!       "cached_before": f64 | null,  // its files' pages cached as a load began (mincore):
 //!                                      // most where read from the disk, else least
 //!       "verified": bool               // every load equal to the original

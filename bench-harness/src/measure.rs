@@ -427,9 +427,150 @@ pub mod rss {
     }
 }
 
+/// Processor time and page faults of this process, all its threads together, from
+/// `/proc/self/stat` (Linux; in the kernel's clock ticks, usually 10 ms).
+pub mod cpu {
+    use serde::{Deserialize, Serialize};
+
+    /// What this process had used at one moment, or between two ([`CpuUse::since`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+    pub struct CpuUse {
+        /// Seconds its threads ran their own code.
+        pub user_s: f64,
+        /// Seconds the kernel ran on their behalf: mapping the memory they touch (page
+        /// faults) and copying what they read.
+        pub system_s: f64,
+        /// Page faults, minor and major: a fresh load's memory in small pages is one fault a
+        /// 4 KiB page.
+        pub faults: u64,
+    }
+
+    /// Loads with fewer page faults, or less system time (counted in clock ticks, usually
+    /// 10 ms), than these say little about what a fault cost.
+    pub const FAULTS_TO_JUDGE: u64 = 10_000;
+    /// See [`FAULTS_TO_JUDGE`].
+    pub const SYSTEM_S_TO_JUDGE: f64 = 0.1;
+
+    impl CpuUse {
+        /// Microseconds of system time a page fault, where there were enough of both to
+        /// tell ([`FAULTS_TO_JUDGE`], [`SYSTEM_S_TO_JUDGE`]). System time also copies what
+        /// a load reads from the page cache: an upper bound on the kernel's cost of mapping
+        /// a page, comparable between loads of the same row.
+        #[must_use]
+        pub fn fault_cost_us(&self) -> Option<f64> {
+            (self.faults >= FAULTS_TO_JUDGE && self.system_s >= SYSTEM_S_TO_JUDGE)
+                .then(|| self.system_s * 1e6 / self.faults as f64)
+        }
+
+        /// What was used from `before` to `self`.
+        #[must_use]
+        pub fn since(self, before: Self) -> Self {
+            Self {
+                user_s: (self.user_s - before.user_s).max(0.0),
+                system_s: (self.system_s - before.system_s).max(0.0),
+                faults: self.faults.saturating_sub(before.faults),
+            }
+        }
+    }
+
+    /// A load slowed by the kernel took more than this many times its row's usual system
+    /// time a page fault (the median of its row's loads that took enough to tell).
+    pub const SLOWED: f64 = 1.5;
+
+    /// Which of a row's loads (each's use, where measured) the kernel slowed ([`SLOWED`]);
+    /// none where too few faults or too little time tell.
+    pub fn slowed(loads: &[Option<CpuUse>]) -> Vec<bool> {
+        let costs: Vec<Option<f64>> = loads
+            .iter()
+            .map(|used| used.as_ref().and_then(CpuUse::fault_cost_us))
+            .collect();
+        let judged: Vec<f64> = costs.iter().flatten().copied().collect();
+        let usual = (!judged.is_empty()).then(|| crate::stats::median(&judged));
+        costs
+            .iter()
+            .map(|cost| {
+                cost.zip(usual)
+                    .is_some_and(|(cost, usual)| cost > SLOWED * usual)
+            })
+            .collect()
+    }
+
+    /// This process's use so far; `None` where `/proc/self/stat` cannot be read.
+    pub fn now() -> Option<CpuUse> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        parse(&stat, rustix::param::clock_ticks_per_second())
+    }
+
+    /// The use in a `/proc/<pid>/stat` line, its times in `ticks` a second. The command name
+    /// (in parentheses) may hold spaces and parentheses: fields are counted after the last
+    /// `)`, from the state (field 3): `minflt` is field 10, `majflt` 12, `utime` 14,
+    /// `stime` 15.
+    pub(crate) fn parse(stat: &str, ticks: u64) -> Option<CpuUse> {
+        let (_, fields) = stat.rsplit_once(')')?;
+        let fields: Vec<&str> = fields.split_whitespace().collect();
+        let field = |number: usize| -> Option<u64> { fields.get(number - 3)?.parse().ok() };
+        let seconds = |value: u64| value as f64 / ticks.max(1) as f64;
+        Some(CpuUse {
+            user_s: seconds(field(14)?),
+            system_s: seconds(field(15)?),
+            faults: field(10)?.saturating_add(field(12)?),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_use_is_read_after_the_command_name() {
+        // A command name with a space and a parenthesis, as a process may name itself.
+        let stat = "4242 (a (b) c) R 1 4242 4242 0 -1 4194560 1500 0 25 0 350 120 0 0 20 0 \
+                    3 0 100 0 0";
+        let used = cpu::parse(stat, 100).unwrap();
+        assert_eq!(used.faults, 1525);
+        assert!((used.user_s - 3.5).abs() < 1e-9 && (used.system_s - 1.2).abs() < 1e-9);
+        assert_eq!(cpu::parse("4242 (x) R 1", 100), None);
+        // This process's own: a read is possible, and touching fresh memory adds faults.
+        let before = cpu::now().unwrap();
+        let block = std::hint::black_box(vec![1u8; 16 << 20]);
+        let used = cpu::now().unwrap().since(before);
+        drop(block);
+        // 4096 faults in small pages, 8 where the kernel gives huge pages unasked.
+        assert!(used.faults >= 8, "{used:?}");
+    }
+
+    /// A load whose faults cost over 1.5x its row's usual is slowed; one too small to tell
+    /// (or unmeasured) never is.
+    #[test]
+    fn loads_the_kernel_slowed_are_told_by_their_cost_a_fault() {
+        let load = |system_s: f64, faults: u64| {
+            Some(cpu::CpuUse {
+                user_s: 0.2,
+                system_s,
+                faults,
+            })
+        };
+        // 2.5, 2.5, 2.6, 4.0 (1.6x the median 2.55) and 3.75 (1.47x) µs a fault.
+        let loads = [
+            load(0.8, 320_000),
+            load(0.8, 320_000),
+            load(0.832, 320_000),
+            load(1.28, 320_000),
+            load(1.2, 320_000),
+            load(0.09, 9_000),
+            load(0.5, 9_999),
+            None,
+        ];
+        assert_eq!(
+            cpu::slowed(&loads),
+            [false, false, false, true, false, false, false, false]
+        );
+        assert_eq!(load(0.09, 320_000).unwrap().fault_cost_us(), None);
+        assert_eq!(load(0.5, 9_999).unwrap().fault_cost_us(), None);
+        assert!((load(1.0, 400_000).unwrap().fault_cost_us().unwrap() - 2.5).abs() < 1e-9);
+        assert_eq!(cpu::slowed(&[]), Vec::<bool>::new());
+    }
 
     #[test]
     fn peak_rss_sees_a_large_allocation() {

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::flags::CircuitName;
+use crate::measure::cpu::CpuUse;
 use crate::measure::Limits;
 use crate::plan::{Kind, State};
 use crate::stats::Ratio;
@@ -65,6 +66,12 @@ pub struct Row {
     /// The reference's load over this one, run by run: how many times faster than halo2's
     /// reader in the same state this row is, with its 95% interval.
     pub speedup: Option<Ratio>,
+    /// The same, of the loads the kernel did not slow (on either side, a load that took more
+    /// than [`crate::measure::cpu::SLOWED`] times its row's usual system time a page fault
+    /// is left out, with the other side's load of its run): the comparison of the loaders
+    /// where the host maps memory at its usual cost, beside [`Row::speedup`], which counts
+    /// every load.
+    pub steady_speedup: Option<Ratio>,
     /// The row this one is compared with (halo2's reader of the same artifact and state; for
     /// a remote load, downloading the object then loading the file; for a cache hit, a local
     /// load).
@@ -80,6 +87,10 @@ pub struct Row {
     pub read_ways: Vec<&'static str>,
     /// The machine's compaction stalls during this row's loads, all runs together.
     pub compact_stalls: Option<u64>,
+    /// Each load's processor time and page faults, in the order of `read_runs` (empty
+    /// unless every load measured them: a floor's row, a remote load's): in a fresh process
+    /// the kernel's time mapping the load's memory is most of its time.
+    pub cpu_runs: Vec<CpuUse>,
     /// The share of its files' pages in the page cache as its loads began (`mincore`) that
     /// is farthest from what its loads promise: the largest where they read from the disk (a
     /// cold row, every row under `--cold`: near 0), else the smallest (near 1); `None`

@@ -32,6 +32,12 @@ impl Summary {
     }
 }
 
+/// The widest a ratio's interval may be for a claim (half its width over its median, the
+/// `+-` the report prints): after the minimum of runs, a run measures only the rows with a
+/// ratio wider than this, while there are any; wider at the end, a time-capped run says how
+/// many are and that more runs would narrow them.
+pub const SOUND_HALF_WIDTH: f64 = 0.25;
+
 /// The median of a sample (the mean of the middle two for even sizes; NaN when empty).
 pub fn median(values: &[f64]) -> f64 {
     median_in_place(&mut values.to_vec())

@@ -353,6 +353,40 @@ fn harness_runs_end_to_end_and_writes_json_and_svg() {
         );
     }
     assert!(size.rows.iter().all(|row| row.verified));
+    // Every load's processor time and faults, in the loading process (a fresh one's too);
+    // none for a floor, which times only the fastest of its ways.
+    for row in &size.rows {
+        let expected = if row.backend == FLOOR {
+            0
+        } else {
+            row.read_runs.len()
+        };
+        assert_eq!(
+            row.cpu_runs.len(),
+            expected,
+            "{} {} {}",
+            row.backend,
+            row.mode,
+            row.state
+        );
+    }
+    assert!(size
+        .rows
+        .iter()
+        .flat_map(|row| &row.cpu_runs)
+        .all(|used| used.system_s >= 0.0 && used.user_s >= 0.0));
+    assert!(size
+        .rows
+        .iter()
+        .flat_map(|row| &row.cpu_runs)
+        .any(|used| used.faults > 0));
+    // The steady ratio is the speedup's, of the loads the kernel did not slow: given with it.
+    for row in &size.rows {
+        assert_eq!(
+            row.steady_speedup.is_some(),
+            row.speedup.is_some() && !row.below_floor
+        );
+    }
     // Two runs; one visit a run each, floors too.
     assert!(size.rows.iter().all(|row| row.read_runs.len() == 2
         && row.read_s > 0.0

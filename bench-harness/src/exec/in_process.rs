@@ -16,7 +16,7 @@ use keycodec_rawbytes::RawBytesCodec;
 
 use super::floor_read::{floor, Floor};
 use super::{KeyValues, Load, Sample, Target, Values};
-use crate::measure::{self, load_options, rss};
+use crate::measure::{self, cpu, load_options, rss};
 use crate::workload::Workload;
 
 /// What a load returned (moved once, to be checked: boxing would buy nothing).
@@ -68,12 +68,19 @@ pub fn run_here<C: Workload>(
     let measurable = rss::reset_peak();
     let before = rss::current();
     let stalls_before = rss::compact_stalls();
+    let cpu_before = cpu::now();
     let started = Instant::now();
     let loaded = execute::<C>(load, paths, circuit_params, target, buffer)?;
-    let (seconds, way) = match loaded {
+    let (seconds, way, cpu) = match loaded {
         // The floor times itself: the fastest of the ways it took.
-        Loaded::Read(Floor { seconds, way, .. }) => (seconds, Some(way)),
-        _ => (started.elapsed().as_secs_f64(), None),
+        Loaded::Read(Floor { seconds, way, .. }) => (seconds, Some(way), None),
+        _ => (
+            started.elapsed().as_secs_f64(),
+            None,
+            cpu::now()
+                .zip(cpu_before)
+                .map(|(after, before)| after.since(before)),
+        ),
     };
     let compact_stalls = rss::compact_stalls()
         .zip(stalls_before)
@@ -92,6 +99,7 @@ pub fn run_here<C: Workload>(
         compact_stalls,
         cached_before: None,
         way,
+        cpu,
     })
 }
 

@@ -206,6 +206,10 @@ pub struct Sample {
     /// A floor's way of reading that took these seconds; `None` for a load.
     #[serde(default)]
     pub way: Option<Way>,
+    /// The processor time and page faults of the load, its process's threads together;
+    /// `None` for a floor (which times only the fastest of its ways) or where not measured.
+    #[serde(default)]
+    pub cpu: Option<crate::measure::cpu::CpuUse>,
 }
 
 #[cfg(test)]

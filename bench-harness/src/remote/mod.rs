@@ -131,6 +131,7 @@ fn sample(seconds: f64, verified: bool) -> Sample {
         compact_stalls: None,
         cached_before: None,
         way: None,
+        cpu: None,
     }
 }
 

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use keycodec_core::Size;
 
 use super::cells::{huge_pages, interval, kind_name, marked, mib, short_of_durable, speedup_cell};
+use crate::measure::cpu::{CpuUse, FAULTS_TO_JUDGE, SLOWED, SYSTEM_S_TO_JUDGE};
 use crate::plan::{durable_save_name, Kind, State, FLOOR, HALO2_NATIVE};
+use crate::stats::{median, Ratio, SOUND_HALF_WIDTH as SOUND};
 use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
@@ -76,6 +78,9 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
     if let Some(cached) = residency(size, false, every_cold) {
         let _ = writeln!(out, "{cached}");
     }
+    if let Some(faults) = fault_cost(size) {
+        let _ = writeln!(out, "{faults}");
+    }
     if let Some(cold) = residency(size, true, every_cold) {
         let _ = writeln!(out, "{cold}");
         let _ = writeln!(
@@ -138,7 +143,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
         let _ = writeln!(out, "\n{title}");
         let _ = writeln!(
             out,
-            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>4} {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+            "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8} {:>8} {:>6} {:>4} {:>19} {:>20} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6} {:>6}",
             "backend",
             "mode",
             "values",
@@ -150,10 +155,12 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             "runs",
             "x floor",
             "speedup [95%]",
+            "steady [95%]",
             "file bytes",
             "load RSS",
             "ok",
             "huge pages",
+            "sys s",
             "stalls"
         );
         for row in rows {
@@ -164,7 +171,7 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
             };
             let _ = writeln!(
                 out,
-                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>4} {:>19} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6}",
+                "{:<13} {:<21} {:<8} {:<5} {:>6} {:>8.3} {:>8.3} {:>5.0}% {:>4} {:>19} {:>20} {:>20} {:>12} {:>9} {:>3} {:>17} {:>6} {:>6}",
                 row.backend,
                 row.mode,
                 row.validation,
@@ -176,10 +183,13 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 runs_of(&row.read_run_numbers),
                 floor,
                 speedup_cell(row, report.stopping.interval),
+                row.steady_speedup
+                    .map_or("-".to_owned(), |ratio| marked(ratio, report.stopping.interval)),
                 row.file_bytes,
                 row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
                 if row.verified { "yes" } else { "NO" },
                 huge_pages(&row.huge_pages_runs),
+                system_seconds(&row.cpu_runs),
                 row.compact_stalls.map_or("n/a".to_owned(), |n| n.to_string()),
             );
         }
@@ -394,6 +404,65 @@ fn crossover(small: (f64, f64), other: (f64, f64)) -> Crossover {
     } else {
         Crossover::Below(saved / extra)
     }
+}
+
+/// A row's median system time a load, or `-` where its loads' were not measured.
+fn system_seconds(runs: &[CpuUse]) -> String {
+    let seconds: Vec<f64> = runs.iter().map(|used| used.system_s).collect();
+    match seconds.is_empty() {
+        true => "-".to_owned(),
+        false => format!("{:.2}", median(&seconds)),
+    }
+}
+
+/// What the kernel's time came to a page fault over the fresh loads that took enough to tell
+/// ([`CpuUse::fault_cost_us`]), if any did, and how many ratios to halo2 are too wide to
+/// claim with every load and with the loads the kernel slowed left out: a fresh load's
+/// memory is mapped as it is filled, and where that cost swings, so do fresh loads, whoever's
+/// reader they are.
+fn fault_cost(size: &SizeReport) -> Option<String> {
+    let mut micros: Vec<f64> = size
+        .rows
+        .iter()
+        .filter(|row| row.state == State::Fresh.name())
+        .flat_map(|row| &row.cpu_runs)
+        .filter_map(CpuUse::fault_cost_us)
+        .collect();
+    micros.sort_by(f64::total_cmp);
+    let (least, most) = (*micros.first()?, *micros.last()?);
+    let to_halo2 = || {
+        size.rows.iter().filter(|row| {
+            row.reference
+                .as_ref()
+                .is_some_and(|r| r.backend == HALO2_NATIVE)
+        })
+    };
+    let too_wide = |ratio: Option<Ratio>| {
+        ratio.is_none_or(|ratio| !ratio.has_interval() || ratio.half_width() > SOUND)
+    };
+    Some(format!(
+        "fresh loads: {least:.1}-{most:.1} µs of system time a page fault (median {:.1}; {} \
+         loads of {FAULTS_TO_JUDGE} faults and {SYSTEM_S_TO_JUDGE} s or more; system time \
+         also copies from the page cache){}\n\
+         ratios to halo2 wider than ±{:.0}% or without an interval: {} of {} with every load; \
+         {} in the steady column (each row's loads that took over {SLOWED}x its usual system \
+         time a page fault left out, with the other side's load of that run)",
+        median(&micros),
+        micros.len(),
+        match most > 2.0 * least {
+            true => {
+                ": the kernel's cost of mapping memory swung twofold or more, and fresh \
+                 loads' times, halo2's and keycodec's alike, swing with it"
+            }
+            false => "",
+        },
+        SOUND * 100.0,
+        to_halo2().filter(|row| too_wide(row.speedup)).count(),
+        to_halo2().count(),
+        to_halo2()
+            .filter(|row| too_wide(row.steady_speedup))
+            .count(),
+    ))
 }
 
 /// What the page cache held of the files of the `cold` rows (every row under `--cold`,

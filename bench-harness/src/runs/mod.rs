@@ -21,7 +21,7 @@ use keycodec_core::Size;
 
 use crate::measure::rss;
 use crate::plan::{Case, File, Plan};
-use crate::stats::rotation;
+use crate::stats::{rotation, SOUND_HALF_WIDTH};
 use crate::{Row, SaveRow};
 use order::{needs_priming, primer_bytes, visiting_order, wide_claims, After, Costs, Selection};
 use rows::{claims, row_line, rows, saves_per_run, Claim, Saved, Taken, SAVES_OF_SMALL_FILES};
@@ -608,14 +608,6 @@ fn widest_said(half_widths: &[f64]) -> String {
     }
 }
 
-/// The widest a ratio's interval may be for a claim (half its width over its median, the
-/// `+-` the report prints): after the minimum of runs, a run measures only the rows with a
-/// ratio wider than this, while there are any (see [`wide_claims`]); wider at the end, a
-/// time-capped run says how many are and that more runs would narrow them. On this
-/// project's 2-core machine, default runs of 7 runs of every row (5 minutes) left 2 to 6 of
-/// their 19 ratios to halo2 wider, two runs of 16 and 17 (10 minutes) none.
-const SOUND_HALF_WIDTH: f64 = 0.25;
-
 /// The paths of the files `case` reads.
 fn paths_of<'p>(plan: &'p Plan<'_>, case: &Case<'_>) -> Vec<&'p Path> {
     case.files
@@ -676,6 +668,7 @@ mod tests {
             compact_stalls: None,
             cached_before: None,
             way: None,
+            cpu: None,
         }
     }
 

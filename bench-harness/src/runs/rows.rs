@@ -3,7 +3,7 @@
 
 use super::by_run::{median_per_run, over_floors, paired_by_run, ByRun, FloorVisit, Floors};
 use crate::exec::Sample;
-use crate::measure::Written;
+use crate::measure::{cpu, Written};
 use crate::plan::{durable_save_name, Case, File, Plan, State, FLOOR, HALO2_NATIVE};
 use crate::stats::{Ratio, Summary};
 use crate::{Row, RowId, SaveRow};
@@ -74,6 +74,18 @@ fn loads_by_run(samples: &[Vec<Taken>], index: usize) -> ByRun {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Each load of case `index` that the kernel did not slow ([`cpu::slowed`]), with its run.
+fn steady_loads(samples: &[Vec<Taken>], index: usize) -> ByRun {
+    let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
+    let uses: Vec<_> = taken.iter().map(|taken| taken.sample.cpu).collect();
+    taken
+        .iter()
+        .zip(cpu::slowed(&uses))
+        .filter(|&(_, slowed)| !slowed)
+        .map(|(taken, _)| (taken.run, taken.sample.seconds))
+        .collect()
 }
 
 /// Floor `index`'s visits, each with its way's index among the ways it took (`by_way`;
@@ -275,6 +287,12 @@ pub(super) fn rows(
         });
         let (speedup, vs_floor) = load_ratios(plan, samples, index, every_cold);
         let below_floor = vs_floor.as_ref().is_some_and(beats_its_floor);
+        let steady_speedup = case.reference.and_then(|reference| {
+            paired_by_run(
+                &steady_loads(samples, reference),
+                &steady_loads(samples, index),
+            )
+        });
         rows.push(Row {
             kind: case.kind,
             backend: case.backend,
@@ -293,6 +311,7 @@ pub(super) fn rows(
             read_vs_floor: vs_floor.filter(|_| !below_floor),
             below_floor,
             speedup,
+            steady_speedup: steady_speedup.filter(|_| !below_floor),
             reference: case.reference.and_then(id),
             peak_rss_bytes: taken.iter().filter_map(|taken| taken.sample.rss_rise).max(),
             huge_pages_runs: taken
@@ -309,6 +328,11 @@ pub(super) fn rows(
                 .iter()
                 .map(|taken| taken.sample.compact_stalls)
                 .sum::<Option<u64>>(),
+            cpu_runs: taken
+                .iter()
+                .map(|taken| taken.sample.cpu)
+                .collect::<Option<Vec<_>>>()
+                .unwrap_or_default(),
             cached_before: farthest_share(
                 taken.iter().map(|taken| taken.sample.cached_before),
                 reads_cold(case, every_cold),
@@ -449,6 +473,7 @@ mod tests {
                     compact_stalls: None,
                     cached_before: None,
                     way: Some(way),
+                    cpu: None,
                 },
             })
             .collect();
@@ -508,6 +533,7 @@ mod tests {
                         compact_stalls: None,
                         cached_before: None,
                         way: None,
+                        cpu: None,
                     },
                 })
                 .collect()
