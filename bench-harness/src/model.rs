@@ -67,7 +67,7 @@ pub struct Row {
     /// reader in the same state this row is, with its 95% interval.
     pub speedup: Option<Ratio>,
     /// The same, of the loads the kernel did not slow (on either side, a load that took more
-    /// than [`crate::measure::cpu::SLOWED`] times its row's usual system time a page fault
+    /// than [`crate::stats::SLOWED`] times its row's usual system time a page fault
     /// is left out, with the other side's load of its run): the comparison of the loaders
     /// where the host maps memory at its usual cost, beside [`Row::speedup`], which counts
     /// every load.

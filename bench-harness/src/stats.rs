@@ -32,6 +32,25 @@ impl Summary {
     }
 }
 
+/// A load the machine slowed took more than this many times its row's usual cost of one
+/// unit of its work (the median over its row's loads whose cost could be told).
+pub const SLOWED: f64 = 1.5;
+
+/// Which of a row's loads the machine slowed ([`SLOWED`]), of each load's cost of a unit of
+/// its work (for a load in a new process, its system time a page fault), `None` where it
+/// cannot be told: such a load is never judged slowed.
+pub fn slowed(costs: &[Option<f64>]) -> Vec<bool> {
+    let judged: Vec<f64> = costs.iter().flatten().copied().collect();
+    let usual = (!judged.is_empty()).then(|| median(&judged));
+    costs
+        .iter()
+        .map(|cost| {
+            cost.zip(usual)
+                .is_some_and(|(cost, usual)| cost > SLOWED * usual)
+        })
+        .collect()
+}
+
 /// The widest a ratio's interval may be for a claim (half its width over its median, the
 /// `+-` the report prints): after the minimum of runs, a run measures only the rows with a
 /// ratio wider than this, while there are any; wider at the end, a time-capped run says how
@@ -206,6 +225,17 @@ pub fn rotation(count: usize, run: usize) -> impl Iterator<Item = usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A load whose cost is over 1.5x its row's usual is slowed; one whose cost cannot be
+    /// told never is.
+    #[test]
+    fn slowed_loads_are_told_by_their_cost_against_their_rows() {
+        // Costs 2.5, 2.5, 2.6, 4.0 and 3.8: the median 2.6, so 4.0 is 1.54x and 3.8 1.46x.
+        let costs = [Some(2.5), Some(2.5), Some(2.6), Some(4.0), Some(3.8), None];
+        assert_eq!(slowed(&costs), [false, false, false, true, false, false]);
+        assert_eq!(slowed(&[None, None]), [false, false]);
+        assert_eq!(slowed(&[]), Vec::<bool>::new());
+    }
 
     #[test]
     fn median_of_odd_and_even_samples() {

@@ -40,10 +40,11 @@ pub(super) fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
-/// A load row's speed-up: none for a row below its floor (a measurement error, not a
-/// ratio), and marked when its interval missed the target.
-pub(super) fn speedup_cell(row: &Row, target: f64) -> String {
-    match (row.below_floor, row.speedup) {
+/// A load row's speed-up (`ratio`: its `speedup` or its `steady_speedup`): none for a row
+/// below its floor (a measurement error, not a ratio), and marked when its interval missed
+/// the target.
+pub(super) fn speedup_cell(row: &Row, ratio: Option<Ratio>, target: f64) -> String {
+    match (row.below_floor, ratio) {
         (true, _) => "- (BELOW)".to_owned(),
         (false, Some(ratio)) => marked(ratio, target),
         (false, None) => "-".to_owned(),

@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use keycodec_core::Size;
 
 use super::cells::{huge_pages, interval, kind_name, marked, mib, short_of_durable, speedup_cell};
-use crate::measure::cpu::{CpuUse, FAULTS_TO_JUDGE, SLOWED, SYSTEM_S_TO_JUDGE};
+use crate::measure::cpu::{CpuUse, FAULTS_TO_JUDGE, SYSTEM_S_TO_JUDGE};
 use crate::plan::{durable_save_name, Kind, State, FLOOR, HALO2_NATIVE};
-use crate::stats::{median, Ratio, SOUND_HALF_WIDTH as SOUND};
+use crate::stats::{median, Ratio, SLOWED, SOUND_HALF_WIDTH as SOUND};
 use crate::{Report, Row, SaveRow, SizeReport};
 
 const LEGEND: &str = "\
@@ -80,6 +80,9 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
     }
     if let Some(faults) = fault_cost(size) {
         let _ = writeln!(out, "{faults}");
+    }
+    if let Some(wide) = wide_by_column(size) {
+        let _ = writeln!(out, "{wide}");
     }
     if let Some(cold) = residency(size, true, every_cold) {
         let _ = writeln!(out, "{cold}");
@@ -182,9 +185,8 @@ pub(super) fn size_table(out: &mut String, report: &Report, size: &SizeReport) {
                 row.read_spread * 100.0,
                 runs_of(&row.read_run_numbers),
                 floor,
-                speedup_cell(row, report.stopping.interval),
-                row.steady_speedup
-                    .map_or("-".to_owned(), |ratio| marked(ratio, report.stopping.interval)),
+                speedup_cell(row, row.speedup, report.stopping.interval),
+                speedup_cell(row, row.steady_speedup, report.stopping.interval),
                 row.file_bytes,
                 row.peak_rss_bytes.map_or("n/a".to_owned(), mib),
                 if row.verified { "yes" } else { "NO" },
@@ -416,51 +418,82 @@ fn system_seconds(runs: &[CpuUse]) -> String {
 }
 
 /// What the kernel's time came to a page fault over the fresh loads that took enough to tell
-/// ([`CpuUse::fault_cost_us`]), if any did, and how many ratios to halo2 are too wide to
-/// claim with every load and with the loads the kernel slowed left out: a fresh load's
-/// memory is mapped as it is filled, and where that cost swings, so do fresh loads, whoever's
-/// reader they are.
+/// ([`CpuUse::fault_cost_us`]), if any did: its range, and how far it swung within a row (the
+/// same loader's loads, comparable with each other). A fresh load's memory is mapped as it is
+/// filled, and where that cost swings, so do fresh loads, whoever's reader they are.
 fn fault_cost(size: &SizeReport) -> Option<String> {
-    let mut micros: Vec<f64> = size
+    let per_row: Vec<Vec<f64>> = size
         .rows
         .iter()
         .filter(|row| row.state == State::Fresh.name())
-        .flat_map(|row| &row.cpu_runs)
-        .filter_map(CpuUse::fault_cost_us)
+        .map(|row| {
+            row.cpu_runs
+                .iter()
+                .filter_map(CpuUse::fault_cost_us)
+                .collect()
+        })
         .collect();
+    let mut micros: Vec<f64> = per_row.iter().flatten().copied().collect();
     micros.sort_by(f64::total_cmp);
     let (least, most) = (*micros.first()?, *micros.last()?);
-    let to_halo2 = || {
-        size.rows.iter().filter(|row| {
-            row.reference
-                .as_ref()
-                .is_some_and(|r| r.backend == HALO2_NATIVE)
+    let swing = per_row
+        .iter()
+        .filter_map(|costs| {
+            let least = costs.iter().copied().reduce(f64::min)?;
+            let most = costs.iter().copied().reduce(f64::max)?;
+            Some(most / least)
         })
-    };
-    let too_wide = |ratio: Option<Ratio>| {
-        ratio.is_none_or(|ratio| !ratio.has_interval() || ratio.half_width() > SOUND)
-    };
+        .fold(1.0, f64::max);
     Some(format!(
         "fresh loads: {least:.1}-{most:.1} µs of system time a page fault (median {:.1}; {} \
          loads of {FAULTS_TO_JUDGE} faults and {SYSTEM_S_TO_JUDGE} s or more; system time \
-         also copies from the page cache){}\n\
-         ratios to halo2 wider than ±{:.0}% or without an interval: {} of {} with every load; \
-         {} in the steady column (each row's loads that took over {SLOWED}x its usual system \
-         time a page fault left out, with the other side's load of that run)",
+         also copies from the page cache), up to {swing:.1}x within a row{}",
         median(&micros),
         micros.len(),
-        match most > 2.0 * least {
+        match swing >= 2.0 {
             true => {
                 ": the kernel's cost of mapping memory swung twofold or more, and fresh \
                  loads' times, halo2's and keycodec's alike, swing with it"
             }
             false => "",
         },
+    ))
+}
+
+/// How many load ratios to halo2, in every state, are too wide to claim (wider than
+/// [`SOUND`], without an interval, or below their floor) with every load and in the steady
+/// column; `None` without such ratios.
+fn wide_by_column(size: &SizeReport) -> Option<String> {
+    let to_halo2: Vec<&Row> = size
+        .rows
+        .iter()
+        .filter(|row| {
+            row.reference
+                .as_ref()
+                .is_some_and(|r| r.backend == HALO2_NATIVE)
+        })
+        .collect();
+    if to_halo2.is_empty() {
+        return None;
+    }
+    let too_wide = |row: &&&Row, ratio: Option<Ratio>| {
+        row.below_floor
+            || ratio.is_none_or(|ratio| !ratio.has_interval() || ratio.half_width() > SOUND)
+    };
+    Some(format!(
+        "load ratios to halo2 too wide to claim (wider than ±{:.0}%, without an interval or \
+         BELOW): {} of {} with every load; {} in the steady column (each row's loads that took \
+         over {SLOWED}x its usual system time a page fault left out, with the other side's \
+         load of that run)",
         SOUND * 100.0,
-        to_halo2().filter(|row| too_wide(row.speedup)).count(),
-        to_halo2().count(),
-        to_halo2()
-            .filter(|row| too_wide(row.steady_speedup))
+        to_halo2
+            .iter()
+            .filter(|row| too_wide(row, row.speedup))
+            .count(),
+        to_halo2.len(),
+        to_halo2
+            .iter()
+            .filter(|row| too_wide(row, row.steady_speedup))
             .count(),
     ))
 }

@@ -63,7 +63,7 @@ pub(super) fn sweep(out: &mut String, report: &Report) {
                     ) == *label
                 })
                 .map_or("-".to_owned(), |row| {
-                    speedup_cell(row, report.stopping.interval)
+                    speedup_cell(row, row.speedup, report.stopping.interval)
                 });
             let _ = write!(line, " {cell:>19}");
         }

@@ -3,9 +3,10 @@
 
 use super::by_run::{median_per_run, over_floors, paired_by_run, ByRun, FloorVisit, Floors};
 use crate::exec::Sample;
-use crate::measure::{cpu, Written};
+use crate::measure::cpu::CpuUse;
+use crate::measure::Written;
 use crate::plan::{durable_save_name, Case, File, Plan, State, FLOOR, HALO2_NATIVE};
-use crate::stats::{Ratio, Summary};
+use crate::stats::{slowed, Ratio, Summary};
 use crate::{Row, RowId, SaveRow};
 use keycodec_core::Size;
 
@@ -76,13 +77,17 @@ fn loads_by_run(samples: &[Vec<Taken>], index: usize) -> ByRun {
         .unwrap_or_default()
 }
 
-/// Each load of case `index` that the kernel did not slow ([`cpu::slowed`]), with its run.
+/// Each load of case `index` that the kernel did not slow ([`slowed`], of its system time a
+/// page fault), with its run.
 fn steady_loads(samples: &[Vec<Taken>], index: usize) -> ByRun {
     let taken = samples.get(index).map(Vec::as_slice).unwrap_or_default();
-    let uses: Vec<_> = taken.iter().map(|taken| taken.sample.cpu).collect();
+    let costs: Vec<Option<f64>> = taken
+        .iter()
+        .map(|taken| taken.sample.cpu.as_ref().and_then(CpuUse::fault_cost_us))
+        .collect();
     taken
         .iter()
-        .zip(cpu::slowed(&uses))
+        .zip(slowed(&costs))
         .filter(|&(_, slowed)| !slowed)
         .map(|(taken, _)| (taken.run, taken.sample.seconds))
         .collect()
@@ -311,7 +316,7 @@ pub(super) fn rows(
             read_vs_floor: vs_floor.filter(|_| !below_floor),
             below_floor,
             speedup,
-            steady_speedup: steady_speedup.filter(|_| !below_floor),
+            steady_speedup,
             reference: case.reference.and_then(id),
             peak_rss_bytes: taken.iter().filter_map(|taken| taken.sample.rss_rise).max(),
             huge_pages_runs: taken
