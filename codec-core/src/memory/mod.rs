@@ -346,12 +346,41 @@ fn bytes_of_mut<T: PlainLimbs>(values: &mut [T]) -> &mut [u8] {
 
 /// Asks the kernel to map every page of `buf` now (Linux, `MADV_POPULATE_WRITE`), in one
 /// call, instead of one page fault per page as a read writes it; a hint, ignored where the
-/// kernel does not support it.
+/// kernel does not support it. Skipped where `buf`'s first and last pages are mapped already
+/// ([`ends_mapped`]: memory the allocator reused, as in a process that reloads its key),
+/// where it would only walk pages that need no fault.
 pub(crate) fn populate(buf: &mut [MaybeUninit<u8>]) {
     #[cfg(target_os = "linux")]
-    advise(buf, PAGE, rustix::mm::Advice::LinuxPopulateWrite);
+    if !ends_mapped(buf) {
+        advise(buf, PAGE, rustix::mm::Advice::LinuxPopulateWrite);
+    }
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
+}
+
+/// Whether the first and the last whole page inside `buf` are mapped in this process
+/// (`mincore`, which reads no memory); true where `buf` holds no whole page (nothing to map),
+/// false where the kernel cannot tell (an address not aligned to its page size).
+#[cfg(target_os = "linux")]
+pub(crate) fn ends_mapped(buf: &[MaybeUninit<u8>]) -> bool {
+    let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
+    let end = (buf.as_ptr() as usize + buf.len()) / PAGE * PAGE;
+    if end <= start {
+        return true;
+    }
+    [start, end - PAGE].iter().all(|&page| {
+        let mut resident = [0u8; 1];
+        // SAFETY: `page` is the address of a whole 4 KiB page inside `buf`, memory of a live
+        // allocation; `mincore` reads none of it and writes one byte a system page of the
+        // range asked about: `PAGE` bytes span one page where the system's pages are 4 KiB
+        // or larger (Linux's are), and an address not aligned to a larger page is refused
+        // (`EINVAL`, read as not mapped) before anything is written. The test
+        // `populate_maps_fresh_memory_and_ends_mapped_tells_it` checks that fresh memory
+        // reads as unmapped and populated memory as mapped.
+        let asked =
+            unsafe { libc::mincore(page as *mut libc::c_void, PAGE, resident.as_mut_ptr()) };
+        asked == 0 && resident[0] & 1 == 1
+    })
 }
 
 /// Bytes of a page, and of a transparent huge page (x86-64 and aarch64 with 4 KiB pages).

@@ -104,6 +104,24 @@ fn memory_hints_keep_every_byte() {
     assert!(values.iter().all(|v| *v == Fr::ZERO));
 }
 
+/// Fresh memory (64 MiB: mapped anew by any allocator) reads as unmapped until populated or
+/// written, and as mapped after: what lets a reload skip populating reused memory.
+#[cfg(target_os = "linux")]
+#[test]
+fn populate_maps_fresh_memory_and_ends_mapped_tells_it() {
+    let mut fresh: Vec<u8> = Vec::with_capacity(64 << 20);
+    assert!(!ends_mapped(fresh.spare_capacity_mut()));
+    populate(fresh.spare_capacity_mut());
+    assert!(ends_mapped(fresh.spare_capacity_mut()));
+    let mut written: Vec<u8> = Vec::with_capacity(64 << 20);
+    written.resize(64 << 20, 1);
+    assert!(ends_mapped(&[]));
+    // SAFETY (test): the same initialised bytes, as `MaybeUninit<u8>`.
+    let view: &[MaybeUninit<u8>] =
+        unsafe { std::slice::from_raw_parts(written.as_ptr().cast(), written.len()) };
+    assert!(ends_mapped(view));
+}
+
 #[test]
 fn zeroed_vectors_hold_zero_and_can_grow_and_drop() {
     for count in [0, 1, 7, 1 << 16] {
