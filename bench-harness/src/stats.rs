@@ -125,6 +125,12 @@ impl Ratio {
         (self.high - self.low) / 2.0 / self.estimate
     }
 
+    /// Whether the ratio is too wide to claim: wider than [`SOUND_HALF_WIDTH`], or without an
+    /// interval.
+    pub fn too_wide_to_claim(&self) -> bool {
+        self.half_width() > SOUND_HALF_WIDTH
+    }
+
     /// The ratio inverted (`theirs / ours`), interval included.
     #[must_use]
     pub fn inverse(self) -> Self {

@@ -476,9 +476,8 @@ fn wide_by_column(size: &SizeReport) -> Option<String> {
     if to_halo2.is_empty() {
         return None;
     }
-    let too_wide = |row: &&&Row, ratio: Option<Ratio>| {
-        row.below_floor
-            || ratio.is_none_or(|ratio| !ratio.has_interval() || ratio.half_width() > SOUND)
+    let too_wide = |row: &Row, ratio: Option<Ratio>| {
+        row.below_floor || ratio.is_none_or(|ratio| ratio.too_wide_to_claim())
     };
     Some(format!(
         "load ratios to halo2 too wide to claim (wider than ±{:.0}%, without an interval or \

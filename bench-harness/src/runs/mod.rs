@@ -543,10 +543,9 @@ impl Runner {
             format!("{runs} runs ({narrowed} of them of the widest rows only)")
         };
         let widest = half_widths.iter().copied().fold(0.0, f64::max);
-        // Ratios of one run (no interval: an infinite half width) count as unsound.
-        let unsound = half_widths
+        let unsound = claims
             .iter()
-            .filter(|&&half_width| half_width > SOUND_HALF_WIDTH)
+            .filter(|claim| claim.ratio.too_wide_to_claim())
             .count();
         let past_minimum = runs >= stopping.min_runs;
         if past_minimum && widest <= stopping.interval {

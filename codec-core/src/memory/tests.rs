@@ -113,8 +113,7 @@ fn populate_maps_fresh_memory_and_ends_mapped_tells_it() {
     assert!(!ends_mapped(fresh.spare_capacity_mut()));
     populate(fresh.spare_capacity_mut());
     assert!(ends_mapped(fresh.spare_capacity_mut()));
-    let mut written: Vec<u8> = Vec::with_capacity(64 << 20);
-    written.resize(64 << 20, 1);
+    let written = vec![1u8; 64 << 20];
     assert!(ends_mapped(&[]));
     // SAFETY (test): the same initialised bytes, as `MaybeUninit<u8>`.
     let view: &[MaybeUninit<u8>] =
